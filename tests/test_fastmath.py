@@ -1,0 +1,257 @@
+"""Accuracy, special values, vectorization and disk caching of corejax.compiler.fastmath.
+
+Accuracy is measured in ulps of the float32 result against a float64 (or better) reference,
+over every 2**11-th float32 bit pattern (twice: at offset 0, which hits +-0, +-inf, powers of
+two and the denormal boundary, and at an odd offset), plus random bit patterns. The sweep covers
+positive and negative, normal and denormal inputs, and nan/inf.
+"""
+import math
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from numba import njit
+
+from corejax.compiler import fastmath as fm
+
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _inputs():
+    stride = 2 ** 11
+    grid = np.arange(0, 2 ** 32, stride, dtype=np.uint64)
+    rng = np.random.default_rng(0)
+    random = rng.integers(0, 2 ** 32, size=400_000, dtype=np.uint64)
+    bits = np.concatenate([grid, grid + 0x2A5, random]).astype(np.uint32)
+    return bits.view(np.float32)
+
+
+X = _inputs()
+
+
+def _elementwise(fn):
+    @njit(error_model="numpy")
+    def apply(x, out):
+        for i in range(x.size):
+            out[i] = fn(x[i])
+    return apply
+
+
+_applied = {}
+
+
+def evaluate(fn, x):
+    if fn not in _applied:
+        _applied[fn] = _elementwise(fn)
+    out = np.empty(x.shape, fn_dtype(fn))
+    _applied[fn](x, out)
+    return out
+
+
+def fn_dtype(fn):
+    return np.float64 if fn.__name__.endswith("_f64") else np.float32
+
+
+def ulp_errors(y, ref, dtype=np.float32):
+    """|y - ref| in ulps of the result format at ref. Overflow to inf counts as 2**emax*2, so a
+    result of inf where ref is just below the overflow threshold costs a fraction of an ulp."""
+    info = np.finfo(dtype)
+    mant = info.nmant + 1
+    top = 2.0 ** (info.maxexp)
+    yv = np.asarray(y, np.longdouble)
+    yv = np.where(np.isinf(yv), np.sign(yv) * np.longdouble(top), yv)
+    # A reference past the format's range is inf once rounded: measure from 2**emax*2 too.
+    refv = np.clip(np.asarray(ref, np.longdouble), -top, top)
+    _, e = np.frexp(np.abs(refv))
+    e = np.minimum(e, info.maxexp)
+    ulp = np.ldexp(np.longdouble(1), np.maximum(e - mant, info.minexp - info.nmant))
+    return np.abs(yv - refv) / ulp
+
+
+def check_against(fn, x, ref, bound):
+    """Asserts nan/inf/signed-zero agreement exactly and the ulp bound elsewhere; returns the max."""
+    y = evaluate(fn, x)
+    ref = np.asarray(ref)
+    nan_ref = np.isnan(ref)
+    bad_nan = nan_ref != np.isnan(y)
+    assert not bad_nan.any(), f"{fn.__name__}: nan mismatch at {x[bad_nan][:5]} -> {y[bad_nan][:5]}"
+    exact = np.isinf(ref) | (ref == 0)
+    bad = exact & ~nan_ref & ((y != ref) | (np.signbit(y) != np.signbit(ref)))
+    assert not bad.any(), f"{fn.__name__}: at {x[bad][:5]} got {y[bad][:5]}, want {ref[bad][:5]}"
+    approx = ~nan_ref & ~exact
+    err = ulp_errors(y[approx], ref[approx], fn_dtype(fn))
+    worst = int(np.argmax(err))
+    max_err = float(err[worst])
+    assert max_err <= bound, (f"{fn.__name__}: {max_err:.3f} ulp > {bound} at x="
+                              f"{x[approx][worst]!r}: got {y[approx][worst]!r}, "
+                              f"want {ref[approx][worst]!r}")
+    return max_err
+
+
+def _logistic_ref(x):
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+_erfc = np.frompyfunc(math.erfc, 1, 1)
+
+REFERENCES_F32 = {
+    fm.exp_f32: np.exp,
+    fm.exp2_f32: np.exp2,
+    fm.expm1_f32: np.expm1,
+    fm.log_f32: np.log,
+    fm.log2_f32: np.log2,
+    fm.log10_f32: np.log10,
+    fm.log1p_f32: np.log1p,
+    fm.tanh_f32: np.tanh,
+    fm.logistic_f32: _logistic_ref,
+    fm.softplus_f32: lambda x: np.logaddexp(x, 0.0),
+    fm.erf_f32: lambda x: _erf(x).astype(np.float64),
+    fm.erfc_f32: lambda x: _erfc(x).astype(np.float64),
+}
+
+
+@pytest.mark.parametrize("fn", list(REFERENCES_F32), ids=lambda f: f.__name__)
+def test_float32_ulp_bound_over_whole_range(fn):
+    with np.errstate(all="ignore"):
+        x64 = X.astype(np.float64)
+        ref = REFERENCES_F32[fn](x64)
+    max_err = check_against(fn, X, ref, fm.ULP_BOUNDS[fn])
+    print(f"{fn.__name__}: max {max_err:.3f} ulp (bound {fm.ULP_BOUNDS[fn]})")
+
+
+def test_every_table_entry_has_a_reference_and_bound():
+    for fn in list(fm.FAST_UNARY.values()) + list(fm.FAST_BINARY.values()):
+        assert fn in fm.ULP_BOUNDS
+        assert fn in REFERENCES_F32 or fn in REFERENCES_F64 or fn in BINARY_REFERENCES
+
+
+REFERENCES_F64 = {}
+BINARY_REFERENCES = {}
+
+
+SPECIAL = [
+    (fm.exp_f32, [(np.inf, np.inf), (-np.inf, 0.0), (np.nan, np.nan), (0.0, 1.0), (-0.0, 1.0),
+                  (88.8, np.inf), (-104.0, 0.0), (1e-45, 1.0)]),
+    (fm.expm1_f32, [(np.inf, np.inf), (-np.inf, -1.0), (np.nan, np.nan), (-0.0, -0.0), (0.0, 0.0),
+                    (1e-45, 1e-45), (-1e-45, -1e-45), (89.0, np.inf)]),
+    (fm.log_f32, [(0.0, -np.inf), (-0.0, -np.inf), (-1e-45, np.nan), (-np.inf, np.nan),
+                  (np.inf, np.inf), (np.nan, np.nan), (1.0, 0.0)]),
+    (fm.log1p_f32, [(-1.0, -np.inf), (-1.5, np.nan), (np.inf, np.inf), (np.nan, np.nan),
+                    (-0.0, -0.0), (0.0, 0.0), (1e-45, 1e-45)]),
+    (fm.log2_f32, [(2.0 ** -149, -149.0), (2.0 ** 127, 127.0), (0.0, -np.inf), (np.inf, np.inf)]),
+    (fm.tanh_f32, [(np.inf, 1.0), (-np.inf, -1.0), (np.nan, np.nan), (-0.0, -0.0), (0.0, 0.0)]),
+    (fm.logistic_f32, [(np.inf, 1.0), (-np.inf, 0.0), (np.nan, np.nan), (0.0, 0.5)]),
+    (fm.softplus_f32, [(np.inf, np.inf), (-np.inf, 0.0), (np.nan, np.nan), (1e4, 1e4)]),
+    (fm.erf_f32, [(np.inf, 1.0), (-np.inf, -1.0), (np.nan, np.nan), (-0.0, -0.0), (0.0, 0.0)]),
+    (fm.erfc_f32, [(np.inf, 0.0), (-np.inf, 2.0), (np.nan, np.nan), (0.0, 1.0), (11.0, 0.0)]),
+]
+
+
+@pytest.mark.parametrize("fn,cases", SPECIAL, ids=lambda v: getattr(v, "__name__", ""))
+def test_special_values(fn, cases):
+    dtype = fn_dtype(fn)
+    x = np.array([c[0] for c in cases], dtype)
+    want = np.array([c[1] for c in cases], dtype)
+    got = evaluate(fn, x)
+    for xi, gi, wi in zip(x, got, want):
+        if np.isnan(wi):
+            assert np.isnan(gi), (fn.__name__, xi, gi)
+        else:
+            assert gi == wi and np.signbit(gi) == np.signbit(wi), (fn.__name__, xi, gi, wi)
+    # The scalar dispatcher agrees with the loop.
+    for xi, gi in zip(x, got):
+        scalar = fn(xi)
+        assert (np.isnan(scalar) and np.isnan(gi)) or scalar == gi
+
+
+@pytest.mark.parametrize("fn", list(fm.FAST_UNARY.values()), ids=lambda f: f.__name__)
+def test_loops_calling_it_vectorize(fn):
+    """The LLVM IR of an elementwise loop over the function has vector float operations, i.e.
+    no scalar call blocks the loop vectorizer."""
+    x = np.linspace(-3, 3, 64).astype(fn_dtype(fn))
+    evaluate(fn, x)
+    llvm = "\n".join(_applied[fn].inspect_llvm().values())
+    scalar = "double" if fn_dtype(fn) == np.float64 else "float"
+    widths = {int(w) for w in re.findall(rf"<(\d+) x {scalar}>", llvm)}
+    assert widths and max(widths) >= 2, f"{fn.__name__}: no <N x {scalar}> in the loop's IR"
+
+
+def test_lookup_and_import_line():
+    assert fm.lookup("exp", np.float32) is fm.exp_f32
+    assert fm.lookup("exp", "float32") is fm.exp_f32
+    assert fm.lookup("logistic", np.dtype("float32")) is fm.logistic_f32
+    assert fm.lookup("exp", "int32") is None
+    assert fm.lookup("no_such_primitive", "float32") is None
+    line = fm.import_line(fm.exp_f32, fm.log_f32, fm.exp_f32)
+    assert line == "from corejax.compiler.fastmath import exp_f32, log_f32"
+    namespace = {}
+    exec(line, namespace)
+    assert namespace["exp_f32"] is fm.exp_f32
+
+
+def test_special_values_survive_fastmath_callers():
+    @njit(fastmath=True, error_model="numpy")
+    def kernel(x, out):
+        for i in range(x.size):
+            out[i] = fm.exp_f32(x[i]) + fm.log_f32(x[i])
+    x = np.array([np.nan, np.inf, 0.0, -1.0, 1.0], np.float32)
+    out = np.empty_like(x)
+    kernel(x, out)
+    assert np.isnan(out[0]) and out[1] == np.inf and out[2] == -np.inf and np.isnan(out[3])
+    assert out[4] == np.float32(np.e)
+
+
+GENERATED = '''
+import numba
+import numpy as np
+{imports}
+
+@numba.njit(cache=True, error_model="numpy")
+def selu_kernel(x, out):
+    for i in range(x.size):
+        v = x[i]
+        out[i] = np.float32(1.0507009873554805) * (
+            v if v > 0 else np.float32(1.6732632423543772) * expm1_f32(v))
+'''
+
+LOADER = '''
+import importlib.util, sys
+import numpy as np
+spec = importlib.util.spec_from_file_location("gen_selu_kernel", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = module          # before exec_module, or the cache cannot be reloaded
+spec.loader.exec_module(module)
+x = np.linspace(-5, 5, 1001).astype(np.float32)
+out = np.empty_like(x)
+module.selu_kernel(x, out)
+stats = module.selu_kernel.stats
+print(len(stats.cache_hits), len(stats.cache_misses), repr(float(out[0])), repr(float(out[-1])))
+'''
+
+
+def test_generated_kernel_caches_across_processes(tmp_path):
+    source = tmp_path / "gen_selu_kernel.py"
+    source.write_text(GENERATED.format(imports=fm.import_line(fm.expm1_f32)))
+    loader = tmp_path / "loader.py"
+    loader.write_text(LOADER)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(fm.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(repo), env.get("PYTHONPATH", "")])
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, str(loader), str(source)], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        runs.append(done.stdout.split())
+    (hits0, misses0, *values0), (hits1, misses1, *values1) = runs
+    assert (hits0, misses0) == ("0", "1")
+    assert (hits1, misses1) == ("1", "0")
+    assert values0 == values1
+    want = 1.0507009873554805 * 1.6732632423543772 * math.expm1(-5.0)
+    assert abs(float(values0[0]) - want) <= 1e-6
