@@ -1,0 +1,735 @@
+"""The user-facing transformations: jit, grad, value_and_grad, vjp, jvp, linearize, jacfwd,
+jacrev, hessian, vmap, make_jaxpr, eval_shape. Each flattens pytrees and calls the flat
+interpreter in corejax.transforms."""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import threading
+from typing import Any, Callable, NamedTuple, Sequence
+
+import numpy as np
+
+from corejax import core, dtypes
+from corejax.array import Array
+from corejax.config import config
+from corejax.core import ClosedJaxpr, ShapedArray, Tracer, get_aval
+from corejax.transforms import ad, batching
+from corejax.transforms.ad import Zero
+from corejax.transforms.jit import jit_p
+from corejax.transforms.staging import trace_to_jaxpr, convert_constvars
+from corejax.tree_util import (tree_flatten, tree_unflatten, tree_map, tree_structure,
+                               tree_leaves, tree_flatten_with_path, keystr, tree_transpose)
+
+__all__ = ["jit", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev",
+           "jacobian", "hessian", "vmap", "make_jaxpr", "eval_shape", "ShapeDtypeStruct",
+           "disable_jit"]
+
+logger = logging.getLogger("corejax")
+
+
+def _fun_name(f) -> str:
+    return getattr(f, "__name__", None) or type(f).__name__
+
+
+def _flatten_fun(f, in_tree, out_store: list):
+    """`f` as a function of flat leaves returning flat leaves; the output tree lands in out_store."""
+    def flat(*leaves):
+        args, kwargs = tree_unflatten(in_tree, leaves)
+        out = f(*args, **kwargs)
+        out_leaves, out_tree = tree_flatten(out)
+        out_store.append(out_tree)
+        return out_leaves
+    return flat
+
+
+def _check_leaves(leaves, what: str):
+    for x in leaves:
+        if not core.valid_jaxtype(x) and not isinstance(x, Array):
+            raise TypeError(f"Argument {x!r} of type {type(x).__name__} passed to {what} is not a "
+                            "valid corejax type: arrays, NumPy arrays and Python scalars only "
+                            "(mark non-array arguments static).")
+
+
+# --- make_jaxpr / eval_shape -----------------------------------------------------------------
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing in for an array (eval_shape's outputs, or its inputs)."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape, self.dtype, self.weak_type = tuple(shape), np.dtype(dtype), weak_type
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+
+core.pytype_aval_mappings[ShapeDtypeStruct] = lambda x: ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+def _abstractify(x) -> ShapedArray:
+    if isinstance(x, ShapeDtypeStruct):
+        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), x.weak_type)
+    aval = get_aval(x)
+    return ShapedArray(aval.shape, dtypes.canonicalize_dtype(aval.dtype), aval.weak_type)
+
+
+def _arg_names(fun, args, kwargs, static) -> list[str]:
+    try:
+        sig = inspect.signature(fun)
+        bound = sig.bind(*args, **kwargs)
+        names = list(bound.arguments.keys())
+    except (TypeError, ValueError):
+        names = [f"args[{i}]" for i in range(len(args))]
+    out = []
+    for i, a in enumerate(args):
+        if i in static:
+            continue
+        base = names[i] if i < len(names) else f"args[{i}]"
+        for path, _ in tree_flatten_with_path(a)[0]:
+            out.append(base + keystr(path))
+    for k, v in kwargs.items():
+        for path, _ in tree_flatten_with_path(v)[0]:
+            out.append(k + keystr(path))
+    return out
+
+
+def make_jaxpr(fun: Callable, static_argnums=(), return_shape=False):
+    """Returns a function that stages `fun` on its arguments' shapes and dtypes and returns the
+    ClosedJaxpr (printed in JAX's style)."""
+    static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def make(*args, **kwargs):
+        dyn_args = [a for i, a in enumerate(args) if i not in static]
+
+        def call(*dyn, **kw):
+            it = iter(dyn)
+            full = [a if i in static else next(it) for i, a in enumerate(args)]
+            return fun(*full, **kw)
+
+        leaves, in_tree = tree_flatten((dyn_args, kwargs))
+        out_store: list = []
+        jaxpr, consts = trace_to_jaxpr(_flatten_fun(call, in_tree, out_store),
+                                       [_abstractify(x) for x in leaves],
+                                       _arg_names(fun, args, kwargs, static), _fun_name(fun))
+        closed = ClosedJaxpr(jaxpr, consts)
+        if return_shape:
+            shapes = [ShapeDtypeStruct(v.aval.shape, v.aval.dtype, v.aval.weak_type)
+                      for v in jaxpr.outvars]
+            return closed, tree_unflatten(out_store[0], shapes)
+        return closed
+
+    return make
+
+
+def eval_shape(fun: Callable, *args, **kwargs):
+    """The output shapes and dtypes of `fun(*args)`, computed without running it."""
+    _, shapes = make_jaxpr(fun, return_shape=True)(*args, **kwargs)
+    return shapes
+
+
+# --- jit -------------------------------------------------------------------------------------
+
+class _CacheEntry(NamedTuple):
+    jaxpr: ClosedJaxpr   # constvars converted to leading inputs, so consts are passed as args
+    consts: list
+    out_tree: Any
+
+
+def _signature_key(leaves):
+    return tuple((a.shape, a.dtype, a.weak_type) for a in map(get_aval, leaves))
+
+
+class _JittedFunction:
+    """A function compiled per signature: pytree structure, shapes, dtypes, weak types,
+    static argument values and backend."""
+
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, backend):
+        self._fun = fun
+        self._static_argnums = static_argnums
+        self._static_argnames = static_argnames
+        self._donate_argnums = donate_argnums
+        self._backend = backend
+        self._cache: dict = {}
+        self._lock = threading.RLock()
+        self._last_key = None
+        functools.update_wrapper(self, fun)
+
+    def _split(self, args, kwargs):
+        nargs = len(args)
+        static_nums = tuple(i % nargs if -nargs <= i < nargs else i for i in self._static_argnums)
+        for i in static_nums:
+            if not 0 <= i < nargs:
+                raise ValueError(f"jitted function {_fun_name(self._fun)} has static_argnums="
+                                 f"{self._static_argnums}, but was called with only {nargs} "
+                                 "positional arguments.")
+        static_vals = []
+        for i in static_nums:
+            static_vals.append(("arg", i, _hashable_static(args[i], f"argument {i}")))
+        for k in self._static_argnames:
+            if k in kwargs:
+                static_vals.append(("kw", k, _hashable_static(kwargs[k], f"argument {k!r}")))
+        dyn_args = [a for i, a in enumerate(args) if i not in static_nums]
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
+        return static_nums, tuple(static_vals), dyn_args, dyn_kwargs
+
+    def _backend_name(self):
+        return self._backend or config.platform
+
+    def _lookup(self, args, kwargs):
+        static_nums, static_vals, dyn_args, dyn_kwargs = self._split(args, kwargs)
+        leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        _check_leaves(leaves, f"jit({_fun_name(self._fun)})")
+        key = (in_tree, _signature_key(leaves), static_vals, self._backend_name(),
+               config.enable_x64)
+        entry = self._cache.get(key)
+        if entry is None:
+            with self._lock:
+                entry = self._cache.get(key)
+                if entry is None:
+                    entry = self._trace(args, kwargs, static_nums, in_tree, leaves, key)
+        return entry, leaves
+
+    def _trace(self, args, kwargs, static_nums, in_tree, leaves, key):
+        if config.explain_cache_misses:
+            logger.warning(_explain_miss(self, key))
+        fun = self._fun
+
+        def call(*dyn, **kw):
+            it = iter(dyn)
+            full = [a if i in static_nums else next(it) for i, a in enumerate(args)]
+            statics = {k: kwargs[k] for k in self._static_argnames if k in kwargs}
+            return fun(*full, **kw, **statics)
+
+        out_store: list = []
+        jaxpr, consts = trace_to_jaxpr(_flatten_fun(call, in_tree, out_store),
+                                       [_abstractify(x) for x in leaves],
+                                       _arg_names(fun, args, kwargs, static_nums),
+                                       _fun_name(fun))
+        entry = _CacheEntry(ClosedJaxpr(convert_constvars(jaxpr), []), consts, out_store[0])
+        if not any(isinstance(c, Tracer) for c in consts):
+            self._cache[key] = entry
+            self._last_key = key
+        return entry
+
+    def __call__(self, *args, **kwargs):
+        if config.disable_jit:
+            return self._fun(*args, **kwargs)
+        entry, leaves = self._lookup(args, kwargs)
+        operands = [*entry.consts, *leaves]
+        outs = jit_p.bind(*operands, jaxpr=entry.jaxpr, name=_fun_name(self._fun),
+                          backend=self._backend_name())
+        return tree_unflatten(entry.out_tree, outs)
+
+    def lower(self, *args, **kwargs):
+        entry, _ = self._lookup(args, kwargs)
+        return Lowered(entry, self._backend_name(), _fun_name(self._fun))
+
+    def _cache_size(self) -> int:
+        return len(self._cache)
+
+    def clear_cache(self):
+        self._cache.clear()
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __repr__(self):
+        return f"<jitted function {_fun_name(self._fun)}>"
+
+
+class Lowered:
+    """`jit(f).lower(*args)`: the staged program; `.as_text()` shows IR and kernels."""
+
+    def __init__(self, entry: _CacheEntry, backend: str, name: str):
+        self._entry, self._backend, self._name = entry, backend, name
+
+    def as_text(self) -> str:
+        from corejax.compiler import compile_jaxpr
+        return compile_jaxpr(self._entry.jaxpr, self._backend).as_text()
+
+    def compile(self):
+        from corejax.compiler import compile_jaxpr
+        compile_jaxpr(self._entry.jaxpr, self._backend)
+        return self
+
+    @property
+    def jaxpr(self) -> ClosedJaxpr:
+        return self._entry.jaxpr
+
+    def __call__(self, *args):
+        from corejax.compiler import compile_jaxpr
+        leaves = tree_leaves(args)
+        outs = compile_jaxpr(self._entry.jaxpr, self._backend)(*self._entry.consts, *leaves)
+        return tree_unflatten(self._entry.out_tree, outs)
+
+
+def _hashable_static(x, what):
+    try:
+        hash(x)
+    except TypeError:
+        raise ValueError(f"Non-hashable static arguments are not supported: {what} of type "
+                         f"{type(x).__name__} is unhashable, so it cannot be used as a static "
+                         "argument. Pass a tuple instead of a list, or make it a regular "
+                         "(traced) argument.") from None
+    return x
+
+
+def _explain_miss(jf: _JittedFunction, key) -> str:
+    name = _fun_name(jf._fun)
+    prev = jf._last_key
+    if prev is None:
+        return f"TRACING CACHE MISS at {name}: never seen function (first call)."
+    reasons = []
+    if prev[0] != key[0]:
+        reasons.append(f"the pytree structure of the arguments changed: {prev[0]} -> {key[0]}")
+    elif prev[1] != key[1]:
+        for i, (a, b) in enumerate(zip(prev[1], key[1])):
+            if a != b:
+                what = ("shape" if a[0] != b[0] else "dtype" if a[1] != b[1] else "weak type")
+                reasons.append(f"argument leaf {i} changed {what}: "
+                               f"{ShapedArray(*a).str_short()}{'~' if a[2] else ''} -> "
+                               f"{ShapedArray(*b).str_short()}{'~' if b[2] else ''}")
+    if prev[2] != key[2]:
+        reasons.append(f"static argument values changed: {prev[2]} -> {key[2]}")
+    if prev[3] != key[3]:
+        reasons.append(f"backend changed: {prev[3]} -> {key[3]}")
+    if prev[4] != key[4]:
+        reasons.append("the enable_x64 setting changed")
+    return f"TRACING CACHE MISS at {name} because: " + "; ".join(reasons or ["a new signature"])
+
+
+def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
+        backend: str | None = None, device=None, inline: bool = False):
+    """Compiles `fun`: staged once per signature, then run by the compiler."""
+    if fun is None:
+        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+                             donate_argnums=donate_argnums, backend=backend)
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun!r}")
+    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else \
+        tuple(static_argnums)
+    static_argnames = (static_argnames,) if isinstance(static_argnames, str) else \
+        tuple(static_argnames)
+    donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else \
+        tuple(donate_argnums)
+    if backend is None and device is not None:
+        backend = getattr(device, "platform", None)
+    return _JittedFunction(fun, static_argnums, static_argnames, donate_argnums, backend)
+
+
+class disable_jit:
+    """Context manager: run jitted functions eagerly (for debugging)."""
+
+    def __init__(self, disable: bool = True):
+        self._disable = disable
+
+    def __enter__(self):
+        self._prev = config.disable_jit
+        config.update("disable_jit", self._disable)
+
+    def __exit__(self, *exc):
+        config.update("disable_jit", self._prev)
+
+
+# --- jvp / linearize / vjp / grad ------------------------------------------------------------
+
+def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
+    """Forward mode: `(fun(*primals), J(primals) @ tangents)`."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("primal and tangent arguments to jvp must be tuples or lists; found "
+                        f"{type(primals).__name__} and {type(tangents).__name__}.")
+    if len(primals) != len(tangents):
+        raise TypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents.")
+    p_leaves, p_tree = tree_flatten(tuple(primals))
+    t_leaves, t_tree = tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise TypeError(f"primal and tangent arguments to jvp must have the same tree structure; "
+                        f"primals have tree structure {p_tree} whereas tangents have {t_tree}.")
+    out_store: list = []
+    aux_store: list = []
+
+    def flat(*leaves):
+        args = tree_unflatten(p_tree, leaves)
+        out = fun(*args)
+        if has_aux:
+            out, aux = out
+            aux_store.append(aux)
+        out_leaves, out_tree = tree_flatten(out)
+        out_store.append(out_tree)
+        return out_leaves
+
+    outs, touts = ad.jvp_flat(flat, p_leaves, [_as_tangent(t) for t in t_leaves])
+    out_tree = out_store[0]
+    result = (tree_unflatten(out_tree, outs), tree_unflatten(out_tree, touts))
+    if has_aux:
+        return result + (tree_map(core.full_lower, aux_store[0]),)
+    return result
+
+
+def _as_tangent(t):
+    if isinstance(t, np.ndarray) and t.dtype == dtypes.float0:
+        return Zero(ShapedArray(t.shape, dtypes.float0))
+    return t
+
+
+def linearize(fun: Callable, *primals, has_aux: bool = False):
+    """Returns `(fun(*primals), f_jvp)` where `f_jvp` evaluates the JVP at the same point
+    without recomputing the primal computation."""
+    p_leaves, p_tree = tree_flatten(primals)
+    out_store: list = []
+    aux_store: list = []
+    flat = _aux_flat(fun, p_tree, out_store, aux_store, has_aux)
+    outs, jaxpr, consts, tangent_pvals = ad.linearize_flat(flat, p_leaves)
+    out_tree = out_store[0]
+
+    def f_jvp(*tangents):
+        t_leaves, t_tree = tree_flatten(tangents)
+        if t_tree != p_tree:
+            raise TypeError(f"linearized function got tangents with tree structure {t_tree}, "
+                            f"expected {p_tree}.")
+        touts = iter(core.eval_jaxpr(jaxpr, consts, *t_leaves))
+        vals = [next(touts) if not pv.is_known else pv.const for pv in tangent_pvals]
+        return tree_unflatten(out_tree, vals)
+
+    result = (tree_unflatten(out_tree, outs), f_jvp)
+    return result + (aux_store[0],) if has_aux else result
+
+
+def _aux_flat(fun, in_tree, out_store, aux_store, has_aux):
+    def flat(*leaves):
+        out = fun(*tree_unflatten(in_tree, leaves))
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError("has_aux=True requires the function to return a pair "
+                                "(output, auxiliary data).")
+            out, aux = out
+            aux_store.append(aux)
+        out_leaves, out_tree = tree_flatten(out)
+        out_store.append(out_tree)
+        return out_leaves
+    return flat
+
+
+def _strip_aux(aux):
+    return tree_map(core.full_lower, aux)
+
+
+def vjp(fun: Callable, *primals, has_aux: bool = False):
+    """Returns `(fun(*primals), f_vjp)`; `f_vjp(cotangent)` returns cotangents of the primals."""
+    p_leaves, p_tree = tree_flatten(primals)
+    _check_leaves(p_leaves, "vjp")
+    out_store: list = []
+    aux_store: list = []
+    flat = _aux_flat(fun, p_tree, out_store, aux_store, has_aux)
+    outs, pullback = ad.vjp_flat(flat, p_leaves)
+    out_tree = out_store[0]
+    out_avals = [get_aval(o) for o in outs]
+
+    def f_vjp(ct):
+        ct_leaves, ct_tree = tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
+                            f"structure of primal output {out_tree}.")
+        for c, a in zip(ct_leaves, out_avals):
+            if get_aval(c).shape != a.shape:
+                raise ValueError(f"Shape of cotangent input to vjp pullback function "
+                                 f"{get_aval(c).shape} must be the same as the shape of "
+                                 f"corresponding primal input {a.shape}.")
+        cts = pullback(*ct_leaves)
+        return tree_unflatten(p_tree, cts)
+
+    result = (tree_unflatten(out_tree, outs), f_vjp)
+    return result + (_strip_aux(aux_store[0]),) if has_aux else result
+
+
+def _check_argnums(argnums, nargs, name):
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for a in nums:
+        if not isinstance(a, int):
+            raise TypeError(f"{name}: argnums must be an int or a tuple of ints, got {argnums!r}")
+        if not -nargs <= a < nargs:
+            raise ValueError(f"{name}: argnums={argnums} is out of range for a function called "
+                             f"with {nargs} positional argument{'s' if nargs != 1 else ''}.")
+    return nums
+
+
+def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+                   allow_int: bool = False):
+    """Returns a function computing `(fun(*args), grad of fun w.r.t. args[argnums])`."""
+    name = f"value_and_grad({_fun_name(fun)})"
+
+    @functools.wraps(fun)
+    def vg(*args, **kwargs):
+        nums = _check_argnums(argnums, len(args), name)
+        nums_n = tuple(a % len(args) for a in nums)
+        diff_args = tuple(args[i] for i in nums_n)
+        for i in nums_n:
+            for leaf in tree_leaves(args[i]):
+                dt = get_aval(leaf).dtype
+                if not allow_int and not dtypes.is_inexact(dt):
+                    raise TypeError(f"grad requires real- or complex-valued inputs (input dtype "
+                                    f"that is a sub-dtype of np.inexact), but got {dt.name}. If "
+                                    "you want to use integer-valued inputs, use vjp or set "
+                                    "allow_int to True.")
+
+        def partial_fun(*dargs):
+            full = list(args)
+            for i, d in zip(nums_n, dargs):
+                full[i] = d
+            return fun(*full, **kwargs)
+
+        if has_aux:
+            out, f_vjp, aux = vjp(partial_fun, *diff_args, has_aux=True)
+        else:
+            out, f_vjp = vjp(partial_fun, *diff_args)
+        out_aval = get_aval(out) if core.valid_jaxtype(out) else None
+        if out_aval is None:
+            raise TypeError(f"Gradient only defined for scalar-output functions. Output was "
+                            f"{out!r}.")
+        if out_aval.shape != ():
+            raise TypeError(f"Gradient only defined for scalar-output functions. Output had "
+                            f"shape: {out_aval.shape}.")
+        if not dtypes.is_inexact(out_aval.dtype):
+            raise TypeError(f"grad requires real- or complex-valued outputs (output dtype that is "
+                            f"a sub-dtype of np.inexact), but got {out_aval.dtype.name}.")
+        from corejax import lax
+        g = f_vjp(lax.full((), 1, out_aval.dtype))
+        g = g[0] if isinstance(argnums, int) else tuple(g)
+        return ((out, aux), g) if has_aux else (out, g)
+
+    return vg
+
+
+def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+         allow_int: bool = False):
+    """Returns a function computing the gradient of scalar `fun` w.r.t. args[argnums]."""
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+    @functools.wraps(fun)
+    def g(*args, **kwargs):
+        if has_aux:
+            (_, aux), gr = vg(*args, **kwargs)
+            return gr, aux
+        return vg(*args, **kwargs)[1]
+
+    return g
+
+
+# --- jacobians -------------------------------------------------------------------------------
+
+def _std_basis(leaves):
+    """Stacked one-hot tangents: a basis of the flattened input space."""
+    from corejax import numpy as jnp
+    sizes = [get_aval(x).size for x in leaves]
+    total = int(sum(sizes))
+    dt = dtypes.result_type(*[get_aval(x).dtype for x in leaves]) if leaves else np.float32
+    eye = jnp.eye(total, dtype=dt)
+    out, offset = [], 0
+    for x, n in zip(leaves, sizes):
+        aval = get_aval(x)
+        block = eye[:, offset:offset + n]
+        out.append(jnp.reshape(block, (total,) + aval.shape).astype(aval.dtype))
+        offset += n
+    return out, total
+
+
+def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+    """The Jacobian by forward mode: one jvp per input basis vector, vectorized with vmap."""
+    def jac(*args, **kwargs):
+        nums = _check_argnums(argnums, len(args), "jacfwd")
+        nums_n = tuple(a % len(args) for a in nums)
+        dyn = tuple(args[i] for i in nums_n)
+
+        def partial_fun(*dargs):
+            full = list(args)
+            for i, d in zip(nums_n, dargs):
+                full[i] = d
+            return fun(*full, **kwargs)
+
+        leaves, tree = tree_flatten(dyn)
+        basis, total = _std_basis(leaves)
+
+        def push(*tangent_leaves):
+            res = jvp(partial_fun, dyn, tree_unflatten(tree, tangent_leaves), has_aux=has_aux)
+            return res[1:] if has_aux else res[1]
+
+        pushed = vmap(push, out_axes=-1)(*basis)
+        aux = None
+        if has_aux:
+            pushed, aux = pushed
+            aux = tree_map(lambda a: a[..., 0], aux)
+        y = partial_fun(*dyn)
+        if has_aux:
+            y = y[0]
+        from corejax import numpy as jnp
+        out = tree_map(lambda p: _split_jac(p, leaves, tree, isinstance(argnums, int)), pushed)
+        return (out, aux) if has_aux else out
+
+    return jac
+
+
+def _split_jac(p, leaves, tree, single):
+    """Splits the trailing flattened-input axis of `p` into one block per input leaf."""
+    from corejax import numpy as jnp
+    out_shape = get_aval(p).shape[:-1]
+    blocks, offset = [], 0
+    for x in leaves:
+        aval = get_aval(x)
+        n = aval.size
+        blocks.append(jnp.reshape(p[..., offset:offset + n], out_shape + aval.shape))
+        offset += n
+    arg_trees = tree_unflatten(tree, blocks)
+    return arg_trees[0] if single else arg_trees
+
+
+def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+           allow_int: bool = False):
+    """The Jacobian by reverse mode: one vjp per output basis vector, vectorized with vmap."""
+    def jac(*args, **kwargs):
+        nums = _check_argnums(argnums, len(args), "jacrev")
+        nums_n = tuple(a % len(args) for a in nums)
+        dyn = tuple(args[i] for i in nums_n)
+
+        def partial_fun(*dargs):
+            full = list(args)
+            for i, d in zip(nums_n, dargs):
+                full[i] = d
+            return fun(*full, **kwargs)
+
+        if has_aux:
+            y, f_vjp, aux = vjp(partial_fun, *dyn, has_aux=True)
+        else:
+            y, f_vjp = vjp(partial_fun, *dyn)
+        y_leaves, y_tree = tree_flatten(y)
+        basis, total = _std_basis(y_leaves)
+        cts = vmap(lambda *b: f_vjp(tree_unflatten(y_tree, b)))(*basis)
+        # cts: tuple over args of trees with a leading axis of size total (flattened outputs).
+        from corejax import numpy as jnp
+        per_out = []
+        offset = 0
+        for yl in y_leaves:
+            yaval = get_aval(yl)
+            n = yaval.size
+            per_out.append(tree_map(
+                lambda c: jnp.reshape(c[offset:offset + n], yaval.shape + get_aval(c).shape[1:]),
+                cts))
+            offset += n
+        # per_out[i] is a tuple (one per arg) of Jacobian blocks for output leaf i.
+        if isinstance(argnums, int):
+            per_out = [p[0] for p in per_out]
+        out = tree_unflatten(y_tree, per_out)
+        return (out, aux) if has_aux else out
+
+    return jac
+
+
+jacobian = jacrev
+
+
+def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+
+
+# --- vmap ------------------------------------------------------------------------------------
+
+def _flatten_axes(what, tree, axes):
+    """Broadcasts the prefix tree `axes` to the leaves of `tree`."""
+    if axes is None or isinstance(axes, int):
+        return [axes] * len(tree_leaves(tree))
+    proxy = tree_map(lambda _: object(), tree)
+    try:
+        # Treat None in the axes spec as a leaf (it means "not mapped").
+        leaves_spec, spec_tree = tree_flatten(axes, is_leaf=lambda x: x is None)
+        subtrees = spec_tree.flatten_up_to(proxy)
+    except ValueError:
+        raise ValueError(f"{what} specification must be a tree prefix of the corresponding "
+                         f"value, got specification {axes} for value tree "
+                         f"{tree_structure(tree)}.") from None
+    out = []
+    for spec, sub in zip(leaves_spec, subtrees):
+        if spec is not None and not isinstance(spec, int):
+            raise TypeError(f"{what} must be an int, None, or a tree of those; got {spec!r}.")
+        out.extend([spec] * len(tree_leaves(sub)))
+    return out
+
+
+def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
+         spmd_axis_name=None):
+    """Vectorizes `fun` over the `in_axes` of its arguments, adding a batch axis at `out_axes`."""
+    if not callable(fun):
+        raise TypeError(f"vmap requires a callable, got {fun!r}.")
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+
+    @functools.wraps(fun)
+    def batched(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
+                             f"corresponding to the positional arguments passed to the function, "
+                             f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
+        leaves, in_tree = tree_flatten((args, kwargs))
+        axes = _flatten_axes("vmap in_axes", args,
+                             in_axes if isinstance(in_axes, tuple) else
+                             tuple([in_axes] * len(args)))
+        axes += [0] * (len(leaves) - len(axes))  # keyword arguments are mapped over axis 0
+        dims, sizes = [], []
+        for x, ax in zip(leaves, axes):
+            if ax is None:
+                dims.append(None)
+                continue
+            aval = get_aval(x)
+            if not -aval.ndim <= ax < aval.ndim or aval.ndim == 0:
+                raise ValueError(f"vmap was requested to map its argument along axis {ax}, which "
+                                 f"implies that its rank should be at least {max(ax + 1, -ax)}, "
+                                 f"but is only {aval.ndim} (its shape is {aval.shape})")
+            d = ax % aval.ndim
+            dims.append(d)
+            sizes.append(aval.shape[d])
+        size = axis_size
+        if size is None:
+            if not sizes:
+                raise ValueError("vmap must have at least one non-None value in in_axes "
+                                 "(or be given axis_size).")
+            if len(set(sizes)) > 1:
+                desc = [f"axis {d} of an argument of shape {get_aval(x).shape} has size "
+                        f"{get_aval(x).shape[d]}" for x, d in zip(leaves, dims) if d is not None]
+                raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n  "
+                                 + "\n  ".join(desc))
+            size = sizes[0]
+        elif any(s != size for s in sizes):
+            raise ValueError(f"vmap got axis_size={size} but mapped axes of sizes {sizes}.")
+        out_store: list = []
+        flat = _flatten_fun(fun, in_tree, out_store)
+        outs, out_dims = batching.vmap_flat(flat, size, dims, args=leaves)
+        out_tree = out_store[0]
+        out_ax = _flatten_axes("vmap out_axes", tree_unflatten(out_tree, outs), out_axes)
+        final = []
+        for o, d, ax in zip(outs, out_dims, out_ax):
+            if ax is None:
+                if d is not None:
+                    raise ValueError("vmap has mapped output but out_axes is None")
+                final.append(o)
+                continue
+            o = batching.bdim_at_front(o, d, size)
+            ax = ax % get_aval(o).ndim
+            final.append(batching.moveaxis(o, 0, ax))
+        return tree_unflatten(out_tree, final)
+
+    return batched

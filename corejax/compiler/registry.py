@@ -1,0 +1,22 @@
+"""Lowering rule tables, filled in by each primitive's module right after its definition.
+
+- `elementwise_lowerings[prim](ctx, *operand_exprs, **params) -> str`: a scalar Numba expression
+  for one element, which the fusion pass inlines into a loop nest. `ctx` tells the operand and
+  result dtypes and the backend, and names the math functions to call (`ctx.math('exp', x)`).
+- `kernel_lowerings[prim]`: for primitives that are not elementwise (dot, reductions, layout
+  changes, control flow); their form is defined by the compiler's code generator.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+elementwise_lowerings: dict = {}
+kernel_lowerings: dict = {}
+
+
+def def_elementwise(prim, rule: Callable[..., str]) -> None:
+    elementwise_lowerings[prim] = rule
+
+
+def def_kernel(prim, rule) -> None:
+    kernel_lowerings[prim] = rule

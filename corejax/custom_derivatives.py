@@ -1,0 +1,269 @@
+"""custom_jvp and custom_vjp: user-defined derivative rules for a Python function.
+
+Eagerly, outside any transformation, the function just runs. Under a transformation it is
+staged to a Jaxpr and bound as `custom_jvp_call` / `custom_vjp_call`, whose rules call the
+user's rule functions: the JVP rule calls `jvp`, batching vmaps both functions, and staging
+keeps the rule in the equation so a later differentiation (grad of jit) still finds it.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+from corejax import core
+from corejax.core import ClosedJaxpr, Primitive, Tracer, get_aval
+from corejax.transforms import ad, batching
+from corejax.transforms.ad import Zero
+from corejax.transforms.jit import closed_call, stage
+from corejax.tree_util import tree_flatten, tree_unflatten, tree_map
+
+__all__ = ["custom_jvp", "custom_vjp"]
+
+
+def _in_transformation(leaves) -> bool:
+    return core._trace_state.dynamic_level > 0 or any(isinstance(x, Tracer) for x in leaves)
+
+
+def _resolve_nondiff(fun_args, nondiff_argnums):
+    return [a for i, a in enumerate(fun_args) if i in nondiff_argnums]
+
+
+class custom_jvp:
+    """Wraps `fun` so that its JVP is the rule given with `.defjvp(rule)`, where
+    `rule(primals, tangents) -> (primal_out, tangent_out)`."""
+
+    def __init__(self, fun: Callable, nondiff_argnums=()):
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp = None
+        functools.update_wrapper(self, fun)
+
+    def defjvp(self, jvp: Callable, symbolic_zeros: bool = False):
+        self.jvp = jvp
+        return jvp
+
+    def defjvps(self, *jvps):
+        """One function per argument: `jvp_i(tangent_i, primal_out, *primals)`."""
+        def jvp(primals, tangents):
+            out = self.fun(*primals)
+            total = None
+            for fn, t in zip(jvps, tangents):
+                if fn is None:
+                    continue
+                contrib = fn(t, out, *primals)
+                total = contrib if total is None else tree_map(lambda a, b: a + b, total, contrib)
+            return out, total
+        self.jvp = jvp
+
+    def __call__(self, *args):
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {self.__name__} "
+                                 "using defjvp.")
+        nondiff = {i for i in self.nondiff_argnums}
+        static = {i: a for i, a in enumerate(args) if i in nondiff}
+        dyn = [a for i, a in enumerate(args) if i not in nondiff]
+        leaves, in_tree = tree_flatten(dyn)
+        if not _in_transformation(leaves):
+            return self.fun(*args)
+
+        def full_args(dyn_args):
+            it = iter(dyn_args)
+            return [static[i] if i in static else next(it) for i in range(len(args))]
+
+        out_store: list = []
+
+        def flat_fun(*xs):
+            out = self.fun(*full_args(tree_unflatten(in_tree, xs)))
+            out_leaves, out_tree = tree_flatten(out)
+            out_store.append(out_tree)
+            return out_leaves
+
+        def flat_jvp(primals, tangents):
+            p_args = full_args(tree_unflatten(in_tree, primals))
+            t_dyn = tree_unflatten(in_tree, tangents)
+            t_it = iter(t_dyn)
+            t_args = [None if i in static else next(t_it) for i in range(len(args))]
+            p_dyn = tuple(a for i, a in enumerate(p_args) if i not in static)
+            t_dyn_t = tuple(a for i, a in enumerate(t_args) if i not in static)
+            if static:
+                out, tout = self.jvp(*[static[i] for i in sorted(static)], p_dyn, t_dyn_t)
+            else:
+                out, tout = self.jvp(p_dyn, t_dyn_t)
+            return tree_flatten(out)[0], tree_flatten(tout)[0]
+
+        closed = stage(flat_fun, [get_aval(x) for x in leaves], self.__name__)
+        outs = custom_jvp_call_p.bind(*leaves, call_jaxpr=closed, jvp=flat_jvp)
+        return tree_unflatten(out_store[0], outs)
+
+
+custom_jvp_call_p = Primitive("custom_jvp_call")
+custom_jvp_call_p.multiple_results = True
+custom_jvp_call_p.def_impl(lambda *args, call_jaxpr, jvp: [
+    core.full_lower(o) for o in closed_call(call_jaxpr, *args)])
+custom_jvp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, jvp: call_jaxpr.out_avals)
+custom_jvp_call_p.weak_type_rule = lambda *a, call_jaxpr, jvp: [
+    x.weak_type for x in call_jaxpr.out_avals]
+
+
+def _custom_jvp_call_jvp(primals, tangents, call_jaxpr, jvp):
+    tangents = [ad.instantiate_zeros(t) if get_aval(p).to_tangent_aval().dtype !=
+                core.dtypes.float0 else t for p, t in zip(primals, tangents)]
+    outs, touts = jvp(primals, tangents)
+    touts = [ad.zeros_like_aval(a.to_tangent_aval()) if t is None else t
+             for t, a in zip(touts, call_jaxpr.out_avals)]
+    return outs, touts
+
+
+def _custom_jvp_call_batch(axis_size, vals, dims, call_jaxpr, jvp):
+    from corejax.transforms.jit import batch_jaxpr
+    batched = batch_jaxpr(call_jaxpr, axis_size, dims)
+
+    def batched_jvp(primals, tangents):
+        t_dims = dims
+        def f(*pt):
+            n = len(primals)
+            o, t = jvp(list(pt[:n]), list(pt[n:]))
+            return [*o, *t]
+        outs, out_dims = batching.vmap_flat(f, axis_size, list(dims) + list(t_dims),
+                                            args=[*primals, *tangents])
+        outs = [batching.bdim_at_front(o, d, axis_size) for o, d in zip(outs, out_dims)]
+        m = len(outs) // 2
+        return outs[:m], outs[m:]
+
+    outs = custom_jvp_call_p.bind(*vals, call_jaxpr=batched, jvp=batched_jvp)
+    return outs, [0] * len(outs)
+
+
+_custom_jvp_call_batch.needs_axis_size = True
+ad.primitive_jvps[custom_jvp_call_p] = _custom_jvp_call_jvp
+batching.primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
+
+
+class custom_vjp:
+    """Wraps `fun` so that reverse mode uses `.defvjp(fwd, bwd)`: `fwd(*args) -> (out, res)`
+    and `bwd(res, cotangent) -> tuple of argument cotangents`."""
+
+    def __init__(self, fun: Callable, nondiff_argnums=()):
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd = self.bwd = None
+        functools.update_wrapper(self, fun)
+
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False):
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args):
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} "
+                                 "using defvjp.")
+        static = {i: a for i, a in enumerate(args) if i in self.nondiff_argnums}
+        dyn = [a for i, a in enumerate(args) if i not in static]
+        leaves, in_tree = tree_flatten(dyn)
+        if not _in_transformation(leaves):
+            return self.fun(*args)
+
+        def full_args(dyn_args):
+            it = iter(dyn_args)
+            return [static[i] if i in static else next(it) for i in range(len(args))]
+
+        out_store: list = []
+
+        def flat_fun(*xs):
+            out = self.fun(*full_args(tree_unflatten(in_tree, xs)))
+            out_leaves, out_tree = tree_flatten(out)
+            out_store.append(out_tree)
+            return out_leaves
+
+        res_store: list = []
+
+        def flat_fwd(*xs):
+            out, res = self.fwd(*full_args(tree_unflatten(in_tree, xs)))
+            res_leaves, res_tree = tree_flatten(res)
+            res_store.append(res_tree)
+            return [*tree_flatten(out)[0], *res_leaves]
+
+        def flat_bwd(res_leaves, cts):
+            res = tree_unflatten(res_store[-1], res_leaves)
+            ct_tree = out_store[0]
+            args_ct = self.bwd(*[static[i] for i in sorted(static)], res,
+                               tree_unflatten(ct_tree, cts))
+            if not isinstance(args_ct, tuple):
+                raise TypeError(f"Custom VJP bwd rule for {self.__name__} must produce a tuple "
+                                f"of cotangents, got {type(args_ct).__name__}.")
+            ct_leaves = []
+            for a, c in zip(dyn, args_ct):
+                if c is None:
+                    ct_leaves.extend(Zero(get_aval(x).to_tangent_aval()) for x in tree_flatten(a)[0])
+                else:
+                    ct_leaves.extend(tree_flatten(c)[0])
+            return ct_leaves
+
+        closed = stage(flat_fun, [get_aval(x) for x in leaves], self.__name__)
+        outs = custom_vjp_call_p.bind(*leaves, call_jaxpr=closed, fwd=flat_fwd, bwd=flat_bwd,
+                                      num_outs=len(closed.out_avals))
+        return tree_unflatten(out_store[0], outs)
+
+
+custom_vjp_call_p = Primitive("custom_vjp_call")
+custom_vjp_call_p.multiple_results = True
+custom_vjp_call_p.def_impl(lambda *args, call_jaxpr, **_: [
+    core.full_lower(o) for o in closed_call(call_jaxpr, *args)])
+custom_vjp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals)
+custom_vjp_call_p.weak_type_rule = lambda *a, call_jaxpr, **_: [
+    x.weak_type for x in call_jaxpr.out_avals]
+
+# The linear part of a custom_vjp function: its transpose is the user's bwd.
+custom_lin_p = Primitive("custom_lin")
+custom_lin_p.multiple_results = True
+custom_lin_p.def_abstract_eval(lambda *avals, num_res, bwd, out_avals: out_avals)
+
+
+def _custom_lin_impl(*args, **params):
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+custom_lin_p.def_impl(_custom_lin_impl)
+
+
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
+    res = args[:num_res]
+    cts = [ad.instantiate_zeros(c) for c in cts]
+    cts_in = bwd(list(res), cts)
+    return [None] * num_res + list(cts_in)
+
+
+def _custom_vjp_call_jvp(primals, tangents, call_jaxpr, fwd, bwd, num_outs):
+    outs_res = fwd(*primals)
+    outs, res = outs_res[:num_outs], outs_res[num_outs:]
+    nz = [ad.instantiate_zeros(t) for t in tangents]
+    touts = custom_lin_p.bind(*res, *nz, num_res=len(res), bwd=bwd,
+                              out_avals=[get_aval(o).to_tangent_aval() for o in outs])
+    return outs, touts
+
+
+def _custom_vjp_call_batch(axis_size, vals, dims, call_jaxpr, fwd, bwd, num_outs):
+    from corejax.transforms.jit import batch_jaxpr
+    batched = batch_jaxpr(call_jaxpr, axis_size, dims)
+
+    def batched_fwd(*xs):
+        outs, out_dims = batching.vmap_flat(fwd, axis_size, dims, args=xs)
+        return [batching.bdim_at_front(o, d, axis_size) for o, d in zip(outs, out_dims)]
+
+    def batched_bwd(res, cts):
+        n = len(res)
+        def f(*rc):
+            return bwd(list(rc[:n]), list(rc[n:]))
+        outs, out_dims = batching.vmap_flat(f, axis_size, [0] * (n + len(cts)),
+                                            args=[*res, *cts])
+        return [o if type(o) is Zero else batching.bdim_at_front(o, d, axis_size)
+                for o, d in zip(outs, out_dims)]
+
+    outs = custom_vjp_call_p.bind(*vals, call_jaxpr=batched, fwd=batched_fwd, bwd=batched_bwd,
+                                  num_outs=num_outs)
+    return outs, [0] * len(outs)
+
+
+_custom_vjp_call_batch.needs_axis_size = True
+ad.primitive_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
+ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
+batching.primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch

@@ -1,0 +1,263 @@
+"""Dtypes: canonicalization (x64 off by default), weak types and JAX's promotion lattice.
+
+A Python scalar is *weakly typed*: it takes the dtype of whatever array it meets
+(`x_f16 + 1.0` stays float16). Promotion is the least upper bound on a lattice:
+
+    bool -> i* -> u8 -> u16 -> u32 -> u64 -> f*
+            i* -> i8 -> i16 -> i32 -> i64 -> f*
+            u8 -> i16, u16 -> i32, u32 -> i64
+            f* -> f16 -> f32 -> f64 -> c128 ;  f* -> c* -> c64 -> c128 ;  f32 -> c64
+
+where i*, f*, c* are the weak int, float and complex types.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from corejax.config import config
+
+__all__ = [
+    "float0", "canonicalize_dtype", "dtype", "result_type", "promote_types", "is_weakly_typed",
+    "issubdtype", "iinfo", "finfo", "default_float_dtype", "default_int_dtype",
+    "python_scalar_dtype", "is_float", "is_integer", "is_inexact", "is_complex",
+]
+
+# The dtype of tangents/cotangents of integer and boolean values, as in JAX.
+float0 = np.dtype([("float0", np.void, 0)])
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+class _ScalarType:
+    """jnp.float32 and friends: usable as a dtype, and callable to make a scalar array."""
+
+    def __init__(self, np_type):
+        self.type = np_type
+        self.dtype = np.dtype(np_type)
+        self.__name__ = self.dtype.name
+
+    def __call__(self, x):
+        from corejax.numpy import asarray
+        return asarray(x, self.dtype)
+
+    def __eq__(self, other):
+        try:
+            return self.dtype == np.dtype(other)
+        except TypeError:
+            return False
+
+    def __hash__(self):
+        return hash(self.dtype)
+
+    def __repr__(self):
+        return f"<class 'corejax.numpy.{self.dtype.name}'>"
+
+
+def scalar_type(np_type) -> _ScalarType:
+    return _ScalarType(np_type)
+
+
+_SUPPORTED = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+              float16, float32, float64, complex64, complex128}
+
+_X32_CANONICAL = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+
+def canonicalize_dtype(dt) -> np.dtype:
+    """The dtype arrays of `dt` actually get: 64-bit types narrow to 32 bits while x64 is off."""
+    dt = dtype(dt)
+    if dt == float0 or config.enable_x64:
+        return dt
+    return _X32_CANONICAL.get(dt, dt)
+
+
+@functools.lru_cache(maxsize=256)
+def _np_dtype(dt) -> np.dtype:
+    try:
+        out = np.dtype(dt)
+    except TypeError:
+        raise TypeError(f"Cannot interpret {dt!r} as a data type.") from None
+    if out not in _SUPPORTED and out != float0:
+        raise TypeError(f"Data type {out} is not supported by corejax.")
+    return out
+
+
+def dtype(x) -> np.dtype:
+    """The (uncanonicalized) numpy dtype of a dtype-like or of a value."""
+    if x is int:
+        return int64
+    if x is float:
+        return float64
+    if x is complex:
+        return complex128
+    if x is bool:
+        return bool_
+    if hasattr(x, "dtype") and not isinstance(x, (type, np.dtype)):
+        return x.dtype
+    if isinstance(x, (bool, np.bool_)):
+        return bool_
+    if isinstance(x, int):
+        return int64
+    if isinstance(x, float):
+        return float64
+    if isinstance(x, complex):
+        return complex128
+    try:
+        return _np_dtype(x)
+    except TypeError:
+        raise TypeError(f"Cannot determine dtype of {x!r}.") from None
+
+
+def default_float_dtype() -> np.dtype:
+    return float64 if config.enable_x64 else float32
+
+
+def default_int_dtype() -> np.dtype:
+    return int64 if config.enable_x64 else int32
+
+
+def default_complex_dtype() -> np.dtype:
+    return complex128 if config.enable_x64 else complex64
+
+
+def python_scalar_dtype(x) -> np.dtype:
+    """The canonical dtype of a weakly typed Python scalar."""
+    if isinstance(x, bool):
+        return bool_
+    if isinstance(x, int):
+        return default_int_dtype()
+    if isinstance(x, float):
+        return default_float_dtype()
+    if isinstance(x, complex):
+        return default_complex_dtype()
+    raise TypeError(f"{x!r} is not a Python scalar.")
+
+
+def is_weakly_typed(x) -> bool:
+    if type(x) in (int, float, complex):
+        return True
+    return bool(getattr(x, "weak_type", False))
+
+
+def is_float(dt) -> bool:
+    return np.dtype(dt).kind == "f"
+
+
+def is_integer(dt) -> bool:
+    return np.dtype(dt).kind in "iu"
+
+
+def is_inexact(dt) -> bool:
+    return np.dtype(dt).kind in "fc"
+
+
+def is_complex(dt) -> bool:
+    return np.dtype(dt).kind == "c"
+
+
+def issubdtype(a, b) -> bool:
+    if b is float0 or a is float0:
+        return np.dtype(a) == np.dtype(b)
+    return np.issubdtype(a, b)
+
+
+iinfo = np.iinfo
+finfo = np.finfo
+
+# --- the promotion lattice -------------------------------------------------------------------
+
+_WEAK_INT, _WEAK_FLOAT, _WEAK_COMPLEX = "i*", "f*", "c*"
+
+_LATTICE_UP = {
+    bool_: [_WEAK_INT],
+    _WEAK_INT: [uint8, int8],
+    uint8: [uint16, int16], uint16: [uint32, int32], uint32: [uint64, int64], uint64: [_WEAK_FLOAT],
+    int8: [int16], int16: [int32], int32: [int64], int64: [_WEAK_FLOAT],
+    _WEAK_FLOAT: [float16, _WEAK_COMPLEX],
+    float16: [float32], float32: [float64, complex64], float64: [complex128],
+    _WEAK_COMPLEX: [complex64], complex64: [complex128], complex128: [],
+}
+
+
+def _compute_upper_bounds():
+    bounds = {}
+
+    def up(node):
+        if node not in bounds:
+            acc = {node}
+            for parent in _LATTICE_UP[node]:
+                acc |= up(parent)
+            bounds[node] = frozenset(acc)
+        return bounds[node]
+
+    for node in _LATTICE_UP:
+        up(node)
+    return bounds
+
+
+_UPPER_BOUNDS = _compute_upper_bounds()
+
+
+def _lattice_node(dt: np.dtype, weak: bool):
+    if not weak:
+        return dt
+    kind = dt.kind
+    if kind == "b":
+        return bool_
+    return {"i": _WEAK_INT, "u": _WEAK_INT, "f": _WEAK_FLOAT, "c": _WEAK_COMPLEX}[kind]
+
+
+@functools.lru_cache(maxsize=4096)
+def _join(nodes: tuple):
+    common = frozenset.intersection(*(_UPPER_BOUNDS[n] for n in nodes))
+    # The least upper bound is the common bound whose own upper bounds contain all the others.
+    for candidate in common:
+        if _UPPER_BOUNDS[candidate] >= common:
+            return candidate
+    raise TypeError(f"No common type for {nodes}.")  # unreachable: the lattice has a top
+
+
+def _node_to_dtype(node) -> tuple[np.dtype, bool]:
+    if node == _WEAK_INT:
+        return default_int_dtype(), True
+    if node == _WEAK_FLOAT:
+        return default_float_dtype(), True
+    if node == _WEAK_COMPLEX:
+        return default_complex_dtype(), True
+    return canonicalize_dtype(node), False
+
+
+def _dtype_and_weakness(x) -> tuple[np.dtype, bool]:
+    if type(x) in (int, float, complex):
+        return python_scalar_dtype(x), True
+    if isinstance(x, bool):
+        return bool_, True
+    if isinstance(x, (np.dtype, type, str, _ScalarType)):
+        return dtype(x), False
+    dt = dtype(x)
+    return dt, is_weakly_typed(x)
+
+
+def result_type_and_weakness(*args) -> tuple[np.dtype, bool]:
+    """The promoted (canonical) dtype of `args` and whether the result is weakly typed."""
+    if not args:
+        raise ValueError("at least one array or dtype is required")
+    nodes = tuple(_lattice_node(*_dtype_and_weakness(a)) for a in args)
+    if len(nodes) == 1:
+        return _node_to_dtype(nodes[0])
+    return _node_to_dtype(_join(nodes))
+
+
+def result_type(*args) -> np.dtype:
+    """JAX's `jnp.result_type`: the canonical dtype `args` promote to."""
+    return result_type_and_weakness(*args)[0]
+
+
+def promote_types(a, b) -> np.dtype:
+    """The promoted dtype of two dtypes (never weak), canonicalized."""
+    return _node_to_dtype(_join((dtype(a), dtype(b))))[0]

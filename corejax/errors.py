@@ -1,0 +1,66 @@
+"""Exception types users see, named as in JAX so `except` clauses port unchanged."""
+from __future__ import annotations
+
+__all__ = [
+    "ConcretizationTypeError", "TracerBoolConversionError", "TracerIntegerConversionError",
+    "TracerArrayConversionError", "UnexpectedTracerError", "NonConcreteShapeError",
+    "FloatingPointError",
+]
+
+_FIXES = (
+    "If the value depends only on Python values or shapes, mark that argument static "
+    "(jit(f, static_argnums=...) or static_argnames=...). To branch or loop on a traced value "
+    "inside the compiled program, use lax.cond / lax.switch / jnp.where, or lax.fori_loop / "
+    "lax.while_loop / lax.scan.")
+
+
+def _describe(tracer) -> str:
+    origin = tracer._origin() if hasattr(tracer, "_origin") else ""
+    return f"{tracer!r}" + (f"\n{origin}" if origin else "")
+
+
+class ConcretizationTypeError(TypeError):
+    """A concrete Python value was needed from an abstract (traced) array."""
+
+    def __init__(self, tracer, context: str = ""):
+        self.tracer = tracer
+        what = context or "A concrete value was required"
+        super().__init__(
+            f"Abstract tracer value encountered where a concrete value is expected: "
+            f"{_describe(tracer)}\n{what}. {_FIXES}")
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    def __init__(self, tracer):
+        super().__init__(tracer, "Python `if`, `while`, `and`/`or`/`not` or `bool()` was "
+                                 "applied to a traced array")
+
+
+class TracerIntegerConversionError(ConcretizationTypeError):
+    def __init__(self, tracer):
+        super().__init__(tracer, "`int()`, `range()` or indexing with `__index__` was applied "
+                                 "to a traced array")
+
+
+class TracerArrayConversionError(TypeError):
+    def __init__(self, tracer):
+        self.tracer = tracer
+        super().__init__(
+            f"The numpy.ndarray conversion method __array__() was called on {_describe(tracer)}. "
+            "A traced array has no concrete value: use corejax.numpy instead of numpy inside "
+            "transformed functions, or move the numpy call outside.")
+
+
+class UnexpectedTracerError(Exception):
+    def __init__(self, msg: str):
+        super().__init__(
+            msg + " A traced value escaped the transformation that created it (for example by "
+                  "being stored in a global or an attribute during tracing). Return it from the "
+                  "function instead.")
+
+
+class NonConcreteShapeError(ConcretizationTypeError):
+    pass
+
+
+FloatingPointError = FloatingPointError

@@ -1,0 +1,672 @@
+"""Elementwise primitives: math functions, arithmetic, comparisons, bitwise ops, select and
+dtype conversion. Each definition is followed by its differentiation rule; abstract eval,
+batching and lowering come from the factories in `_factories`."""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from corejax import core, dtypes
+from corejax.core import Primitive, ShapedArray, get_aval
+from corejax.compiler import registry
+from corejax.transforms import ad, batching
+from corejax.transforms.ad import Zero, defjvp, defjvp_zero, deflinear, is_undefined_primal
+from corejax.lax._factories import (ANY, BOOL_OR_INT, FLOATING, INTEGRAL, NUMERIC, bool_result,
+                                    check_dtype, naryop, unop)
+
+__all__ = []  # the public functions are re-exported by corejax.lax
+
+
+# --- operand preparation ---------------------------------------------------------------------
+
+def _prepare(*args):
+    """lax operands: Python scalars take the dtype of the array operands, and rank-0 operands
+    broadcast to the others' shape."""
+    ref = next((a for a in args if type(a) not in (int, float, complex, bool)), None)
+    if ref is None:
+        ref_dtype, weak = dtypes.result_type_and_weakness(*args)
+        return [full((), a, ref_dtype, weak) for a in args]
+    ref_aval = get_aval(ref)
+    out = [full((), a, ref_aval.dtype, True) if type(a) in (int, float, complex, bool) else a
+           for a in args]
+    shapes = {get_aval(a).shape for a in out}
+    if len(shapes) > 1:
+        target = builtins.max(shapes, key=len)
+        out = [broadcast_in_dim(a, target, ()) if get_aval(a).shape == () else a for a in out]
+    return out
+
+
+def full(shape, fill_value, dtype=None, weak_type: bool = False):
+    """An array of `shape` filled with `fill_value` (lax.full)."""
+    from corejax.lax.structural import broadcast_in_dim as _bid
+    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else None
+    if isinstance(fill_value, core.Tracer):
+        val = fill_value if dt is None else convert_element_type(fill_value, dt)
+    else:
+        if dt is None:
+            dt, weak_type = dtypes.result_type_and_weakness(fill_value)
+        from corejax.array import Array
+        val = Array(np.asarray(fill_value, dt), weak_type)
+    shape = tuple(int(d) for d in shape)
+    return val if shape == () else _bid(val, shape, ())
+
+
+def broadcast_in_dim(x, shape, dims):
+    from corejax.lax.structural import broadcast_in_dim as _bid
+    return _bid(x, shape, dims)
+
+
+def _unary(prim: Primitive):
+    def fn(x):
+        return prim.bind(x)
+    fn.__name__ = prim.name
+    fn.__doc__ = f"Elementwise {prim.name} (lax.{prim.name})."
+    return fn
+
+
+def _binary(prim: Primitive):
+    def fn(x, y):
+        return prim.bind(*_prepare(x, y))
+    fn.__name__ = prim.name
+    fn.__doc__ = f"Elementwise {prim.name} (lax.{prim.name})."
+    return fn
+
+
+def _math(name):
+    return lambda ctx, x: ctx.math(name, x)
+
+
+# --- numpy references for functions NumPy lacks ----------------------------------------------
+
+def _vectorize_math(fn):
+    ufunc = np.frompyfunc(fn, 1, 1)
+
+    def impl(x):
+        return np.asarray(ufunc(x.astype(np.float64)), dtype=np.float64).astype(x.dtype)
+
+    return impl
+
+
+_erf_np = _vectorize_math(math.erf)
+_erfc_np = _vectorize_math(math.erfc)
+_lgamma_np = _vectorize_math(math.lgamma)
+
+
+def _erf_inv_np(x):
+    """Inverse error function: a closed-form initial guess refined by Newton steps in float64."""
+    y = np.asarray(x, np.float64)
+    w = -np.log((1.0 - y) * (1.0 + y))
+    # Initial guess from the logarithmic form erfinv(y) ~ sign(y) sqrt(w - log(w)/2 ...).
+    guess = np.sign(y) * np.sqrt(np.maximum(w - 0.5 * np.log(np.maximum(w, 1e-300))
+                                            - 0.5 * np.log(np.pi / 2), 0.0))
+    small = np.abs(y) < 0.5
+    guess = np.where(small, y * np.sqrt(np.pi) / 2 * (1 + np.pi * y * y / 12), guess)
+    erf = np.frompyfunc(math.erf, 1, 1)
+    r = guess
+    for _ in range(6):
+        finite = np.isfinite(r)
+        rf = np.where(finite, r, 0.0)
+        err = np.asarray(erf(rf), np.float64) - y
+        step = err / (2 / np.sqrt(np.pi) * np.exp(-rf * rf))
+        r = np.where(finite, rf - step, r)
+    r = np.where(y == 1, np.inf, np.where(y == -1, -np.inf, r))
+    r = np.where(np.abs(y) > 1, np.nan, r)
+    return r.astype(np.asarray(x).dtype)
+
+
+def _round_impl(x, rounding_method=1):
+    if rounding_method == 1:
+        return np.round(x)
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t).astype(x.dtype)
+
+
+def _int_div(x, y):
+    if x.dtype.kind in "fc":
+        return np.true_divide(x, y).astype(x.dtype)
+    safe = np.where(y == 0, 1, y)
+    q = np.trunc(np.true_divide(x, safe)) if x.dtype.itemsize < 8 else _trunc_div(x, safe)
+    return np.where(y == 0, -1 if x.dtype.kind == "i" else np.iinfo(x.dtype).max,
+                    q).astype(x.dtype)
+
+
+def _trunc_div(x, y):
+    q = np.floor_divide(x, y)
+    fix = (np.remainder(x, y) != 0) & ((x < 0) != (y < 0))
+    return q + fix
+
+
+def _shift_right_logical(x, y):
+    nbits = x.dtype.itemsize * 8
+    ux = x.view(np.dtype(f"u{x.dtype.itemsize}"))
+    out = np.where(y >= nbits, 0, ux >> np.minimum(y, nbits - 1).astype(ux.dtype))
+    return out.astype(ux.dtype).view(x.dtype)
+
+
+def _shift_right_arithmetic(x, y):
+    nbits = x.dtype.itemsize * 8
+    sx = x.view(np.dtype(f"i{x.dtype.itemsize}"))
+    out = sx >> np.minimum(y, nbits - 1).astype(sx.dtype)
+    return out.astype(sx.dtype).view(x.dtype)
+
+
+def _shift_left(x, y):
+    nbits = x.dtype.itemsize * 8
+    out = np.left_shift(x, np.minimum(y, nbits - 1).astype(x.dtype))
+    return np.where(y >= nbits, 0, out).astype(x.dtype)
+
+
+def _logistic_np(x):
+    return (1 / (1 + np.exp(-x))).astype(x.dtype)
+
+
+# --- unary math ------------------------------------------------------------------------------
+
+neg_p = unop("neg", np.negative, NUMERIC, lambda ctx, x: f"(-{x})")
+deflinear(neg_p, lambda ct, x: [neg(ct)])
+
+sign_p = unop("sign", np.sign, NUMERIC, _math("sign"))
+defjvp_zero(sign_p)
+
+floor_p = unop("floor", np.floor, ("floating",), _math("floor"))
+defjvp_zero(floor_p)
+
+ceil_p = unop("ceil", np.ceil, ("floating",), _math("ceil"))
+defjvp_zero(ceil_p)
+
+round_p = unop("round", _round_impl, ("floating",),
+               lambda ctx, x, rounding_method=1: ctx.math(
+                   "round_even" if rounding_method == 1 else "round_away", x))
+defjvp_zero(round_p)
+
+is_finite_p = unop("is_finite", np.isfinite, ("floating",), _math("isfinite"),
+                   result_dtype=bool_result)
+defjvp_zero(is_finite_p)
+
+exp_p = unop("exp", np.exp, FLOATING, _math("exp"), quiet=True, transcendental=True)
+defjvp(exp_p, lambda t, ans, x: mul(t, ans))
+
+exp2_p = unop("exp2", np.exp2, FLOATING, _math("exp2"), quiet=True, transcendental=True)
+defjvp(exp2_p, lambda t, ans, x: mul(t, mul(ans, full((), math.log(2), ans.dtype))))
+
+log_p = unop("log", np.log, FLOATING, _math("log"), quiet=True, transcendental=True)
+defjvp(log_p, lambda t, ans, x: div(t, x))
+
+log1p_p = unop("log1p", np.log1p, FLOATING, _math("log1p"), quiet=True, transcendental=True)
+defjvp(log1p_p, lambda t, ans, x: div(t, add(x, _one(x))))
+
+expm1_p = unop("expm1", np.expm1, FLOATING, _math("expm1"), quiet=True, transcendental=True)
+defjvp(expm1_p, lambda t, ans, x: mul(t, add(ans, _one(ans))))
+
+tanh_p = unop("tanh", np.tanh, FLOATING, _math("tanh"), transcendental=True)
+defjvp(tanh_p, lambda t, ans, x: mul(t, sub(_one(ans), mul(ans, ans))))
+
+logistic_p = unop("logistic", _logistic_np, FLOATING, _math("logistic"), quiet=True, transcendental=True)
+defjvp(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_one(ans), ans))))
+
+sin_p = unop("sin", np.sin, FLOATING, _math("sin"), transcendental=True)
+defjvp(sin_p, lambda t, ans, x: mul(t, cos(x)))
+
+cos_p = unop("cos", np.cos, FLOATING, _math("cos"), transcendental=True)
+defjvp(cos_p, lambda t, ans, x: neg(mul(t, sin(x))))
+
+tan_p = unop("tan", np.tan, FLOATING, _math("tan"), transcendental=True)
+defjvp(tan_p, lambda t, ans, x: mul(t, add(_one(ans), mul(ans, ans))))
+
+asin_p = unop("asin", np.arcsin, FLOATING, _math("asin"), quiet=True, transcendental=True)
+defjvp(asin_p, lambda t, ans, x: mul(t, rsqrt(sub(_one(x), mul(x, x)))))
+
+acos_p = unop("acos", np.arccos, FLOATING, _math("acos"), quiet=True, transcendental=True)
+defjvp(acos_p, lambda t, ans, x: neg(mul(t, rsqrt(sub(_one(x), mul(x, x))))))
+
+atan_p = unop("atan", np.arctan, FLOATING, _math("atan"), transcendental=True)
+defjvp(atan_p, lambda t, ans, x: div(t, add(_one(x), mul(x, x))))
+
+sinh_p = unop("sinh", np.sinh, FLOATING, _math("sinh"), quiet=True, transcendental=True)
+defjvp(sinh_p, lambda t, ans, x: mul(t, cosh(x)))
+
+cosh_p = unop("cosh", np.cosh, FLOATING, _math("cosh"), quiet=True, transcendental=True)
+defjvp(cosh_p, lambda t, ans, x: mul(t, sinh(x)))
+
+asinh_p = unop("asinh", np.arcsinh, FLOATING, _math("asinh"), transcendental=True)
+defjvp(asinh_p, lambda t, ans, x: mul(t, rsqrt(add(mul(x, x), _one(x)))))
+
+acosh_p = unop("acosh", np.arccosh, FLOATING, _math("acosh"), quiet=True, transcendental=True)
+defjvp(acosh_p, lambda t, ans, x: mul(t, rsqrt(mul(sub(x, _one(x)), add(x, _one(x))))))
+
+atanh_p = unop("atanh", np.arctanh, FLOATING, _math("atanh"), quiet=True, transcendental=True)
+defjvp(atanh_p, lambda t, ans, x: div(t, sub(_one(x), mul(x, x))))
+
+sqrt_p = unop("sqrt", np.sqrt, FLOATING, _math("sqrt"), quiet=True, transcendental=True)
+defjvp(sqrt_p, lambda t, ans, x: div(t, mul(_const(ans, 2), ans)))
+
+rsqrt_p = unop("rsqrt", lambda x: (1 / np.sqrt(x)).astype(x.dtype), FLOATING, _math("rsqrt"),
+               quiet=True, transcendental=True)
+defjvp(rsqrt_p, lambda t, ans, x: mul(t, mul(_const(ans, -0.5), div(ans, x))))
+
+cbrt_p = unop("cbrt", np.cbrt, ("floating",), _math("cbrt"), transcendental=True)
+defjvp(cbrt_p, lambda t, ans, x: mul(t, div(ans, mul(_const(x, 3), x))))
+
+erf_p = unop("erf", _erf_np, ("floating",), _math("erf"))
+defjvp(erf_p, lambda t, ans, x: mul(t, mul(_const(x, 2 / math.sqrt(math.pi)), exp(neg(mul(x, x))))))
+
+erfc_p = unop("erfc", _erfc_np, ("floating",), _math("erfc"))
+defjvp(erfc_p, lambda t, ans, x: mul(t, mul(_const(x, -2 / math.sqrt(math.pi)),
+                                               exp(neg(mul(x, x))))))
+
+erf_inv_p = unop("erf_inv", _erf_inv_np, ("floating",), _math("erf_inv"), quiet=True)
+defjvp(erf_inv_p, lambda t, ans, x: mul(t, mul(_const(x, math.sqrt(math.pi) / 2),
+                                                  exp(mul(ans, ans)))))
+
+lgamma_p = unop("lgamma", _lgamma_np, ("floating",), _math("lgamma"))
+# d/dx lgamma is digamma, which corejax does not provide yet: lgamma is not differentiable.
+
+abs_p = unop("abs", np.abs, NUMERIC, _math("abs"))
+defjvp(abs_p, lambda t, ans, x: mul(t, sign(x)))
+
+not_p = unop("not", lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x),
+             BOOL_OR_INT, lambda ctx, x: ctx.math("not", x))
+defjvp_zero(not_p)
+
+population_count_p = unop("population_count",
+                          lambda x: np.bitwise_count(x).astype(x.dtype), INTEGRAL,
+                          _math("popcount"))
+defjvp_zero(population_count_p)
+
+
+# integer_pow: x ** y for a static integer y.
+def _integer_pow_impl(x, y):
+    if y < 0 and x.dtype.kind in "iu":
+        raise ValueError("Integers cannot be raised to negative integer powers.")
+    with np.errstate(all="ignore"):
+        return np.power(x, x.dtype.type(y)) if y >= 0 else (1 / np.power(x, -y)).astype(x.dtype)
+
+
+integer_pow_p = unop("integer_pow", _integer_pow_impl, NUMERIC,
+                     lambda ctx, x, y: ctx.math("integer_pow", x, y))
+
+
+def _integer_pow_jvp(t, ans, x, y):
+    if y == 0:
+        return Zero(get_aval(t))
+    return mul(t, mul(_const(x, y), integer_pow(x, y - 1)))
+
+
+defjvp(integer_pow_p, _integer_pow_jvp)
+
+
+# --- binary arithmetic -----------------------------------------------------------------------
+
+add_p = naryop("add", np.add, (NUMERIC, NUMERIC), lambda ctx, x, y: f"({x} + {y})")
+deflinear(add_p, lambda ct, x, y: [ct, ct])
+
+sub_p = naryop("sub", np.subtract, (NUMERIC, NUMERIC), lambda ctx, x, y: f"({x} - {y})")
+deflinear(sub_p, lambda ct, x, y: [ct, neg(ct) if type(ct) is not Zero else ct])
+
+mul_p = naryop("mul", np.multiply, (NUMERIC, NUMERIC), lambda ctx, x, y: f"({x} * {y})")
+
+
+def _mul_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = mul(x, y)
+    t = Zero(get_aval(out).to_tangent_aval())
+    if type(tx) is not Zero:
+        t = ad.add_tangents(t, mul(tx, y))
+    if type(ty) is not Zero:
+        t = ad.add_tangents(t, mul(x, ty))
+    return out, t
+
+
+def _mul_transpose(ct, x, y):
+    if type(ct) is Zero:
+        return [None, None]
+    if is_undefined_primal(x):
+        return [mul(ct, y), None]
+    return [None, mul(x, ct)]
+
+
+ad.primitive_jvps[mul_p] = _mul_jvp
+ad.primitive_transposes[mul_p] = _mul_transpose
+
+div_p = naryop("div", _int_div, (NUMERIC, NUMERIC),
+               lambda ctx, x, y: ctx.math("div", x, y), quiet=True)
+defjvp(div_p, lambda t, ans, x, y: div(t, y),
+       lambda t, ans, x, y: mul(neg(t), div(ans, y)))
+
+
+def _div_transpose(ct, x, y):
+    if is_undefined_primal(y):
+        raise ValueError("div is not linear in its denominator: cannot transpose.")
+    return [None if type(ct) is Zero else div(ct, y), None]
+
+
+ad.primitive_transposes[div_p] = _div_transpose
+
+rem_p = naryop("rem", np.fmod, (NUMERIC, NUMERIC), lambda ctx, x, y: ctx.math("rem", x, y),
+               quiet=True)
+defjvp(rem_p, lambda t, ans, x, y: t,
+       lambda t, ans, x, y: mul(neg(t), round(div(sub(x, ans), y))))
+
+pow_p = naryop("pow", np.power, (FLOATING, FLOATING), lambda ctx, x, y: ctx.math("pow", x, y),
+               quiet=True)
+
+
+def _pow_jvp_x(t, ans, x, y):
+    # y * x ** (y - 1), written so that y == 0 gives 0 rather than 0 * inf at x == 0.
+    safe = select(eq(y, _const(y, 0)), _one(x), pow(x, sub(y, _one(y))))
+    return mul(t, mul(y, safe))
+
+
+def _pow_jvp_y(t, ans, x, y):
+    log_x = select(eq(x, _const(x, 0)), _const(x, 0), log(x))
+    return mul(t, mul(ans, log_x))
+
+
+defjvp(pow_p, _pow_jvp_x, _pow_jvp_y)
+
+max_p = naryop("max", np.maximum, (NUMERIC, NUMERIC), lambda ctx, x, y: ctx.math("max", x, y))
+min_p = naryop("min", np.minimum, (NUMERIC, NUMERIC), lambda ctx, x, y: ctx.math("min", x, y))
+
+
+def _balanced_select(t, x, y, pick_x):
+    """The tangent share of `x` in max/min: 1 where x wins, 1/2 on ties, 0 elsewhere."""
+    one, half, zero = _one(x), _const(x, 0.5), _const(x, 0)
+    share = select(eq(x, y), half, select(pick_x, one, zero))
+    return mul(t, share)
+
+
+defjvp(max_p, lambda t, ans, x, y: _balanced_select(t, x, y, gt(x, y)),
+       lambda t, ans, x, y: _balanced_select(t, y, x, gt(y, x)))
+defjvp(min_p, lambda t, ans, x, y: _balanced_select(t, x, y, lt(x, y)),
+       lambda t, ans, x, y: _balanced_select(t, y, x, lt(y, x)))
+
+atan2_p = naryop("atan2", np.arctan2, (("floating",), ("floating",)),
+                 lambda ctx, x, y: ctx.math("atan2", x, y))
+defjvp(atan2_p,
+       lambda t, ans, x, y: mul(t, div(y, add(mul(x, x), mul(y, y)))),
+       lambda t, ans, x, y: mul(neg(t), div(x, add(mul(x, x), mul(y, y)))))
+
+nextafter_p = naryop("nextafter", np.nextafter, (("floating",), ("floating",)),
+                     lambda ctx, x, y: ctx.math("nextafter", x, y))
+defjvp_zero(nextafter_p)
+
+# --- bitwise and logical ---------------------------------------------------------------------
+
+and_p = naryop("and", np.bitwise_and, (BOOL_OR_INT, BOOL_OR_INT), lambda ctx, x, y: f"({x} & {y})")
+or_p = naryop("or", np.bitwise_or, (BOOL_OR_INT, BOOL_OR_INT), lambda ctx, x, y: f"({x} | {y})")
+xor_p = naryop("xor", np.bitwise_xor, (BOOL_OR_INT, BOOL_OR_INT), lambda ctx, x, y: f"({x} ^ {y})")
+shift_left_p = naryop("shift_left", _shift_left, (INTEGRAL, INTEGRAL),
+                      lambda ctx, x, y: ctx.math("shift_left", x, y))
+shift_right_logical_p = naryop("shift_right_logical", _shift_right_logical, (INTEGRAL, INTEGRAL),
+                               lambda ctx, x, y: ctx.math("shift_right_logical", x, y))
+shift_right_arithmetic_p = naryop("shift_right_arithmetic", _shift_right_arithmetic,
+                                  (INTEGRAL, INTEGRAL),
+                                  lambda ctx, x, y: ctx.math("shift_right_arithmetic", x, y))
+for _p in (and_p, or_p, xor_p, shift_left_p, shift_right_logical_p, shift_right_arithmetic_p):
+    defjvp_zero(_p)
+
+# --- comparisons -----------------------------------------------------------------------------
+
+def _compare(name, np_fn, op):
+    prim = naryop(name, np_fn, (ANY, ANY), lambda ctx, x, y: f"({x} {op} {y})",
+                  result_dtype=bool_result)
+    defjvp_zero(prim)
+    return prim
+
+
+eq_p = _compare("eq", np.equal, "==")
+ne_p = _compare("ne", np.not_equal, "!=")
+lt_p = _compare("lt", np.less, "<")
+le_p = _compare("le", np.less_equal, "<=")
+gt_p = _compare("gt", np.greater, ">")
+ge_p = _compare("ge", np.greater_equal, ">=")
+
+# --- select_n --------------------------------------------------------------------------------
+
+select_n_p = Primitive("select_n")
+
+
+def _select_n_impl(which, *cases):
+    if which.dtype == np.bool_:
+        return np.where(which, cases[1], cases[0]) if len(cases) == 2 else cases[0]
+    return np.choose(which, cases)
+
+
+def _select_n_abstract(which, *cases):
+    if not cases:
+        raise TypeError("select_n requires at least one case.")
+    if which.dtype != np.bool_ and which.dtype.kind not in "iu":
+        raise TypeError(f"select_n requires a boolean or integer predicate, got {which.dtype}.")
+    if which.dtype == np.bool_ and len(cases) > 2:
+        raise TypeError("select_n with a boolean predicate accepts at most two cases.")
+    c0 = cases[0]
+    for c in cases[1:]:
+        if c.shape != c0.shape or c.dtype != c0.dtype:
+            raise TypeError(f"select_n cases must have the same shapes and dtypes, got "
+                            f"{[c.str_short() for c in cases]}.")
+    if which.shape not in ((), c0.shape):
+        raise TypeError(f"select_n predicate shape {which.shape} must be scalar or equal to the "
+                        f"case shape {c0.shape}.")
+    return ShapedArray(c0.shape, c0.dtype, all(c.weak_type for c in cases))
+
+
+select_n_p.def_impl(_select_n_impl)
+select_n_p.def_abstract_eval(_select_n_abstract)
+select_n_p.weak_type_rule = lambda which, *cases: all(dtypes.is_weakly_typed(c) for c in cases)
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = select_n(which, *cases)
+    ts = tangents[1:]
+    if all(type(t) is Zero for t in ts):
+        return out, Zero(get_aval(out).to_tangent_aval())
+    return out, select_n(which, *[ad.instantiate_zeros(t) for t in ts])
+
+
+def _select_n_transpose(ct, which, *cases):
+    if is_undefined_primal(which):
+        raise ValueError("select_n is not linear in its predicate.")
+    if type(ct) is Zero:
+        return [None] + [None] * len(cases)
+    zeros = ad.zeros_like_aval(get_aval(ct))
+    outs = [None]
+    for i, c in enumerate(cases):
+        if is_undefined_primal(c):
+            outs.append(select_n(which, *[ct if j == i else zeros for j in range(len(cases))]))
+        else:
+            outs.append(None)
+    return outs
+
+
+def _select_n_batch(vals, dims):
+    which, *cases = vals
+    wdim, *cdims = dims
+    first = next(d for d in dims if d is not None)
+    size = get_aval(vals[dims.index(first)]).shape[first]
+    if wdim is None and get_aval(which).ndim == 0:
+        if all(d == cdims[0] for d in cdims):
+            return select_n(which, *cases), cdims[0]
+        return select_n(which, *[batching.bdim_at_front(c, d, size) for c, d in
+                                 zip(cases, cdims)]), 0
+    cases = [batching.bdim_at_front(c, d, size) for c, d in zip(cases, cdims)]
+    case_shape = get_aval(cases[0]).shape
+    if wdim is None:
+        which = broadcast_in_dim(which, case_shape, tuple(range(1, len(case_shape))))
+    else:
+        which = batching.moveaxis(which, wdim, 0)
+        if get_aval(which).ndim == 1:
+            which = broadcast_in_dim(which, case_shape, (0,))
+    return select_n(which, *cases), 0
+
+
+ad.primitive_jvps[select_n_p] = _select_n_jvp
+ad.primitive_transposes[select_n_p] = _select_n_transpose
+batching.primitive_batchers[select_n_p] = _select_n_batch
+registry.def_elementwise(select_n_p, lambda ctx, which, *cases: ctx.select(which, *cases))
+
+# --- dtype conversion ------------------------------------------------------------------------
+
+convert_element_type_p = Primitive("convert_element_type")
+
+
+def _convert_impl(x, new_dtype, weak_type=False):
+    if x.dtype == new_dtype:
+        return x
+    if new_dtype == np.bool_:
+        return x != 0
+    if x.dtype.kind == "f" and new_dtype.kind in "iu":
+        # Float to integer conversion: truncate; NaN gives 0 and out-of-range values saturate.
+        info = np.iinfo(new_dtype)
+        with np.errstate(invalid="ignore"):
+            clipped = np.clip(np.nan_to_num(x, nan=0.0), info.min, info.max)
+            return np.trunc(clipped).astype(new_dtype)
+    if x.dtype.kind == "c" and new_dtype.kind != "c":
+        x = x.real
+    return x.astype(new_dtype)
+
+
+def _convert_abstract(x, new_dtype, weak_type=False):
+    return ShapedArray(x.shape, new_dtype, weak_type)
+
+
+convert_element_type_p.def_impl(_convert_impl)
+convert_element_type_p.def_abstract_eval(_convert_abstract)
+convert_element_type_p.weak_type_rule = lambda x, new_dtype, weak_type=False: weak_type
+
+
+def _convert_jvp(primals, tangents, new_dtype, weak_type=False):
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if type(t) is Zero or not dtypes.is_inexact(new_dtype) or \
+            not dtypes.is_inexact(get_aval(x).dtype):
+        return out, Zero(get_aval(out).to_tangent_aval())
+    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def _convert_transpose(ct, x, new_dtype, weak_type=False):
+    if type(ct) is Zero:
+        return [None]
+    aval = x.aval
+    return [convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)]
+
+
+ad.primitive_jvps[convert_element_type_p] = _convert_jvp
+ad.primitive_transposes[convert_element_type_p] = _convert_transpose
+batching.defvectorized(convert_element_type_p)
+registry.def_elementwise(convert_element_type_p,
+                         lambda ctx, x, new_dtype, weak_type=False: ctx.cast(x, new_dtype))
+
+
+def convert_element_type(x, new_dtype, weak_type: bool = False):
+    """Casts `x` to `new_dtype` (canonicalized: 64-bit types narrow while x64 is off)."""
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    if type(x) in (int, float, complex, bool):
+        from corejax.array import Array
+        return Array(_convert_impl(np.asarray(x), new_dtype), weak_type)
+    aval = get_aval(x)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type:
+        return x
+    return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+
+
+bitcast_convert_type_p = Primitive("bitcast_convert_type")
+
+
+def _bitcast_abstract(x, new_dtype):
+    if x.dtype.itemsize != new_dtype.itemsize:
+        raise TypeError(f"bitcast_convert_type between dtypes of different widths "
+                        f"({x.dtype} -> {new_dtype}) is not supported.")
+    return ShapedArray(x.shape, new_dtype, False)
+
+
+bitcast_convert_type_p.def_impl(lambda x, new_dtype: x.view(new_dtype))
+bitcast_convert_type_p.def_abstract_eval(_bitcast_abstract)
+bitcast_convert_type_p.weak_type_rule = lambda *a, **p: False
+defjvp_zero(bitcast_convert_type_p)
+batching.defvectorized(bitcast_convert_type_p)
+registry.def_elementwise(bitcast_convert_type_p,
+                         lambda ctx, x, new_dtype: ctx.bitcast(x, new_dtype))
+
+
+def bitcast_convert_type(x, new_dtype):
+    return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonicalize_dtype(new_dtype))
+
+
+# --- public functions ------------------------------------------------------------------------
+
+def _one(x):
+    return _const(x, 1)
+
+
+def _const(x, val):
+    return full((), val, get_aval(x).dtype)
+
+
+neg, sign, floor, ceil, is_finite = map(_unary, (neg_p, sign_p, floor_p, ceil_p, is_finite_p))
+exp, exp2, log, log1p, expm1, tanh, logistic = map(
+    _unary, (exp_p, exp2_p, log_p, log1p_p, expm1_p, tanh_p, logistic_p))
+sin, cos, tan, asin, acos, atan = map(_unary, (sin_p, cos_p, tan_p, asin_p, acos_p, atan_p))
+sinh, cosh, asinh, acosh, atanh = map(_unary, (sinh_p, cosh_p, asinh_p, acosh_p, atanh_p))
+sqrt, rsqrt, cbrt, erf, erfc, erf_inv, lgamma, abs = map(
+    _unary, (sqrt_p, rsqrt_p, cbrt_p, erf_p, erfc_p, erf_inv_p, lgamma_p, abs_p))
+bitwise_not = _unary(not_p)
+population_count = _unary(population_count_p)
+add, sub, mul, div, rem, pow, max, min, atan2, nextafter = map(
+    _binary, (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p))
+bitwise_and, bitwise_or, bitwise_xor = map(_binary, (and_p, or_p, xor_p))
+shift_left, shift_right_logical, shift_right_arithmetic = map(
+    _binary, (shift_left_p, shift_right_logical_p, shift_right_arithmetic_p))
+eq, ne, lt, le, gt, ge = map(_binary, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
+
+
+def round(x, rounding_method=0):
+    """Rounds to integral values: 0 = away from zero (lax's default), 1 = to nearest even."""
+    return round_p.bind(x, rounding_method=int(rounding_method))
+
+
+def integer_pow(x, y: int):
+    return integer_pow_p.bind(x, y=int(y))
+
+
+def square(x):
+    return integer_pow(x, 2)
+
+
+def reciprocal(x):
+    return integer_pow(x, -1)
+
+
+def select_n(which, *cases):
+    return select_n_p.bind(which, *cases)
+
+
+def select(pred, on_true, on_false):
+    """`on_true` where `pred` else `on_false` (lax.select)."""
+    return select_n_p.bind(pred, on_false, on_true)
+
+
+def clamp(min_val, x, max_val):
+    return min(max(x, min_val), max_val)
+
+
+# --- stop_gradient ---------------------------------------------------------------------------
+
+stop_gradient_p = unop("stop_gradient", lambda x: x, ANY, lambda ctx, x: x)
+defjvp_zero(stop_gradient_p)
+
+
+def stop_gradient(x):
+    """The identity, but with zero derivative: no gradient flows through its output.
+    Applies to every leaf of a pytree, like jax.lax.stop_gradient."""
+    from corejax.tree_util import tree_map
+
+    def leaf(v):
+        if dtypes.is_inexact(get_aval(v).dtype):
+            return stop_gradient_p.bind(v)
+        return v
+
+    return tree_map(leaf, x)

@@ -1,0 +1,269 @@
+"""Reductions over axes (sum, max, min, prod, and, or), argmax/argmin and cumulative sums."""
+from __future__ import annotations
+
+import numpy as np
+
+from corejax import dtypes
+from corejax.core import Primitive, ShapedArray, get_aval
+from corejax.compiler import registry
+from corejax.transforms import ad, batching
+from corejax.transforms.ad import Zero, deflinear
+from corejax.lax._factories import ANY, BOOL_OR_INT, NUMERIC, check_dtype
+
+__all__ = []
+
+
+def _reduced_shape(shape, axes):
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+def _reduction(name, np_fn, accepted, monoid):
+    """A reduction primitive `name(x, axes)`; `monoid` names the combining op for lowering."""
+    prim = Primitive(name)
+    prim.def_impl(lambda x, axes: np.asarray(np_fn(x, axis=axes)).astype(x.dtype, copy=False))
+
+    def abstract_eval(x, axes):
+        check_dtype(name, x, accepted)
+        for a in axes:
+            if not 0 <= a < x.ndim:
+                raise ValueError(f"{name}: axis {a} is out of bounds for array of dimension "
+                                 f"{x.ndim}.")
+        return ShapedArray(_reduced_shape(x.shape, axes), x.dtype, x.weak_type)
+
+    prim.def_abstract_eval(abstract_eval)
+    prim.weak_type_rule = lambda x, axes: dtypes.is_weakly_typed(x)
+
+    def batch(vals, dims, axes):
+        (x,), (d,) = vals, dims
+        new_axes = tuple(a + (a >= d) for a in axes)
+        out_d = d - sum(1 for a in axes if a < d)
+        return prim.bind(x, axes=new_axes), out_d
+
+    batching.primitive_batchers[prim] = batch
+    registry.def_kernel(prim, ("reduce", monoid))
+    return prim
+
+
+def _canon(axes, ndim):
+    if axes is None:
+        return tuple(range(ndim))
+    if isinstance(axes, (int, np.integer)):
+        axes = (axes,)
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -ndim <= a < ndim:
+            raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"duplicate value in 'axis': {tuple(axes)}")
+    return tuple(sorted(out))
+
+
+# --- sum -------------------------------------------------------------------------------------
+
+reduce_sum_p = _reduction("reduce_sum", np.sum, NUMERIC, "add")
+
+
+def _reduce_sum_transpose(ct, x, axes):
+    if type(ct) is Zero:
+        return [None]
+    shape = x.aval.shape
+    kept = tuple(i for i in range(len(shape)) if i not in axes)
+    return [broadcast_in_dim(ct, shape, kept)]
+
+
+deflinear(reduce_sum_p, _reduce_sum_transpose)
+
+
+def reduce_sum(x, axes=None):
+    axes = _canon(axes, get_aval(x).ndim)
+    return reduce_sum_p.bind(x, axes=axes) if axes else x
+
+
+# --- max / min -------------------------------------------------------------------------------
+
+reduce_max_p = _reduction("reduce_max", np.max, ANY, "max")
+reduce_min_p = _reduction("reduce_min", np.min, ANY, "min")
+
+
+def _chooser_jvp(prim):
+    def jvp(primals, tangents, axes):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, axes=axes)
+        if type(t) is Zero:
+            return ans, Zero(get_aval(ans).to_tangent_aval())
+        # The tangent at the chosen location, averaged over ties.
+        shape = get_aval(x).shape
+        kept = tuple(i for i in range(len(shape)) if i not in axes)
+        location = eq(x, broadcast_in_dim(ans, shape, kept))
+        location = convert_element_type(location, get_aval(t).dtype)
+        counts = reduce_sum(location, axes)
+        return ans, div(reduce_sum(mul(t, location), axes), counts)
+    return jvp
+
+
+ad.primitive_jvps[reduce_max_p] = _chooser_jvp(reduce_max_p)
+ad.primitive_jvps[reduce_min_p] = _chooser_jvp(reduce_min_p)
+
+
+def reduce_max(x, axes=None):
+    axes = _canon(axes, get_aval(x).ndim)
+    return reduce_max_p.bind(x, axes=axes) if axes else x
+
+
+def reduce_min(x, axes=None):
+    axes = _canon(axes, get_aval(x).ndim)
+    return reduce_min_p.bind(x, axes=axes) if axes else x
+
+
+# --- prod ------------------------------------------------------------------------------------
+
+reduce_prod_p = _reduction("reduce_prod", np.prod, NUMERIC, "mul")
+
+
+def _exclusive_cumprod(x, axis):
+    """Products of all earlier elements along `axis` (1 for the first), in log2(n) steps,
+    built from differentiable primitives so that higher derivatives work too."""
+    n = get_aval(x).shape[axis]
+    one = full((), 1, get_aval(x).dtype)
+    ndim = get_aval(x).ndim
+    cfg = [(0, 0, 0)] * ndim
+    cfg[axis] = (1, -1, 0)
+    acc = pad(x, one, cfg)  # shift by one: exclusive
+    shift = 1
+    while shift < n:
+        cfg = [(0, 0, 0)] * ndim
+        cfg[axis] = (shift, -shift, 0)
+        acc = mul(acc, pad(acc, one, cfg))
+        shift *= 2
+    return acc
+
+
+def _reduce_prod_jvp(primals, tangents, axes):
+    (x,), (t,) = primals, tangents
+    ans = reduce_prod_p.bind(x, axes=axes)
+    if type(t) is Zero:
+        return ans, Zero(get_aval(ans).to_tangent_aval())
+    aval = get_aval(x)
+    kept = tuple(i for i in range(aval.ndim) if i not in axes)
+    perm = kept + tuple(axes)
+    xt = transpose(x, perm)
+    tt = transpose(t, perm)
+    lead = tuple(aval.shape[i] for i in kept)
+    n = int(np.prod([aval.shape[a] for a in axes], dtype=np.int64))
+    xf = reshape(xt, lead + (n,))
+    tf = reshape(tt, lead + (n,))
+    axis = len(lead)
+    others = mul(_exclusive_cumprod(xf, axis), rev(_exclusive_cumprod(rev(xf, (axis,)), axis),
+                                                    (axis,)))
+    return ans, reduce_sum(mul(tf, others), (axis,))
+
+
+ad.primitive_jvps[reduce_prod_p] = _reduce_prod_jvp
+
+
+def reduce_prod(x, axes=None):
+    axes = _canon(axes, get_aval(x).ndim)
+    return reduce_prod_p.bind(x, axes=axes) if axes else x
+
+
+# --- and / or --------------------------------------------------------------------------------
+
+reduce_and_p = _reduction("reduce_and", np.all, ("bool",), "and")
+reduce_or_p = _reduction("reduce_or", np.any, ("bool",), "or")
+ad.defjvp_zero(reduce_and_p)
+ad.defjvp_zero(reduce_or_p)
+
+
+def reduce_and(x, axes=None):
+    axes = _canon(axes, get_aval(x).ndim)
+    return reduce_and_p.bind(x, axes=axes) if axes else x
+
+
+def reduce_or(x, axes=None):
+    axes = _canon(axes, get_aval(x).ndim)
+    return reduce_or_p.bind(x, axes=axes) if axes else x
+
+
+# --- argmax / argmin -------------------------------------------------------------------------
+
+def _arg_reduction(name, np_fn):
+    prim = Primitive(name)
+    prim.def_impl(lambda x, axes, index_dtype: np_fn(x, axis=axes[0]).astype(index_dtype))
+
+    def abstract_eval(x, axes, index_dtype):
+        check_dtype(name, x, ANY)
+        (axis,) = axes
+        if not 0 <= axis < x.ndim:
+            raise ValueError(f"{name}: axis {axis} is out of bounds for array of dimension "
+                             f"{x.ndim}.")
+        if x.shape[axis] == 0:
+            raise ValueError(f"{name}: attempt to get {name} of an empty sequence.")
+        return ShapedArray(_reduced_shape(x.shape, axes), index_dtype)
+
+    prim.def_abstract_eval(abstract_eval)
+    prim.weak_type_rule = lambda *a, **p: False
+    ad.defjvp_zero(prim)
+
+    def batch(vals, dims, axes, index_dtype):
+        (x,), (d,) = vals, dims
+        (axis,) = axes
+        new_axis = axis + (axis >= d)
+        return prim.bind(x, axes=(new_axis,), index_dtype=index_dtype), d - (axis < d)
+
+    batching.primitive_batchers[prim] = batch
+    registry.def_kernel(prim, ("argreduce", name))
+    return prim
+
+
+argmax_p = _arg_reduction("argmax", np.argmax)
+argmin_p = _arg_reduction("argmin", np.argmin)
+
+
+def argmax(x, axis: int, index_dtype=np.int32):
+    axis = _canon(axis, get_aval(x).ndim)
+    return argmax_p.bind(x, axes=axis, index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+def argmin(x, axis: int, index_dtype=np.int32):
+    axis = _canon(axis, get_aval(x).ndim)
+    return argmin_p.bind(x, axes=axis, index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+# --- cumulative sum --------------------------------------------------------------------------
+
+cumsum_p = Primitive("cumsum")
+
+
+def _cumsum_impl(x, axis, reverse):
+    if reverse:
+        return np.flip(np.cumsum(np.flip(x, axis), axis=axis, dtype=x.dtype), axis)
+    return np.cumsum(x, axis=axis, dtype=x.dtype)
+
+
+def _cumsum_abstract(x, axis, reverse):
+    check_dtype("cumsum", x, NUMERIC)
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"cumsum: axis {axis} is out of bounds for array of dimension {x.ndim}.")
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+cumsum_p.def_impl(_cumsum_impl)
+cumsum_p.def_abstract_eval(_cumsum_abstract)
+cumsum_p.weak_type_rule = lambda x, **p: dtypes.is_weakly_typed(x)
+deflinear(cumsum_p, lambda ct, x, axis, reverse: [
+    None if type(ct) is Zero else cumsum(ct, axis, not reverse)])
+batching.primitive_batchers[cumsum_p] = lambda vals, dims, axis, reverse: (
+    cumsum_p.bind(vals[0], axis=axis + (axis >= dims[0]), reverse=reverse), dims[0])
+registry.def_kernel(cumsum_p, ("scan", "add"))
+
+
+def cumsum(x, axis: int = 0, reverse: bool = False):
+    axis = _canon(axis, get_aval(x).ndim)[0]
+    return cumsum_p.bind(x, axis=axis, reverse=bool(reverse))
+
+
+from corejax.lax.elementwise import convert_element_type, div, eq, full, mul  # noqa: E402
+from corejax.lax.structural import (broadcast_in_dim, pad, reshape, rev,  # noqa: E402
+                                    transpose)

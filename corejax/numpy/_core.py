@@ -1,0 +1,182 @@
+"""Array conversion, dtype promotion and NumPy-style broadcasting for the jnp layer."""
+from __future__ import annotations
+
+import builtins
+import operator
+
+import numpy as np
+
+from corejax import core, dtypes, lax
+from corejax.array import Array
+from corejax.core import Tracer, get_aval
+
+__all__ = []
+
+_SCALARS = (int, float, complex, bool)
+
+
+def is_arraylike(x) -> bool:
+    return isinstance(x, (Array, Tracer, np.ndarray, np.generic)) or type(x) in _SCALARS
+
+
+def check_arraylike(name: str, *args) -> None:
+    for i, a in enumerate(args):
+        if not is_arraylike(a):
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a).__name__} "
+                            f"at position {i}.")
+
+
+def _canonical_np(x: np.ndarray, dtype=None) -> np.ndarray:
+    dt = dtypes.canonicalize_dtype(dtype if dtype is not None else x.dtype)
+    return np.array(x, dtype=dt, copy=True) if x.dtype != dt or x.flags.writeable else x
+
+
+def asarray(a, dtype=None, copy=None) -> Array:
+    """Converts `a` (array, scalar, nested lists) to an Array, without copying an Array."""
+    if dtype is not None:
+        dtype = dtypes.canonicalize_dtype(dtype)
+    t = type(a)
+    if t is Array or isinstance(a, Tracer):
+        if dtype is None or a.dtype == dtype:
+            return a
+        return lax.convert_element_type(a, dtype)
+    if t in _SCALARS:
+        dt, weak = dtypes.result_type_and_weakness(a)
+        if dtype is not None:
+            dt, weak = dtype, False
+        return Array(np.asarray(a, dt), weak)
+    if isinstance(a, (list, tuple)):
+        leaves = list(_nested_leaves(a))
+        if any(isinstance(x, (Tracer, Array)) for x in leaves):
+            return _stack_nested(a, dtype)
+        if leaves and all(type(x) in _SCALARS for x in leaves):
+            dt = dtypes.result_type(*leaves)
+            if dtype is None:
+                dtype = dt
+        elif not leaves:
+            dtype = dtype or dtypes.default_float_dtype()
+    if isinstance(a, (np.ndarray, np.generic, list, tuple)) or hasattr(a, "__array__"):
+        val = np.asarray(a)
+        if val.dtype == object:
+            raise TypeError(f"Cannot convert {a!r} to a corejax array (ragged or object data).")
+        dt = dtypes.canonicalize_dtype(dtype if dtype is not None else val.dtype)
+        return Array(np.array(val, dtype=dt, copy=True))
+    raise TypeError(f"Cannot convert value of type {type(a).__name__} to a corejax array.")
+
+
+def array(object, dtype=None, copy=True, ndmin=0) -> Array:
+    """Creates an Array from `object` (always a copy of NumPy data, as in JAX)."""
+    out = asarray(object, dtype)
+    if ndmin > get_aval(out).ndim:
+        out = lax.reshape(out, (1,) * (ndmin - get_aval(out).ndim) + get_aval(out).shape)
+    return out
+
+
+def _nested_leaves(a):
+    if isinstance(a, (list, tuple)):
+        for x in a:
+            yield from _nested_leaves(x)
+    else:
+        yield a
+
+
+def _stack_nested(a, dtype):
+    if isinstance(a, (list, tuple)):
+        items = [_stack_nested(x, dtype) for x in a]
+        if not items:
+            raise TypeError("Cannot stack an empty nested sequence containing tracers.")
+        items = promote_dtypes(*items)
+        items = [lax.expand_dims(x, (0,)) for x in items]
+        return lax.concatenate(items, 0)
+    return asarray(a, dtype)
+
+
+def promote_dtypes(*args):
+    """Converts args to arrays of their common (promoted) dtype; weak if all were weak."""
+    if len(args) == 1 and type(args[0]) not in _SCALARS:
+        return [asarray(args[0])]
+    dt, weak = dtypes.result_type_and_weakness(*args)
+    return [_convert(a, dt, weak) for a in args]
+
+
+def _convert(a, dt, weak):
+    if type(a) in _SCALARS:
+        return Array(np.asarray(a, dt), weak)
+    a = asarray(a)
+    aval = get_aval(a)
+    if aval.dtype == dt and aval.weak_type == weak:
+        return a
+    return lax.convert_element_type(a, dt, weak_type=weak)
+
+
+def promote_dtypes_inexact(*args):
+    """Promotes, then converts integer and boolean results to the default float dtype."""
+    arrs = promote_dtypes(*args)
+    aval = get_aval(arrs[0])
+    if not dtypes.is_inexact(aval.dtype):
+        dt = dtypes.default_float_dtype()
+        arrs = [lax.convert_element_type(a, dt, weak_type=aval.weak_type) for a in arrs]
+    return arrs
+
+
+def broadcast_shapes(*shapes):
+    shapes = [tuple(s) for s in shapes]
+    ndim = builtins.max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(ndim):
+        sizes = {s[i - ndim + len(s)] for s in shapes if i - ndim + len(s) >= 0}
+        sizes.discard(1)
+        if len(sizes) > 1:
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def broadcast_to_shape(x, shape):
+    aval = get_aval(x)
+    shape = tuple(shape)
+    if aval.shape == shape:
+        return x
+    nd = len(shape)
+    if aval.ndim > nd:
+        raise ValueError(f"Incompatible shapes for broadcasting: {aval.shape} and requested "
+                         f"shape {shape}")
+    for src, dst in zip(aval.shape, shape[nd - aval.ndim:]):
+        if src not in (1, dst):
+            raise ValueError(f"Incompatible shapes for broadcasting: {aval.shape} and requested "
+                             f"shape {shape}")
+    return lax.broadcast_in_dim(x, shape, tuple(range(nd - aval.ndim, nd)))
+
+
+def promote_and_broadcast(*args):
+    """jnp binary-op operands: promoted to a common dtype and broadcast to a common shape."""
+    arrs = promote_dtypes(*args)
+    shapes = [get_aval(a).shape for a in arrs]
+    if len(set(shapes)) == 1:
+        return arrs
+    shape = broadcast_shapes(*shapes)
+    return [broadcast_to_shape(a, shape) for a in arrs]
+
+
+def canonicalize_axis(axis, ndim: int) -> int:
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+def canonicalize_axes(axis, ndim: int) -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(canonicalize_axis(a, ndim) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"repeated axis: {tuple(axis)}")
+        return axes
+    return (canonicalize_axis(axis, ndim),)
+
+
+def concrete_int(x, what: str) -> int:
+    """A Python int from a static value; traced values get a clear concretization error."""
+    return core.concrete_or_error(operator.index, x,
+                                  f"The {what} argument must be a static (concrete) integer")

@@ -1,0 +1,212 @@
+"""Reductions: sum, mean, max, min, prod, argmax, argmin, var, std, all, any, cumsum, ..."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from corejax import core, dtypes, lax
+from corejax.core import get_aval
+from corejax.numpy._core import (asarray, canonicalize_axes, canonicalize_axis,
+                                 check_arraylike)
+
+__all__ = []
+
+
+def _keep(out, axes, shape, keepdims):
+    if not keepdims:
+        return out
+    kept_shape = tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return lax.reshape(out, kept_shape)
+
+
+def _upcast_small_ints(dt: np.dtype) -> np.dtype:
+    """Sums and products of bools and small integers accumulate in the default int width."""
+    if dt == np.bool_:
+        return dtypes.default_int_dtype()
+    if dt.kind == "i" and dt.itemsize < dtypes.default_int_dtype().itemsize:
+        return dtypes.default_int_dtype()
+    if dt.kind == "u" and dt.itemsize < dtypes.default_int_dtype().itemsize:
+        return np.dtype(f"u{dtypes.default_int_dtype().itemsize}")
+    return dt
+
+
+def _reduction(name, lax_fn, upcast, identity=None, bool_op=None):
+    def fn(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+        if out is not None:
+            raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported: "
+                                      "corejax arrays are immutable.")
+        check_arraylike(name, a)
+        a = asarray(a)
+        aval = get_aval(a)
+        axes = canonicalize_axes(axis, aval.ndim)
+        dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else \
+            (upcast(aval.dtype) if upcast else aval.dtype)
+        if dt != aval.dtype:
+            a = lax.convert_element_type(a, dt, weak_type=aval.weak_type)
+        if where is not None:
+            if identity is None:
+                raise ValueError(f"jnp.{name} with where= requires an initial value.")
+            from corejax.numpy._ufuncs import where as _where
+            a = _where(where, a, lax.full((), identity(dt) if initial is None else initial, dt))
+        if dt == np.bool_ and bool_op is not None:
+            result = bool_op(a, axes)
+        else:
+            if builtins.any(aval.shape[i] == 0 for i in axes) and identity is None and initial is None:
+                raise ValueError(f"zero-size array to reduction operation {name} which has no "
+                                 "identity")
+            result = lax_fn(a, axes)
+        if initial is not None:
+            from corejax.numpy import _ufuncs
+            combine = {"sum": _ufuncs.add, "prod": _ufuncs.multiply, "max": _ufuncs.maximum,
+                       "min": _ufuncs.minimum}[name]
+            result = lax.convert_element_type(combine(result, initial), dt)
+        return _keep(result, axes, aval.shape, keepdims)
+
+    fn.__name__ = name
+    fn.__doc__ = f"jnp.{name}: reduce over `axis` (all axes by default)."
+    return fn
+
+
+sum = _reduction("sum", lax.reduce_sum, _upcast_small_ints, lambda dt: 0, lax.reduce_or)
+prod = _reduction("prod", lax.reduce_prod, _upcast_small_ints, lambda dt: 1, lax.reduce_and)
+max = _reduction("max", lax.reduce_max, None, None, lax.reduce_or)
+min = _reduction("min", lax.reduce_min, None, None, lax.reduce_and)
+amax, amin = max, min
+
+
+def _bool_reduction(name, lax_fn):
+    def fn(a, axis=None, out=None, keepdims=False, *, where=None):
+        a = asarray(a)
+        aval = get_aval(a)
+        if aval.dtype != np.bool_:
+            a = lax.ne(a, lax.full((), 0, aval.dtype))
+        if where is not None:
+            from corejax.numpy._ufuncs import where as _where
+            a = _where(where, a, name == "all")
+        axes = canonicalize_axes(axis, aval.ndim)
+        return _keep(lax_fn(a, axes), axes, aval.shape, keepdims)
+    fn.__name__ = name
+    return fn
+
+
+all = _bool_reduction("all", lax.reduce_and)
+any = _bool_reduction("any", lax.reduce_or)
+
+
+def _count(shape, axes):
+    return int(np.prod([shape[i] for i in axes], dtype=np.int64))
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    check_arraylike("mean", a)
+    a = asarray(a)
+    aval = get_aval(a)
+    axes = canonicalize_axes(axis, aval.ndim)
+    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else (
+        aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.default_float_dtype())
+    a = lax.convert_element_type(a, dt, weak_type=aval.weak_type)
+    if where is None:
+        total = sum(a, axes, keepdims=keepdims)
+        return lax.div(total, lax.full((), _count(aval.shape, axes), dt))
+    total = sum(a, axes, keepdims=keepdims, where=where)
+    from corejax.numpy._core import broadcast_to_shape
+    n = sum(broadcast_to_shape(asarray(where), aval.shape), axes, dtype=dt, keepdims=keepdims)
+    return lax.div(total, n)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None):
+    if correction is not None:
+        ddof = correction
+    a = asarray(a)
+    aval = get_aval(a)
+    axes = canonicalize_axes(axis, aval.ndim)
+    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else (
+        aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.default_float_dtype())
+    a = lax.convert_element_type(a, dt, weak_type=aval.weak_type)
+    centered = lax.sub(a, lax.broadcast_in_dim(mean(a, axes, keepdims=True), aval.shape,
+                                               tuple(range(aval.ndim))))
+    sq = lax.mul(centered, centered)
+    n = _count(aval.shape, axes) - ddof
+    total = sum(sq, axes, keepdims=keepdims)
+    return lax.div(total, lax.full((), n, dt))
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None):
+    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
+
+
+def _arg(name, lax_fn):
+    def fn(a, axis=None, out=None, keepdims=False):
+        a = asarray(a)
+        aval = get_aval(a)
+        if axis is None:
+            flat = lax.reshape(a, (aval.size,))
+            result = lax_fn(flat, 0, dtypes.default_int_dtype())
+            return lax.reshape(result, (1,) * aval.ndim) if keepdims else result
+        ax = canonicalize_axis(axis, aval.ndim)
+        result = lax_fn(a, ax, dtypes.default_int_dtype())
+        return _keep(result, (ax,), aval.shape, keepdims)
+    fn.__name__ = name
+    return fn
+
+
+argmax = _arg("argmax", lax.argmax)
+argmin = _arg("argmin", lax.argmin)
+
+
+def cumsum(a, axis=None, dtype=None):
+    a = asarray(a)
+    aval = get_aval(a)
+    if axis is None:
+        a = lax.reshape(a, (aval.size,))
+        axis = 0
+    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else _upcast_small_ints(aval.dtype)
+    a = lax.convert_element_type(a, dt, weak_type=aval.weak_type)
+    return lax.cumsum(a, canonicalize_axis(axis, get_aval(a).ndim))
+
+
+def ptp(a, axis=None, keepdims=False):
+    return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    a = asarray(a)
+    nz = lax.ne(a, lax.full((), 0, get_aval(a).dtype))
+    return sum(nz, axis, dtype=dtypes.default_int_dtype(), keepdims=keepdims)
+
+
+def nonzero(a, *, size=None, fill_value=None):
+    """Indices of non-zero elements. Needs a concrete array, or a static `size` under jit."""
+    a = asarray(a)
+    aval = get_aval(a)
+    if size is None:
+        concrete = core.concrete_or_error(
+            np.asarray, a, "jnp.nonzero's output shape depends on the values of its input; pass "
+                           "a static size= argument to use it inside jit")
+        return tuple(asarray(i.astype(dtypes.default_int_dtype())) for i in np.nonzero(concrete))
+    flat = lax.reshape(lax.ne(a, lax.full((), 0, aval.dtype)), (aval.size,))
+    # The positions of the first `size` non-zeros, found with a cumulative count.
+    idx_dt = dtypes.default_int_dtype()
+    counts = lax.cumsum(lax.convert_element_type(flat, idx_dt))
+    fill = 0 if fill_value is None else fill_value
+    out_flat = []
+    targets = lax.broadcasted_iota(idx_dt, (size,), 0)
+    # For target k, the flat index is the number of elements whose count is <= k.
+    le = lax.le(lax.broadcast_in_dim(counts, (size, aval.size), (1,)),
+                lax.broadcast_in_dim(targets, (size, aval.size), (0,)))
+    flat_idx = lax.reduce_sum(lax.convert_element_type(le, idx_dt), (1,))
+    valid = lax.lt(targets, lax.reduce_max(lax.concatenate(
+        [counts, lax.full((1,), 0, idx_dt)], 0), (0,)))
+    for dim in reversed(aval.shape):
+        out_flat.append(lax.rem(flat_idx, lax.full((), dim, idx_dt)))
+        flat_idx = lax.div(flat_idx, lax.full((), dim, idx_dt))
+    return tuple(lax.select(valid, i, lax.full((size,), fill, idx_dt))
+                 for i in reversed(out_flat))
+
+
+def argwhere(a, *, size=None, fill_value=None):
+    from corejax.numpy._shape import stack
+    return stack(nonzero(a, size=size, fill_value=fill_value), axis=-1)

@@ -1,0 +1,395 @@
+"""Elementwise jnp functions: dtype promotion and broadcasting, then lax."""
+from __future__ import annotations
+
+import numpy as np
+
+from corejax import dtypes, lax
+from corejax.core import get_aval
+from corejax.numpy._core import (asarray, check_arraylike, promote_and_broadcast,
+                                 promote_dtypes, promote_dtypes_inexact)
+
+__all__ = []
+
+
+def _unary_inexact(lax_fn, name):
+    def fn(x, /):
+        check_arraylike(name, x)
+        (x,) = promote_dtypes_inexact(x)
+        return lax_fn(x)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name}; integer inputs are promoted to the default float dtype."
+    return fn
+
+
+def _unary(lax_fn, name):
+    def fn(x, /):
+        check_arraylike(name, x)
+        return lax_fn(asarray(x))
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name}."
+    return fn
+
+
+def _binary(lax_fn, name, inexact=False):
+    def fn(x, y, /):
+        check_arraylike(name, x, y)
+        x, y = promote_and_broadcast(x, y)
+        if inexact:
+            x, y = promote_dtypes_inexact(x, y)
+        return lax_fn(x, y)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name}, with NumPy broadcasting and JAX type promotion."
+    return fn
+
+
+exp = _unary_inexact(lax.exp, "exp")
+exp2 = _unary_inexact(lax.exp2, "exp2")
+log = _unary_inexact(lax.log, "log")
+log1p = _unary_inexact(lax.log1p, "log1p")
+expm1 = _unary_inexact(lax.expm1, "expm1")
+tanh = _unary_inexact(lax.tanh, "tanh")
+sin = _unary_inexact(lax.sin, "sin")
+cos = _unary_inexact(lax.cos, "cos")
+tan = _unary_inexact(lax.tan, "tan")
+arcsin = _unary_inexact(lax.asin, "arcsin")
+arccos = _unary_inexact(lax.acos, "arccos")
+arctan = _unary_inexact(lax.atan, "arctan")
+sinh = _unary_inexact(lax.sinh, "sinh")
+cosh = _unary_inexact(lax.cosh, "cosh")
+arcsinh = _unary_inexact(lax.asinh, "arcsinh")
+arccosh = _unary_inexact(lax.acosh, "arccosh")
+arctanh = _unary_inexact(lax.atanh, "arctanh")
+sqrt = _unary_inexact(lax.sqrt, "sqrt")
+cbrt = _unary_inexact(lax.cbrt, "cbrt")
+negative = _unary(lax.neg, "negative")
+absolute = _unary(lambda x: x if get_aval(x).dtype.kind in "bu" else lax.abs(x), "absolute")
+abs = absolute
+sign = _unary(lambda x: lax.sign(x) if get_aval(x).dtype != np.bool_ else x, "sign")
+arctan2 = _binary(lax.atan2, "arctan2", inexact=True)
+add = _binary(lambda x, y: lax.bitwise_or(x, y) if get_aval(x).dtype == np.bool_
+              else lax.add(x, y), "add")
+subtract = _binary(lax.sub, "subtract")
+multiply = _binary(lambda x, y: lax.bitwise_and(x, y) if get_aval(x).dtype == np.bool_
+                   else lax.mul(x, y), "multiply")
+maximum = _binary(lax.max, "maximum")
+minimum = _binary(lax.min, "minimum")
+nextafter = _binary(lax.nextafter, "nextafter", inexact=True)
+equal = _binary(lax.eq, "equal")
+not_equal = _binary(lax.ne, "not_equal")
+less = _binary(lax.lt, "less")
+less_equal = _binary(lax.le, "less_equal")
+greater = _binary(lax.gt, "greater")
+greater_equal = _binary(lax.ge, "greater_equal")
+bitwise_and = _binary(lax.bitwise_and, "bitwise_and")
+bitwise_or = _binary(lax.bitwise_or, "bitwise_or")
+bitwise_xor = _binary(lax.bitwise_xor, "bitwise_xor")
+left_shift = _binary(lax.shift_left, "left_shift")
+
+
+def _right_shift(x, y):
+    if get_aval(x).dtype.kind == "u":
+        return lax.shift_right_logical(x, y)
+    return lax.shift_right_arithmetic(x, y)
+
+
+right_shift = _binary(_right_shift, "right_shift")
+bitwise_not = invert = _unary(lax.bitwise_not, "invert")
+
+
+def _logical(lax_fn, name):
+    def fn(x, y, /):
+        x, y = promote_and_broadcast(asarray(x) != 0 if get_aval(asarray(x)).dtype != np.bool_
+                                     else x,
+                                     asarray(y) != 0 if get_aval(asarray(y)).dtype != np.bool_
+                                     else y)
+        return lax_fn(x, y)
+    fn.__name__ = name
+    return fn
+
+
+logical_and = _logical(lax.bitwise_and, "logical_and")
+logical_or = _logical(lax.bitwise_or, "logical_or")
+logical_xor = _logical(lax.bitwise_xor, "logical_xor")
+
+
+def logical_not(x, /):
+    x = asarray(x)
+    return lax.bitwise_not(x if get_aval(x).dtype == np.bool_ else lax.ne(x, lax.full((), 0,
+                                                                          get_aval(x).dtype)))
+
+
+def true_divide(x, y, /):
+    check_arraylike("true_divide", x, y)
+    x, y = promote_dtypes_inexact(*promote_and_broadcast(x, y))
+    return lax.div(x, y)
+
+
+divide = true_divide
+
+
+def floor_divide(x, y, /):
+    check_arraylike("floor_divide", x, y)
+    x, y = promote_and_broadcast(x, y)
+    dt = get_aval(x).dtype
+    if dt.kind in "iu":
+        q = lax.div(x, y)
+        if dt.kind == "u":
+            return q
+        # lax.div truncates; floor differs when the signs differ and the division is inexact.
+        zero = lax.full((), 0, dt)
+        fix = lax.bitwise_and(lax.ne(lax.rem(x, y), zero),
+                              lax.ne(lax.lt(x, zero), lax.lt(y, zero)))
+        return lax.select(fix, lax.sub(q, lax.full((), 1, dt)), q)
+    if dt == np.bool_:
+        raise TypeError("floor_divide does not accept dtype bool.")
+    return lax.floor(lax.div(x, y))
+
+
+def remainder(x, y, /):
+    check_arraylike("remainder", x, y)
+    x, y = promote_and_broadcast(x, y)
+    dt = get_aval(x).dtype
+    r = lax.rem(x, y)
+    if dt.kind == "u":
+        return r
+    zero = lax.full((), 0, dt)
+    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
+    return lax.select(fix, lax.add(r, y), r)
+
+
+mod = remainder
+
+
+def fmod(x, y, /):
+    x, y = promote_and_broadcast(x, y)
+    return lax.rem(x, y)
+
+
+def divmod(x, y, /):
+    return floor_divide(x, y), remainder(x, y)
+
+
+def power(x, y, /):
+    check_arraylike("power", x, y)
+    if isinstance(y, (int, np.integer)) and not isinstance(y, bool):
+        x = asarray(x)
+        if get_aval(x).dtype.kind in "iu" and y < 0:
+            raise ValueError("Integers to negative integer powers are not allowed.")
+        return lax.integer_pow(x, int(y))
+    x, y = promote_and_broadcast(x, y)
+    dt = get_aval(x).dtype
+    if dt.kind in "iub":
+        return _integer_power(x, y)
+    return lax.pow(x, y)
+
+
+def _integer_power(x, y):
+    """x ** y for integer arrays by binary exponentiation over the bits of y."""
+    dt = get_aval(x).dtype
+    one = lax.full(get_aval(x).shape, 1, dt)
+    acc, base, exp_ = one, x, y
+    zero = lax.full((), 0, dt)
+    for _ in range(dt.itemsize * 8):
+        bit = lax.ne(lax.bitwise_and(exp_, lax.full((), 1, dt)), zero)
+        acc = lax.select(bit, lax.mul(acc, base), acc)
+        base = lax.mul(base, base)
+        exp_ = lax.shift_right_logical(exp_, lax.full((), 1, dt))
+    return acc
+
+
+pow = power
+
+
+def float_power(x, y, /):
+    x, y = promote_dtypes_inexact(*promote_and_broadcast(x, y))
+    return lax.pow(x, y)
+
+
+def square(x, /):
+    return lax.integer_pow(asarray(x), 2)
+
+
+def reciprocal(x, /):
+    (x,) = promote_dtypes_inexact(x)
+    return lax.integer_pow(x, -1)
+
+
+def positive(x, /):
+    return asarray(x)
+
+
+def _rounding(lax_fn, name):
+    def fn(x, /):
+        x = asarray(x)
+        if get_aval(x).dtype.kind in "iub":
+            return x
+        return lax_fn(x)
+    fn.__name__ = name
+    return fn
+
+
+floor = _rounding(lax.floor, "floor")
+ceil = _rounding(lax.ceil, "ceil")
+trunc = _rounding(lambda x: lax.select(lax.lt(x, lax.full((), 0, get_aval(x).dtype)),
+                                       lax.ceil(x), lax.floor(x)), "trunc")
+rint = _rounding(lambda x: lax.round(x, 1), "rint")
+fix = trunc
+
+
+def round(a, decimals: int = 0, out=None):
+    """Rounds half to even, like NumPy."""
+    a = asarray(a)
+    dt = get_aval(a).dtype
+    if dt.kind in "iub":
+        return a
+    if decimals == 0:
+        return lax.round(a, 1)
+    factor = lax.full((), 10.0 ** decimals, dt)
+    return lax.div(lax.round(lax.mul(a, factor), 1), factor)
+
+
+around = round
+
+
+def isfinite(x, /):
+    x = asarray(x)
+    if get_aval(x).dtype.kind in "iub":
+        return lax.full(get_aval(x).shape, True, np.bool_)
+    return lax.is_finite(x)
+
+
+def isinf(x, /):
+    x = asarray(x)
+    dt = get_aval(x).dtype
+    if dt.kind in "iub":
+        return lax.full(get_aval(x).shape, False, np.bool_)
+    return lax.eq(lax.abs(x), lax.full((), np.inf, dt))
+
+
+def isnan(x, /):
+    x = asarray(x)
+    return lax.ne(x, x)
+
+
+def isposinf(x, /):
+    x = asarray(x)
+    return lax.eq(x, lax.full((), np.inf, get_aval(x).dtype))
+
+
+def isneginf(x, /):
+    x = asarray(x)
+    return lax.eq(x, lax.full((), -np.inf, get_aval(x).dtype))
+
+
+def signbit(x, /):
+    x = asarray(x)
+    dt = get_aval(x).dtype
+    if dt.kind == "f":
+        bits = lax.bitcast_convert_type(x, np.dtype(f"i{dt.itemsize}"))
+        return lax.lt(bits, lax.full((), 0, bits.dtype))
+    return lax.lt(x, lax.full((), 0, dt))
+
+
+def copysign(x, y, /):
+    x, y = promote_dtypes_inexact(*promote_and_broadcast(x, y))
+    return where(signbit(y), negative(absolute(x)), absolute(x))
+
+
+def logaddexp(x, y, /):
+    x, y = promote_dtypes_inexact(*promote_and_broadcast(x, y))
+    amax = lax.max(x, y)
+    delta = lax.sub(x, y)
+    safe = lax.select(isnan(delta), lax.add(x, y),
+                      lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
+    return safe
+
+
+def where(condition, x=None, y=None, /):
+    """Elementwise choice `x if condition else y`; the one-argument form is `nonzero`."""
+    if x is None and y is None:
+        from corejax.numpy._reductions import nonzero
+        return nonzero(condition)
+    if x is None or y is None:
+        raise ValueError("Either both or neither of the x and y arguments should be provided "
+                         "to jnp.where.")
+    check_arraylike("where", condition, x, y)
+    cond = asarray(condition)
+    if get_aval(cond).dtype != np.bool_:
+        cond = lax.ne(cond, lax.full((), 0, get_aval(cond).dtype))
+    x, y = promote_dtypes(x, y)
+    cond, x, y = _broadcast_all(cond, x, y)
+    return lax.select(cond, x, y)
+
+
+def _broadcast_all(*arrs):
+    from corejax.numpy._core import broadcast_shapes, broadcast_to_shape
+    shape = broadcast_shapes(*[get_aval(a).shape for a in arrs])
+    return [broadcast_to_shape(a, shape) for a in arrs]
+
+
+def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
+    """Clips values to [min, max] (either bound may be None)."""
+    arr = a if arr is None else arr
+    min = a_min if min is None else min
+    max = a_max if max is None else max
+    if min is None and max is None:
+        raise ValueError("At most one of min and max may be None.")
+    out = asarray(arr)
+    if min is not None:
+        out = maximum(min, out)
+    if max is not None:
+        out = minimum(max, out)
+    return out
+
+
+def heaviside(x, h0, /):
+    x, h0 = promote_dtypes_inexact(*promote_and_broadcast(x, h0))
+    zero = lax.full((), 0, get_aval(x).dtype)
+    return where(lax.lt(x, zero), zero, where(lax.gt(x, zero), lax.full((), 1, get_aval(x).dtype),
+                                              h0))
+
+
+def deg2rad(x, /):
+    (x,) = promote_dtypes_inexact(x)
+    return lax.mul(x, lax.full((), np.pi / 180, get_aval(x).dtype))
+
+
+def rad2deg(x, /):
+    (x,) = promote_dtypes_inexact(x)
+    return lax.mul(x, lax.full((), 180 / np.pi, get_aval(x).dtype))
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def sinc(x, /):
+    (x,) = promote_dtypes_inexact(x)
+    dt = get_aval(x).dtype
+    pix = lax.mul(x, lax.full((), np.pi, dt))
+    is_zero = lax.eq(x, lax.full((), 0, dt))
+    safe = lax.select(is_zero, lax.full(get_aval(x).shape, 1, dt), pix)
+    return lax.select(is_zero, lax.full(get_aval(x).shape, 1, dt), lax.div(lax.sin(safe), safe))
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    x = asarray(x)
+    dt = get_aval(x).dtype
+    if dt.kind not in "fc":
+        return x
+    info = np.finfo(dt)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    x = where(isnan(x), lax.full((), nan, dt), x)
+    x = where(isposinf(x), lax.full((), posinf, dt), x)
+    return where(isneginf(x), lax.full((), neginf, dt), x)
+
+
+def conjugate(x, /):
+    return asarray(x)
+
+
+conj = conjugate
+
+
+def real(x, /):
+    return asarray(x)

@@ -1,0 +1,2 @@
+"""corejax.scipy: special functions."""
+from corejax.scipy import special

@@ -1,0 +1,111 @@
+"""Special functions: logsumexp, erf, erfc, erfinv, expit, logit, gammaln, xlogy."""
+from __future__ import annotations
+
+import numpy as np
+
+from corejax import dtypes, lax
+from corejax.core import get_aval
+from corejax.custom_derivatives import custom_jvp
+from corejax.numpy._core import asarray, canonicalize_axes, promote_dtypes_inexact
+import corejax.numpy as jnp
+
+__all__ = ["logsumexp", "erf", "erfc", "erfinv", "expit", "logit", "gammaln", "xlogy", "xlog1py",
+           "softmax", "log_softmax"]
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+    """log(sum(b * exp(a))) computed stably: the maximum is subtracted before exponentiating."""
+    (a,) = promote_dtypes_inexact(a)
+    aval = get_aval(a)
+    axes = canonicalize_axes(axis, aval.ndim)
+    if b is not None:
+        a, b = promote_dtypes_inexact(a, b)
+        b = jnp.broadcast_to(b, aval.shape)
+        a = jnp.where(b != 0, a, -jnp.inf)
+    amax = jnp.max(a, axis=axes, keepdims=True)
+    amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, jnp.zeros_like(amax)))
+    exp_a = jnp.exp(a - amax)
+    if b is not None:
+        exp_a = exp_a * b
+    summed = jnp.sum(exp_a, axis=axes, keepdims=True)
+    sign = jnp.sign(summed)
+    out = jnp.log(jnp.abs(summed)) + amax
+    if not keepdims:
+        out = jnp.squeeze(out, axes)
+        sign = jnp.squeeze(sign, axes)
+    if return_sign:
+        return out, sign
+    if b is not None:
+        out = jnp.where(sign < 0, jnp.nan, out)
+    return out
+
+
+def erf(x):
+    (x,) = promote_dtypes_inexact(x)
+    return lax.erf(x)
+
+
+def erfc(x):
+    (x,) = promote_dtypes_inexact(x)
+    return lax.erfc(x)
+
+
+def erfinv(x):
+    (x,) = promote_dtypes_inexact(x)
+    return lax.erf_inv(x)
+
+
+def expit(x):
+    (x,) = promote_dtypes_inexact(x)
+    return lax.logistic(x)
+
+
+def logit(x):
+    (x,) = promote_dtypes_inexact(x)
+    return jnp.log(x / (1 - x))
+
+
+def gammaln(x):
+    (x,) = promote_dtypes_inexact(x)
+    return lax.lgamma(x)
+
+
+@custom_jvp
+def xlogy(x, y):
+    """x * log(y), defined as 0 where x == 0."""
+    x, y = promote_dtypes_inexact(x, y)
+    safe_y = jnp.where(x == 0, jnp.ones_like(y), y)
+    return jnp.where(x == 0, jnp.zeros_like(x), x * jnp.log(safe_y))
+
+
+@xlogy.defjvp
+def _xlogy_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = xlogy(x, y)
+    return out, tx * jnp.log(y) + ty * x / y
+
+
+@custom_jvp
+def xlog1py(x, y):
+    """x * log1p(y), defined as 0 where x == 0."""
+    x, y = promote_dtypes_inexact(x, y)
+    safe_y = jnp.where(x == 0, jnp.zeros_like(y), y)
+    return jnp.where(x == 0, jnp.zeros_like(x), x * jnp.log1p(safe_y))
+
+
+@xlog1py.defjvp
+def _xlog1py_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    return xlog1py(x, y), tx * jnp.log1p(y) + ty * x / (1 + y)
+
+
+def softmax(x, axis=-1):
+    from corejax.nn import softmax as _softmax
+    return _softmax(x, axis=axis)
+
+
+def log_softmax(x, axis=-1):
+    from corejax.nn import log_softmax as _log_softmax
+    return _log_softmax(x, axis=axis)

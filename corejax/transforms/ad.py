@@ -1,0 +1,520 @@
+"""Automatic differentiation: forward mode (jvp), partial evaluation, and transposition.
+
+Reverse mode is forward mode plus two program transformations, as in JAX:
+`linearize` runs the JVP under a partial evaluator that computes everything depending only on
+primals right away and records the (linear) tangent computation as a Jaxpr; `vjp` transposes
+that linear Jaxpr with each linear primitive's transpose rule. So each primitive needs only a
+jvp rule, and a transpose rule if it is linear, and every order of derivative composes.
+
+Tangents may be the symbolic `Zero(aval)`, which rules skip instead of multiplying out.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+from weakref import ref
+
+import numpy as np
+
+from corejax import core, dtypes
+from corejax.core import Primitive, ShapedArray, Tracer, Trace, get_aval
+
+__all__ = [
+    "Zero", "UndefinedPrimal", "primitive_jvps", "primitive_transposes", "defjvp",
+    "defjvp_zero", "deflinear", "jvp_flat", "linearize_flat", "vjp_flat", "backward_pass",
+    "partial_eval_flat", "partial_eval_jaxpr", "partial_eval_rules", "instantiate_zeros",
+    "zeros_like_aval", "add_tangents", "is_undefined_primal",
+]
+
+primitive_jvps: dict[Primitive, Callable] = {}
+primitive_transposes: dict[Primitive, Callable] = {}
+partial_eval_rules: dict[Primitive, Callable] = {}
+
+
+# --- symbolic zeros and tangent arithmetic ---------------------------------------------------
+
+class Zero:
+    """A tangent or cotangent known to be zero, so no work is done for it."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    @staticmethod
+    def from_value(x) -> "Zero":
+        return Zero(get_aval(x).to_tangent_aval())
+
+    def __repr__(self):
+        return f"Zero({self.aval})"
+
+
+def zeros_like_aval(aval: ShapedArray):
+    from corejax import lax
+    return lax.full(aval.shape, 0, aval.dtype)
+
+
+def instantiate_zeros(t):
+    return zeros_like_aval(t.aval) if type(t) is Zero else t
+
+
+add_any_p = Primitive("add_any")
+add_any_p.def_impl(np.add)
+add_any_p.def_abstract_eval(lambda x, y: x)
+
+
+def add_tangents(x, y):
+    if type(x) is Zero:
+        return y
+    if type(y) is Zero:
+        return x
+    return add_any_p.bind(x, y)
+
+
+def _float0_zero(aval):
+    return np.zeros(aval.shape, dtypes.float0)
+
+
+# --- rule registration helpers ---------------------------------------------------------------
+
+def defjvp(prim: Primitive, *jvp_fns) -> None:
+    """One function per operand, `fn(tangent, primal_out, *primals, **params)` giving that
+    operand's contribution to the output tangent; None for a non-differentiable operand."""
+
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        total = Zero(get_aval(out).to_tangent_aval())
+        for fn, t in zip(jvp_fns, tangents):
+            if fn is not None and type(t) is not Zero:
+                total = add_tangents(total, fn(t, out, *primals, **params))
+        return out, total
+
+    primitive_jvps[prim] = rule
+
+
+def defjvp_zero(prim: Primitive) -> None:
+    """Outputs are piecewise constant (comparisons, integer ops): zero tangents."""
+
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        if prim.multiple_results:
+            return out, [Zero(get_aval(o).to_tangent_aval()) for o in out]
+        return out, Zero(get_aval(out).to_tangent_aval())
+
+    primitive_jvps[prim] = rule
+
+
+def deflinear(prim: Primitive, transpose_rule: Callable, linear_args=None) -> None:
+    """`prim` is linear in the operands listed in `linear_args` (all by default); its JVP applies
+    it to the tangents. `transpose_rule(ct, *operands, **params)` returns one cotangent per operand
+    (None for a non-linear one); operands being transposed are `UndefinedPrimal`s."""
+
+    def jvp(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        lin = range(len(primals)) if linear_args is None else linear_args
+        if all(type(tangents[i]) is Zero for i in lin):
+            return out, Zero(get_aval(out).to_tangent_aval())
+        args = [instantiate_zeros(tangents[i]) if i in lin else primals[i]
+                for i in range(len(primals))]
+        return out, prim.bind(*args, **params)
+
+    primitive_jvps[prim] = jvp
+    primitive_transposes[prim] = transpose_rule
+
+
+deflinear(add_any_p, lambda ct, x, y: [ct, ct])
+
+
+# --- forward mode ----------------------------------------------------------------------------
+
+class JVPTracer(Tracer):
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace, primal, tangent):
+        self._trace, self.primal, self.tangent = trace, primal, tangent
+
+    @property
+    def aval(self):
+        return get_aval(self.primal)
+
+    def full_lower(self):
+        if type(self.tangent) is Zero:
+            return core.full_lower(self.primal)
+        return self
+
+    def to_concrete_value(self):
+        p = self.primal
+        return p.to_concrete_value() if isinstance(p, Tracer) else p
+
+    def _origin(self):
+        return self.primal._origin() if isinstance(self.primal, Tracer) else ""
+
+
+class JVPTrace(Trace):
+    def pure(self, val):
+        return JVPTracer(self, val, Zero.from_value(val))
+
+    lift = pure
+
+    def process_primitive(self, primitive, tracers, params):
+        primals = [t.primal for t in tracers]
+        tangents = [t.tangent for t in tracers]
+        rule = primitive_jvps.get(primitive)
+        if rule is None:
+            raise NotImplementedError(
+                f"Differentiation rule for '{primitive.name}' not implemented.")
+        out, tangent_out = rule(primals, tangents, **params)
+        if primitive.multiple_results:
+            return [JVPTracer(self, p, t) for p, t in zip(out, tangent_out)]
+        return JVPTracer(self, out, tangent_out)
+
+
+def _check_tangent(primal, tangent):
+    if type(tangent) is Zero:
+        return tangent
+    p_aval, t_aval = get_aval(primal), get_aval(tangent)
+    expected = p_aval.to_tangent_aval()
+    if t_aval.shape != p_aval.shape:
+        raise ValueError(f"jvp called with a tangent of shape {t_aval.shape} for a primal of "
+                         f"shape {p_aval.shape}; they must match.")
+    if expected.dtype == dtypes.float0:
+        if t_aval.dtype != dtypes.float0:
+            raise TypeError(f"primal of dtype {p_aval.dtype} requires a tangent of dtype float0, "
+                            f"got {t_aval.dtype}.")
+        return Zero(expected)
+    if t_aval.dtype != p_aval.dtype:
+        raise TypeError(f"jvp called with a primal of dtype {p_aval.dtype} and a tangent of "
+                        f"dtype {t_aval.dtype}; they must be equal.")
+    return tangent
+
+
+def jvp_flat(fun: Callable, primals, tangents, instantiate=True):
+    """`fun` maps a flat list to a flat list. Returns `(primals_out, tangents_out)`."""
+    with core.new_main(JVPTrace) as main:
+        trace = JVPTrace(main)
+        tracers_in = [JVPTracer(trace, p, _check_tangent(p, t)) for p, t in zip(primals, tangents)]
+        outs = fun(*tracers_in)
+        tracers_out = [trace.full_raise(o) for o in outs]
+        primals_out = [t.primal for t in tracers_out]
+        tangents_out = [t.tangent for t in tracers_out]
+    if instantiate:
+        tangents_out = [_instantiate_tangent(p, t) for p, t in zip(primals_out, tangents_out)]
+    return primals_out, tangents_out
+
+
+def _instantiate_tangent(primal, t):
+    if type(t) is not Zero:
+        return t
+    if t.aval.dtype == dtypes.float0:
+        from corejax.array import Array
+        return Array(_float0_zero(t.aval))
+    return zeros_like_aval(t.aval)
+
+
+# --- partial evaluation ----------------------------------------------------------------------
+
+class PartialVal(NamedTuple):
+    aval: ShapedArray
+    const: Any  # the known value, or None when unknown
+
+    @classmethod
+    def known(cls, val):
+        return cls(get_aval(val), val)
+
+    @classmethod
+    def unknown(cls, aval):
+        return cls(aval, None)
+
+    @property
+    def is_known(self):
+        return self.const is not None
+
+
+class _LambdaBinding(NamedTuple):
+    pass
+
+
+class _ConstRecipe(NamedTuple):
+    val: Any
+
+
+class _EqnRecipe(NamedTuple):
+    prim: Primitive
+    tracers_in: list
+    params: dict
+    avals_out: list
+    tracer_refs_out: list
+
+
+class PartialEvalTracer(Tracer):
+    __slots__ = ("pval", "recipe")
+
+    def __init__(self, trace, pval: PartialVal, recipe):
+        self._trace, self.pval, self.recipe = trace, pval, recipe
+
+    @property
+    def aval(self):
+        return self.pval.aval
+
+    def full_lower(self):
+        if self.pval.is_known:
+            return core.full_lower(self.pval.const)
+        return self
+
+    def to_concrete_value(self):
+        c = self.pval.const
+        if c is None:
+            return None
+        return c.to_concrete_value() if isinstance(c, Tracer) else c
+
+
+class PartialEvalTrace(Trace):
+    def new_arg(self, pval: PartialVal):
+        if pval.is_known:
+            return PartialEvalTracer(self, pval, None)
+        return PartialEvalTracer(self, pval, _LambdaBinding())
+
+    def pure(self, val):
+        return PartialEvalTracer(self, PartialVal.known(val), None)
+
+    lift = pure
+
+    def instantiate_const(self, tracer: PartialEvalTracer) -> PartialEvalTracer:
+        if not tracer.pval.is_known:
+            return tracer
+        return PartialEvalTracer(self, PartialVal.unknown(tracer.aval),
+                                 _ConstRecipe(tracer.pval.const))
+
+    def process_primitive(self, primitive, tracers, params):
+        if all(t.pval.is_known for t in tracers):
+            return primitive.bind(*[t.pval.const for t in tracers], **params)
+        rule = partial_eval_rules.get(primitive)
+        if rule is not None:
+            return rule(self, tracers, **params)
+        return self.default_process(primitive, tracers, params)
+
+    def default_process(self, primitive, tracers, params):
+        tracers_in = [self.instantiate_const(t) for t in tracers]
+        avals_out = primitive.abstract_eval(*[t.aval for t in tracers_in], **params)
+        multiple = primitive.multiple_results
+        avals_list = avals_out if multiple else [avals_out]
+        outs = [PartialEvalTracer(self, PartialVal.unknown(a), None) for a in avals_list]
+        recipe = _EqnRecipe(primitive, tracers_in, params, avals_list, [ref(t) for t in outs])
+        for t in outs:
+            t.recipe = recipe
+        return outs if multiple else outs[0]
+
+
+def partial_eval_flat(fun: Callable, pvals_in: list[PartialVal]):
+    """Runs `fun` computing what depends only on known inputs; stages the rest.
+
+    Returns `(jaxpr, pvals_out, consts)`: `jaxpr` takes `(*consts, *unknown_inputs)` and returns
+    the unknown outputs; known outputs are in `pvals_out`.
+    """
+    with core.new_main(PartialEvalTrace) as main:
+        trace = PartialEvalTrace(main)
+        tracers_in = [trace.new_arg(pv) for pv in pvals_in]
+        outs = fun(*tracers_in)
+        tracers_out = [trace.full_raise(o) for o in outs]
+        pvals_out = [t.pval for t in tracers_out]
+        unk_in = [t for t in tracers_in if not t.pval.is_known]
+        unk_out = [t for t in tracers_out if not t.pval.is_known]
+        jaxpr, consts = _tracers_to_jaxpr(unk_in, unk_out)
+    return jaxpr, pvals_out, consts
+
+
+def _toposort(out_tracers):
+    """The tracers the outputs depend on, each after the tracers it is computed from."""
+    order, seen = [], set()
+    stack = [(t, False) for t in reversed(out_tracers)]
+    while stack:
+        t, expanded = stack.pop()
+        if expanded:
+            order.append(t)
+            continue
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        stack.append((t, True))
+        if isinstance(t.recipe, _EqnRecipe):
+            stack.extend((p, False) for p in reversed(t.recipe.tracers_in) if id(p) not in seen)
+    return order
+
+
+def _tracers_to_jaxpr(tracers_in, tracers_out):
+    tracer_to_var: dict[int, core.Var] = {id(t): core.Var(t.aval) for t in tracers_in}
+    constvars, consts, eqns, done_recipes = [], [], [], set()
+    for t in _toposort(tracers_out):
+        recipe = t.recipe
+        if isinstance(recipe, _LambdaBinding):
+            if id(t) not in tracer_to_var:
+                raise core.UnexpectedTracerError("Encountered an unknown input during linearize.")
+        elif isinstance(recipe, _ConstRecipe):
+            var = core.Var(t.aval)
+            tracer_to_var[id(t)] = var
+            constvars.append(var)
+            consts.append(recipe.val)
+        elif isinstance(recipe, _EqnRecipe):
+            if id(recipe) in done_recipes:
+                continue
+            done_recipes.add(id(recipe))
+            outvars = [core.Var(a) for a in recipe.avals_out]
+            for r, v in zip(recipe.tracer_refs_out, outvars):
+                tr = r()
+                if tr is not None:
+                    tracer_to_var[id(tr)] = v
+            eqns.append(core.JaxprEqn(recipe.prim, [tracer_to_var[id(x)] for x in recipe.tracers_in],
+                                      recipe.params, outvars))
+    invars = [tracer_to_var[id(t)] for t in tracers_in]
+    outvars = [tracer_to_var[id(t)] for t in tracers_out]
+    return core.Jaxpr(constvars, invars, eqns, outvars), consts
+
+
+def partial_eval_jaxpr(jaxpr: core.Jaxpr, unknowns: list[bool], instantiate=False):
+    """Splits `jaxpr` (no constvars) into a known part and an unknown part.
+
+    Returns `(jaxpr_known, jaxpr_unknown, out_unknowns, num_res)`: `jaxpr_known` maps the known
+    inputs to `(*known_outputs, *residuals)`; `jaxpr_unknown` maps `(*residuals, *unknown_inputs)`
+    to the unknown outputs. `instantiate=True` makes every output unknown.
+    """
+    unknown_vars = {v for v, u in zip(jaxpr.invars, unknowns) if u}
+    known_eqns, unknown_eqns = [], []
+    for eqn in jaxpr.eqns:
+        if any(type(v) is core.Var and v in unknown_vars for v in eqn.invars):
+            unknown_eqns.append(eqn)
+            unknown_vars.update(eqn.outvars)
+        else:
+            known_eqns.append(eqn)
+    inst = [instantiate] * len(jaxpr.outvars) if isinstance(instantiate, bool) else instantiate
+    out_unknowns = [(type(v) is core.Var and v in unknown_vars) or i
+                    for v, i in zip(jaxpr.outvars, inst)]
+    # Residuals: known vars the unknown side reads (including known outputs it must return).
+    defined_known = {v for v, u in zip(jaxpr.invars, unknowns) if not u}
+    for eqn in known_eqns:
+        defined_known.update(eqn.outvars)
+    residuals, seen = [], set()
+
+    def need(v):
+        if type(v) is core.Var and v in defined_known and v not in seen:
+            seen.add(v)
+            residuals.append(v)
+
+    for eqn in unknown_eqns:
+        for v in eqn.invars:
+            need(v)
+    for v, u in zip(jaxpr.outvars, out_unknowns):
+        if u:
+            need(v)
+    known_outs = [v for v, u in zip(jaxpr.outvars, out_unknowns) if not u]
+    jaxpr_known = core.Jaxpr([], [v for v, u in zip(jaxpr.invars, unknowns) if not u],
+                             known_eqns, known_outs + residuals)
+    res_vars = [core.Var(v.aval) for v in residuals]
+    rename = dict(zip(residuals, res_vars))
+    sub = lambda v: rename.get(v, v) if type(v) is core.Var else v
+    unk_eqns = [e._replace(invars=[sub(v) for v in e.invars]) for e in unknown_eqns]
+    jaxpr_unknown = core.Jaxpr([], res_vars + [v for v, u in zip(jaxpr.invars, unknowns) if u],
+                               unk_eqns, [sub(v) for v, u in zip(jaxpr.outvars, out_unknowns) if u])
+    return jaxpr_known, jaxpr_unknown, out_unknowns, len(residuals)
+
+
+def linearize_flat(fun: Callable, primals):
+    """Returns `(primals_out, linear_jaxpr, consts, out_tangent_avals)`."""
+    n = len(primals)
+    pvals_in = ([PartialVal.known(p) for p in primals]
+                + [PartialVal.unknown(get_aval(p).to_tangent_aval()) for p in primals])
+
+    def fun_jvp(*primals_and_tangents):
+        outs, tangents = jvp_flat(fun, primals_and_tangents[:n], primals_and_tangents[n:])
+        return [*outs, *tangents]
+
+    jaxpr, pvals_out, consts = partial_eval_flat(fun_jvp, pvals_in)
+    m = len(pvals_out) // 2
+    primal_pvals, tangent_pvals = pvals_out[:m], pvals_out[m:]
+    assert all(pv.is_known for pv in primal_pvals)
+    return [pv.const for pv in primal_pvals], jaxpr, consts, tangent_pvals
+
+
+# --- transposition ---------------------------------------------------------------------------
+
+class UndefinedPrimal:
+    """An operand of a linear function being transposed (its value is never needed)."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"UndefinedPrimal({self.aval})"
+
+
+def is_undefined_primal(x) -> bool:
+    return type(x) is UndefinedPrimal
+
+
+def backward_pass(jaxpr: core.Jaxpr, consts, args, cts_out) -> list:
+    """Transposes the linear `jaxpr`: `args` holds `UndefinedPrimal` for linear inputs and
+    values for the others. Returns one cotangent (or Zero) per UndefinedPrimal argument."""
+    primal_env: dict = {}
+    ct_env: dict = {}
+
+    def read_primal(v):
+        if type(v) is core.Literal:
+            return v.val
+        return primal_env[v]
+
+    for v, c in zip(jaxpr.constvars, consts):
+        primal_env[v] = c
+    linear_vars = set()
+    for v, a in zip(jaxpr.invars, args):
+        if is_undefined_primal(a):
+            linear_vars.add(v)
+        else:
+            primal_env[v] = a
+    # Evaluate the non-linear equations (those reading no linear variable) forwards.
+    linear_eqns = []
+    for eqn in jaxpr.eqns:
+        if any(type(v) is core.Var and v in linear_vars for v in eqn.invars):
+            linear_vars.update(eqn.outvars)
+            linear_eqns.append(eqn)
+        else:
+            outs = eqn.primitive.bind(*map(read_primal, eqn.invars), **eqn.params)
+            outs = outs if eqn.primitive.multiple_results else [outs]
+            primal_env.update(zip(eqn.outvars, outs))
+
+    def write_ct(v, ct):
+        if type(v) is core.Var and type(ct) is not Zero and ct is not None and v in linear_vars:
+            ct_env[v] = add_tangents(ct_env[v], ct) if v in ct_env else ct
+
+    for v, ct in zip(jaxpr.outvars, cts_out):
+        write_ct(v, ct)
+    for eqn in reversed(linear_eqns):
+        cts = [ct_env.pop(v, None) for v in eqn.outvars]
+        if all(ct is None for ct in cts):
+            continue
+        cts = [Zero(v.aval) if ct is None else ct for v, ct in zip(eqn.outvars, cts)]
+        invals = [UndefinedPrimal(v.aval) if type(v) is core.Var and v in linear_vars
+                  else read_primal(v) for v in eqn.invars]
+        rule = primitive_transposes.get(eqn.primitive)
+        if rule is None:
+            raise NotImplementedError(
+                f"Transpose rule (for reverse-mode differentiation) for '{eqn.primitive.name}' "
+                "not implemented.")
+        cts_in = rule(cts if eqn.primitive.multiple_results else cts[0], *invals, **eqn.params)
+        for v, ct in zip(eqn.invars, cts_in):
+            write_ct(v, ct)
+    return [ct_env.get(v, Zero(v.aval)) if is_undefined_primal(a) else None
+            for v, a in zip(jaxpr.invars, args)]
+
+
+def vjp_flat(fun: Callable, primals):
+    """Returns `(primals_out, f_vjp)` where `f_vjp(*cts_out)` returns the input cotangents."""
+    primals_out, jaxpr, consts, tangent_pvals = linearize_flat(fun, primals)
+    in_avals = [get_aval(p).to_tangent_aval() for p in primals]
+
+    def f_vjp(*cts):
+        unknown_cts = [ct for ct, pv in zip(cts, tangent_pvals) if not pv.is_known]
+        args = [UndefinedPrimal(a) for a in in_avals]
+        cts_in = backward_pass(jaxpr, consts, args, unknown_cts)
+        return [_instantiate_tangent(p, ct) for p, ct in zip(primals, cts_in)]
+
+    return primals_out, f_vjp
