@@ -1,9 +1,10 @@
 """Accuracy, special values, vectorization and disk caching of corejax.compiler.fastmath.
 
-Accuracy is measured in ulps of the float32 result against a float64 (or better) reference,
-over every 2**11-th float32 bit pattern (twice: at offset 0, which hits +-0, +-inf, powers of
-two and the denormal boundary, and at an odd offset), plus random bit patterns. The sweep covers
-positive and negative, normal and denormal inputs, and nan/inf.
+Accuracy is measured in ulps of the result's format against a reference with more precision
+(float64 for float32 functions, 80-bit long double for float64 ones), over every 2**12-th float32
+bit pattern (every 2**45-th float64 one), twice: at offset 0, which hits +-0, +-inf, powers of
+two and the denormal boundary, and at an odd offset; plus 300,000 random bit patterns. The
+sweep covers positive and negative, normal and denormal inputs, and nan/inf.
 """
 import math
 import os
@@ -21,16 +22,19 @@ from corejax.compiler import fastmath as fm
 F32_MAX = float(np.finfo(np.float32).max)
 
 
-def _inputs():
-    stride = 2 ** 11
-    grid = np.arange(0, 2 ** 32, stride, dtype=np.uint64)
+def _inputs(bits, stride_log2, n_random):
+    """Every 2**stride_log2-th bit pattern, the same shifted by an odd offset, random patterns."""
+    grid = np.arange(0, 2 ** bits, 2 ** stride_log2, dtype=np.uint64)
     rng = np.random.default_rng(0)
-    random = rng.integers(0, 2 ** 32, size=400_000, dtype=np.uint64)
-    bits = np.concatenate([grid, grid + 0x2A5, random]).astype(np.uint32)
-    return bits.view(np.float32)
+    random = rng.integers(0, 2 ** bits - 1, size=n_random, dtype=np.uint64, endpoint=True)
+    pattern = np.concatenate([grid, grid + np.uint64(0x2A5), random])
+    if bits == 32:
+        return pattern.astype(np.uint32).view(np.float32)
+    return pattern.view(np.float64)
 
 
-X = _inputs()
+X32 = _inputs(32, 12, 300_000)
+X64 = _inputs(64, 45, 300_000)
 
 
 def _elementwise(fn):
@@ -61,14 +65,16 @@ def ulp_errors(y, ref, dtype=np.float32):
     result of inf where ref is just below the overflow threshold costs a fraction of an ulp."""
     info = np.finfo(dtype)
     mant = info.nmant + 1
-    top = 2.0 ** (info.maxexp)
-    yv = np.asarray(y, np.longdouble)
-    yv = np.where(np.isinf(yv), np.sign(yv) * np.longdouble(top), yv)
+    top = np.ldexp(np.longdouble(1), info.maxexp)
+    wide = np.float64 if dtype == np.float32 else np.longdouble    # exact enough, and faster
+    top = top.astype(wide)
+    yv = np.asarray(y, wide)
+    yv = np.where(np.isinf(yv), np.sign(yv) * top, yv)
     # A reference past the format's range is inf once rounded: measure from 2**emax*2 too.
-    refv = np.clip(np.asarray(ref, np.longdouble), -top, top)
+    refv = np.clip(np.asarray(ref, wide), -top, top)
     _, e = np.frexp(np.abs(refv))
     e = np.minimum(e, info.maxexp)
-    ulp = np.ldexp(np.longdouble(1), np.maximum(e - mant, info.minexp - info.nmant))
+    ulp = np.ldexp(wide(1), np.maximum(e - mant, info.minexp - info.nmant))
     return np.abs(yv - refv) / ulp
 
 
@@ -100,6 +106,16 @@ def _logistic_ref(x):
 _erf = np.frompyfunc(math.erf, 1, 1)
 _erfc = np.frompyfunc(math.erfc, 1, 1)
 
+def _logistic_ref_long(x):
+    x = x.astype(np.longdouble)
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _long(fn):
+    return lambda x: fn(x.astype(np.longdouble))
+
+
 REFERENCES_F32 = {
     fm.exp_f32: np.exp,
     fm.exp2_f32: np.exp2,
@@ -113,26 +129,92 @@ REFERENCES_F32 = {
     fm.softplus_f32: lambda x: np.logaddexp(x, 0.0),
     fm.erf_f32: lambda x: _erf(x).astype(np.float64),
     fm.erfc_f32: lambda x: _erfc(x).astype(np.float64),
+    fm.sin_f32: np.sin,
+    fm.cos_f32: np.cos,
 }
 
 
-@pytest.mark.parametrize("fn", list(REFERENCES_F32), ids=lambda f: f.__name__)
-def test_float32_ulp_bound_over_whole_range(fn):
+# float64 functions against long double (64-bit mantissa on x86-64 Linux).
+REFERENCES_F64 = {
+    fm.exp_f64: _long(np.exp),
+    fm.expm1_f64: _long(np.expm1),
+    fm.log_f64: _long(np.log),
+    fm.log1p_f64: _long(np.log1p),
+    fm.tanh_f64: _long(np.tanh),
+    fm.logistic_f64: _logistic_ref_long,
+    fm.softplus_f64: lambda x: np.logaddexp(x.astype(np.longdouble), np.longdouble(0)),
+}
+
+
+@pytest.mark.parametrize("fn", list(REFERENCES_F32) + list(REFERENCES_F64),
+                         ids=lambda f: f.__name__)
+def test_ulp_bound_over_whole_range(fn):
+    if fn_dtype(fn) == np.float64:
+        if np.finfo(np.longdouble).nmant < 63:
+            pytest.skip("needs an 80-bit long double for the float64 reference")
+        x, reference = X64, REFERENCES_F64[fn]
+    else:
+        x, reference = X32, REFERENCES_F32[fn]
     with np.errstate(all="ignore"):
-        x64 = X.astype(np.float64)
-        ref = REFERENCES_F32[fn](x64)
-    max_err = check_against(fn, X, ref, fm.ULP_BOUNDS[fn])
+        ref = reference(x.astype(np.float64))
+    max_err = check_against(fn, x, ref, fm.ULP_BOUNDS[fn])
     print(f"{fn.__name__}: max {max_err:.3f} ulp (bound {fm.ULP_BOUNDS[fn]})")
+
+
+def _pow_inputs():
+    rng = np.random.default_rng(1)
+    n = 150_000
+    bases = np.concatenate([X32[::8], rng.uniform(0, 4, n).astype(np.float32),
+                            -rng.uniform(0, 4, n).astype(np.float32)])
+    bases = rng.permutation(bases)
+    exponents = np.concatenate([
+        rng.integers(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32).view(np.float32),
+        rng.uniform(-60, 60, n).astype(np.float32),
+        rng.integers(-40, 40, n).astype(np.float32)])
+    exponents = np.resize(rng.permutation(exponents), bases.size)
+    specials = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, np.inf, -np.inf,
+                         np.nan, 1e-45, -1e-45, 3.4e38], np.float32)
+    sx, sy = np.meshgrid(specials, specials)
+    return np.concatenate([bases, sx.ravel()]), np.concatenate([exponents, sy.ravel()])
+
+
+def test_pow_f32_ulp_bound_and_special_cases():
+    @njit(error_model="numpy")
+    def apply(x, y, out):
+        for i in range(x.size):
+            out[i] = fm.pow_f32(x[i], y[i])
+    x, y = _pow_inputs()
+    _applied[fm.pow_f32] = apply
+    with np.errstate(all="ignore"):
+        ref = np.power(x.astype(np.float64), y.astype(np.float64))
+    got = np.empty_like(x)
+    apply(x, y, got)
+    nan_ref = np.isnan(ref)
+    assert np.array_equal(nan_ref, np.isnan(got)), (x[nan_ref != np.isnan(got)][:5],
+                                                    y[nan_ref != np.isnan(got)][:5])
+    exact = np.isinf(ref) | (ref == 0)
+    bad = exact & ((got != ref) | (np.signbit(got) != np.signbit(ref)))
+    assert not bad.any(), (x[bad][:5], y[bad][:5], got[bad][:5])
+    err = ulp_errors(got[~nan_ref & ~exact], ref[~nan_ref & ~exact])
+    print(f"pow_f32: max {err.max():.3f} ulp (bound {fm.ULP_BOUNDS[fm.pow_f32]})")
+    assert err.max() <= fm.ULP_BOUNDS[fm.pow_f32]
+
+
+@pytest.mark.parametrize("fn", [fm.sin_f32, fm.cos_f32], ids=lambda f: f.__name__)
+def test_sin_cos_next_to_multiples_of_half_pi(fn):
+    """The float32 values closest to k*pi/2 (and their neighbours), where reduction cancels."""
+    k = np.arange(1, 400_001, dtype=np.float64)
+    nearest = (k * (np.pi / 2)).astype(np.float32)
+    x = np.concatenate([nearest, np.nextafter(nearest, np.float32(0)),
+                        np.nextafter(nearest, np.float32(np.inf))])
+    x = np.concatenate([x, -x, np.float32(2.0) ** np.arange(-149, 128, dtype=np.float32)])
+    check_against(fn, x, REFERENCES_F32[fn](x.astype(np.float64)), fm.ULP_BOUNDS[fn])
 
 
 def test_every_table_entry_has_a_reference_and_bound():
     for fn in list(fm.FAST_UNARY.values()) + list(fm.FAST_BINARY.values()):
         assert fn in fm.ULP_BOUNDS
-        assert fn in REFERENCES_F32 or fn in REFERENCES_F64 or fn in BINARY_REFERENCES
-
-
-REFERENCES_F64 = {}
-BINARY_REFERENCES = {}
+        assert fn in REFERENCES_F32 or fn in REFERENCES_F64 or fn is fm.pow_f32
 
 
 SPECIAL = [
@@ -180,6 +262,15 @@ def test_loops_calling_it_vectorize(fn):
     scalar = "double" if fn_dtype(fn) == np.float64 else "float"
     widths = {int(w) for w in re.findall(rf"<(\d+) x {scalar}>", llvm)}
     assert widths and max(widths) >= 2, f"{fn.__name__}: no <N x {scalar}> in the loop's IR"
+
+
+def test_loops_calling_pow_vectorize():
+    x = np.linspace(0.5, 3, 64).astype(np.float32)
+    if fm.pow_f32 not in _applied:
+        test_pow_f32_ulp_bound_and_special_cases()
+    _applied[fm.pow_f32](x, x, np.empty_like(x))
+    llvm = "\n".join(_applied[fm.pow_f32].inspect_llvm().values())
+    assert re.search(r"<\d+ x (float|double)>", llvm)
 
 
 def test_lookup_and_import_line():
