@@ -125,7 +125,10 @@ def valid_jaxtype(x) -> bool:
 # --- primitives ------------------------------------------------------------------------------
 
 def _default_weak_type_rule(*args, **params) -> bool:
-    return all(dtypes.is_weakly_typed(a) for a in args) if args else False
+    for a in args:
+        if not getattr(a, "weak_type", type(a) in (int, float, complex)):
+            return False
+    return bool(args)
 
 
 class Primitive:
@@ -557,7 +560,7 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, namer: _Namer | None = None) -> str:
     eqns = [_pp_eqn(e, namer, indent) for e in jaxpr.eqns]
     outs = " ".join(namer(v) for v in jaxpr.outvars)
     outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
-    head = f"{{ lambda {consts}{' ' if consts else ''}; {ins}. let"
+    head = f"{{ lambda {consts}; {ins}. let"
     one_line = f"{head} {' '.join(eqns)} in {outs} }}"
     if len(eqns) <= 1 and len(one_line) + indent <= 80 and "\n" not in one_line:
         return one_line.replace("let  in", "let in")

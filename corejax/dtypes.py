@@ -68,10 +68,17 @@ _SUPPORTED = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
 _X32_CANONICAL = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
 
+class _X64:
+    enabled = bool(config.enable_x64)
+
+
+config.watch("enable_x64", lambda v: setattr(_X64, "enabled", bool(v)))
+
+
 def canonicalize_dtype(dt) -> np.dtype:
     """The dtype arrays of `dt` actually get: 64-bit types narrow to 32 bits while x64 is off."""
     dt = dtype(dt)
-    if dt == float0 or config.enable_x64:
+    if _X64.enabled or dt == float0:
         return dt
     return _X32_CANONICAL.get(dt, dt)
 
@@ -114,15 +121,15 @@ def dtype(x) -> np.dtype:
 
 
 def default_float_dtype() -> np.dtype:
-    return float64 if config.enable_x64 else float32
+    return float64 if _X64.enabled else float32
 
 
 def default_int_dtype() -> np.dtype:
-    return int64 if config.enable_x64 else int32
+    return int64 if _X64.enabled else int32
 
 
 def default_complex_dtype() -> np.dtype:
-    return complex128 if config.enable_x64 else complex64
+    return complex128 if _X64.enabled else complex64
 
 
 def python_scalar_dtype(x) -> np.dtype:

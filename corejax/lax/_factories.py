@@ -78,7 +78,18 @@ def naryop(name: str, np_fn: Callable, accepted_per_arg, lowering=None, result_d
            quiet: bool = False) -> Primitive:
     """An elementwise n-ary primitive: operands of equal shapes and equal dtypes."""
     prim = Primitive(name)
-    prim.def_impl(_np_impl(np_fn, quiet))
+    np_impl = _np_impl(np_fn, quiet)
+
+    def impl(*args, **params):
+        # Eager calls skip abstract evaluation; NumPy would silently broadcast or promote,
+        # so mismatches are reported here with the same error abstract evaluation gives.
+        a0 = args[0]
+        for a in args[1:]:
+            if a.shape != a0.shape or a.dtype != a0.dtype:
+                abstract_eval(*[ShapedArray(x.shape, x.dtype) for x in args], **params)
+        return np_impl(*args, **params)
+
+    prim.def_impl(impl)
 
     def abstract_eval(*avals, **params):
         for aval, accepted in zip(avals, accepted_per_arg):

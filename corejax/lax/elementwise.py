@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from corejax import core, dtypes
+from corejax.array import Array
 from corejax.core import Primitive, ShapedArray, get_aval
 from corejax.compiler import registry
 from corejax.transforms import ad, batching
@@ -24,6 +25,9 @@ __all__ = []  # the public functions are re-exported by corejax.lax
 def _prepare(*args):
     """lax operands: Python scalars take the dtype of the array operands, and rank-0 operands
     broadcast to the others' shape."""
+    if type(args[0]) is Array and all(type(a) is Array and a._value.shape == args[0]._value.shape
+                                       for a in args):
+        return args
     ref = next((a for a in args if type(a) not in (int, float, complex, bool)), None)
     if ref is None:
         ref_dtype, weak = dtypes.result_type_and_weakness(*args)

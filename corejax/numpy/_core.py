@@ -21,6 +21,8 @@ def is_arraylike(x) -> bool:
 
 def check_arraylike(name: str, *args) -> None:
     for i, a in enumerate(args):
+        if type(a) is Array:
+            continue
         if not is_arraylike(a):
             raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a).__name__} "
                             f"at position {i}.")
@@ -150,6 +152,16 @@ def broadcast_to_shape(x, shape):
 
 def promote_and_broadcast(*args):
     """jnp binary-op operands: promoted to a common dtype and broadcast to a common shape."""
+    a0 = args[0]
+    if type(a0) is Array:
+        # Fast path for the common eager case: arrays that already agree.
+        v0, w0 = a0._value, a0.weak_type
+        for a in args:
+            if type(a) is not Array or a.weak_type != w0 or a._value.dtype != v0.dtype or \
+                    a._value.shape != v0.shape:
+                break
+        else:
+            return args
     arrs = promote_dtypes(*args)
     shapes = [get_aval(a).shape for a in arrs]
     if len(set(shapes)) == 1:

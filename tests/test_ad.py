@@ -1,0 +1,283 @@
+"""Autodiff: every differentiable primitive against finite differences (first and second
+order), jvp against vjp (the dot-product test), composition, custom rules, seed examples."""
+import numpy as np
+import pytest
+
+import corejax as jax
+import corejax.numpy as jnp
+from corejax import lax
+
+# (name, function of float64 arrays, input shapes, sampler of a valid domain)
+_pos = lambda r, s: r.uniform(0.5, 2.0, s)
+_any = lambda r, s: r.uniform(-1.5, 1.5, s)
+_unit = lambda r, s: r.uniform(-0.8, 0.8, s)
+_gt1 = lambda r, s: r.uniform(1.2, 3.0, s)
+
+UNARY = [
+    ("neg", lax.neg, _any), ("exp", lax.exp, _any), ("exp2", lax.exp2, _any),
+    ("log", lax.log, _pos), ("log1p", lax.log1p, _pos), ("expm1", lax.expm1, _any),
+    ("tanh", lax.tanh, _any), ("logistic", lax.logistic, _any), ("sin", lax.sin, _any),
+    ("cos", lax.cos, _any), ("tan", lax.tan, _unit), ("asin", lax.asin, _unit),
+    ("acos", lax.acos, _unit), ("atan", lax.atan, _any), ("sinh", lax.sinh, _any),
+    ("cosh", lax.cosh, _any), ("asinh", lax.asinh, _any), ("acosh", lax.acosh, _gt1),
+    ("atanh", lax.atanh, _unit), ("sqrt", lax.sqrt, _pos), ("rsqrt", lax.rsqrt, _pos),
+    ("cbrt", lax.cbrt, _pos), ("erf", lax.erf, _any), ("erfc", lax.erfc, _any),
+    ("erf_inv", lax.erf_inv, _unit), ("abs", lax.abs, _pos),
+    ("integer_pow3", lambda x: lax.integer_pow(x, 3), _any),
+    ("integer_pow-2", lambda x: lax.integer_pow(x, -2), _pos),
+    ("reduce_sum", lambda x: lax.reduce_sum(x, (0,)), _any),
+    ("reduce_max", lambda x: lax.reduce_max(x, (1,)), _any),
+    ("reduce_min", lambda x: lax.reduce_min(x, (0, 1)), _any),
+    ("reduce_prod", lambda x: lax.reduce_prod(x, (1,)), _any),
+    ("cumsum", lambda x: lax.cumsum(x, 1, reverse=True), _any),
+    ("broadcast_in_dim", lambda x: lax.broadcast_in_dim(x, (2, 3, 4), (0, 1)), _any),
+    ("reshape", lambda x: lax.reshape(x, (6,)), _any),
+    ("transpose", lambda x: lax.transpose(x, (1, 0)), _any),
+    ("rev", lambda x: lax.rev(x, (1,)), _any),
+    ("slice", lambda x: lax.slice(x, (0, 1), (2, 3), (1, 2)), _any),
+    ("pad", lambda x: lax.pad(x, lax.full((), 0.5, np.float64), [(1, -1, 1), (0, 2, 0)]), _any),
+    ("squeeze", lambda x: lax.squeeze(lax.reshape(x, (1, 2, 3)), (0,)), _any),
+    ("dynamic_slice", lambda x: lax.dynamic_slice(x, (1, 1), (1, 2)), _any),
+    ("select", lambda x: lax.select(x > 0, x, lax.mul(x, x)), _any),
+]
+
+BINARY = [
+    ("add", lax.add, _any, _any), ("sub", lax.sub, _any, _any), ("mul", lax.mul, _any, _any),
+    ("div", lax.div, _any, _pos), ("pow", lax.pow, _pos, _any), ("max", lax.max, _any, _any),
+    ("min", lax.min, _any, _any), ("atan2", lax.atan2, _any, _pos), ("rem", lax.rem, _any, _gt1),
+    ("dot_general", lambda x, y: lax.dot_general(x, lax.transpose(y, (1, 0)),
+                                                 (((1,), (0,)), ((), ()))), _any, _any),
+    ("dot_general_batch", lambda x, y: lax.dot_general(x, y, (((1,), (1,)), ((0,), (0,)))),
+     _any, _any),
+    ("concatenate", lambda x, y: lax.concatenate([x, y], 1), _any, _any),
+    ("dynamic_update_slice", lambda x, y: lax.dynamic_update_slice(
+        x, lax.slice(y, (0, 0), (1, 2)), (1, 0)), _any, _any),
+]
+
+
+def _numerical_jvp(f, x, t, eps=1e-6):
+    return (np.asarray(f(x + eps * t)) - np.asarray(f(x - eps * t))) / (2 * eps)
+
+
+def _check_first_and_second_order(f, args, rng):
+    args = [jnp.asarray(a) for a in args]
+    tangents = [jnp.asarray(rng.normal(size=np.shape(a))) for a in args]
+    # First order: jvp vs central differences.
+    out, tout = jax.jvp(f, args, tangents)
+    g = lambda eps: f(*[a + eps * t for a, t in zip(args, tangents)])
+    numeric = (np.asarray(g(1e-6)) - np.asarray(g(-1e-6))) / 2e-6
+    np.testing.assert_allclose(np.asarray(tout), numeric, rtol=1e-5, atol=1e-6)
+    # jvp vs vjp: <J t, c> == <t, J^T c>.
+    ct = jnp.asarray(rng.normal(size=np.shape(out)))
+    _, f_vjp = jax.vjp(f, *args)
+    cts = f_vjp(ct)
+    lhs = float(np.sum(np.asarray(tout) * np.asarray(ct)))
+    rhs = float(sum(np.sum(np.asarray(c) * np.asarray(t)) for c, t in zip(cts, tangents)))
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-9, atol=1e-9)
+    # Second order: the jvp of the vjp against differences of the vjp.
+    def vjp_fn(*xs):
+        return jax.vjp(f, *xs)[1](ct)
+    _, second = jax.jvp(vjp_fn, args, tangents)
+    h = lambda eps: vjp_fn(*[a + eps * t for a, t in zip(args, tangents)])
+    hp, hm = h(1e-5), h(-1e-5)
+    for s, p, m in zip(second, hp, hm):
+        np.testing.assert_allclose(np.asarray(s), (np.asarray(p) - np.asarray(m)) / 2e-5,
+                                   rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("name,f,sampler", UNARY, ids=[u[0] for u in UNARY])
+def test_unary_primitive_derivatives(name, f, sampler, x64):
+    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    x = sampler(rng, (2, 3))
+    if name in ("reduce_max", "reduce_min"):
+        x = x + np.arange(6).reshape(2, 3) * 0.01  # no ties
+    _check_first_and_second_order(f, [x], rng)
+
+
+@pytest.mark.parametrize("name,f,sx,sy", BINARY, ids=[b[0] for b in BINARY])
+def test_binary_primitive_derivatives(name, f, sx, sy, x64):
+    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    x, y = sx(rng, (2, 3)), sy(rng, (2, 3))
+    if name in ("max", "min"):
+        y = x + np.where(rng.uniform(size=x.shape) > 0.5, 0.3, -0.3)  # no ties
+    _check_first_and_second_order(f, [x, y], rng)
+
+
+def test_max_tie_splits_gradient():
+    g = jax.grad(lambda x, y: lax.max(x, y), argnums=(0, 1))(1.0, 1.0)
+    assert float(g[0]) == 0.5 and float(g[1]) == 0.5
+
+
+def test_reduce_prod_gradient_with_zeros():
+    g = jax.grad(lambda x: jnp.prod(x))(jnp.array([2.0, 0.0, 3.0]))
+    np.testing.assert_allclose(np.asarray(g), [0.0, 6.0, 0.0])
+
+
+# --- seed examples ---------------------------------------------------------------------------
+
+def test_seed_examples():
+    assert np.float32(jax.grad(jnp.exp)(1.0)) == np.float32(2.7182817)
+    f = lambda x, v: x ** 2 + x * v + v ** 2
+    assert float(jax.grad(f)(0.0, 1.0)) == 1.0
+    assert float(jax.grad(jax.grad(f))(0.0, 1.0)) == 2.0
+    assert float(jax.grad(f, argnums=1)(0.0, 1.0)) == 2.0
+
+    def rms_error(x, y):
+        return jnp.sqrt(jnp.mean((x - y) ** 2))
+
+    g = jax.grad(rms_error)(jnp.array([1.2, 3.2, 4.0]), jnp.array([0.0, 5.0, 10.0]))
+    np.testing.assert_array_equal(np.asarray(g),
+                                  np.array([0.1086251, -0.16293764, -0.54312545], np.float32))
+
+
+# --- API behaviour ---------------------------------------------------------------------------
+
+def test_grad_pytrees_argnums_has_aux():
+    def loss(params, x):
+        return jnp.sum((params["w"] * x + params["b"]) ** 2), {"n": x.shape[0]}
+
+    params = {"w": jnp.array([1.0, 2.0]), "b": jnp.array(0.5)}
+    x = jnp.array([3.0, -1.0])
+    (val, aux), g = jax.value_and_grad(loss, has_aux=True)(params, x)
+    assert aux == {"n": 2}
+    pred = np.array([1.0, 2.0]) * np.array([3.0, -1.0]) + 0.5
+    np.testing.assert_allclose(np.asarray(g["w"]), 2 * pred * np.array([3.0, -1.0]), rtol=1e-6)
+    np.testing.assert_allclose(float(g["b"]), 2 * pred.sum(), rtol=1e-6)
+    gw, gx = jax.grad(lambda p, x: loss(p, x)[0], argnums=(0, 1))(params, x)
+    np.testing.assert_allclose(np.asarray(gx), 2 * pred * np.array([1.0, 2.0]), rtol=1e-6)
+
+
+def test_grad_errors():
+    with pytest.raises(TypeError, match="scalar-output"):
+        jax.grad(lambda x: x * 2)(jnp.ones(3))
+    with pytest.raises(TypeError, match="inexact"):
+        jax.grad(lambda x: x * 2)(3)
+    with pytest.raises(ValueError, match="out of range"):
+        jax.grad(lambda x: x, argnums=2)(1.0)
+    with pytest.raises(TypeError, match="outputs"):
+        jax.grad(lambda x: jnp.sum(x > 0))(jnp.ones(2))
+
+
+def test_integer_inputs_get_float0_cotangents():
+    _, f_vjp = jax.vjp(lambda x, n: x * n, 2.0, 3)
+    gx, gn = f_vjp(1.0)
+    assert float(gx) == 3.0
+    assert gn.dtype == jax.float0
+    g = jax.grad(lambda x, n: x * n, argnums=(0, 1), allow_int=True)(2.0, 3)
+    assert g[1].dtype == jax.float0
+
+
+def test_python_control_flow_and_recursion():
+    def f(x, n):
+        if n == 0:
+            return x
+        out = x
+        for _ in range(n):
+            out = jnp.sin(out) if out > 0 else out * 2.0
+        return f(out, 0)
+
+    g = jax.grad(f)(1.0, 3)
+    x = 1.0
+    d = 1.0
+    for _ in range(3):
+        d *= np.cos(x)
+        x = np.sin(x)
+    np.testing.assert_allclose(float(g), d, rtol=1e-5)
+
+
+def test_higher_order_and_composition():
+    f = lambda x: jnp.sin(x) * x ** 2
+    d3 = jax.grad(jax.grad(jax.grad(f)))(0.7)
+    x = 0.7
+    expected = -np.cos(x) * x ** 2 - 6 * x * np.sin(x) + 6 * np.cos(x)
+    np.testing.assert_allclose(float(d3), expected, rtol=1e-5)
+    h = jax.jacfwd(jax.jacrev(lambda v: jnp.sum(v ** 3)))(jnp.array([1.0, 2.0]))
+    np.testing.assert_allclose(np.asarray(h), np.diag([6.0, 12.0]), rtol=1e-6)
+    _, t = jax.jvp(jax.grad(lambda x: x ** 3), (2.0,), (1.0,))
+    assert float(t) == 12.0
+    np.testing.assert_allclose(np.asarray(jax.hessian(lambda v: jnp.sum(v ** 3))(
+        jnp.array([1.0, 2.0]))), np.diag([6.0, 12.0]))
+
+
+def test_grad_of_jit_and_jit_of_grad():
+    f = lambda x: jnp.sum(jnp.tanh(x) ** 2)
+    x = jnp.array([0.1, -0.4, 1.3])
+    expected = 2 * np.tanh(np.asarray(x)) * (1 - np.tanh(np.asarray(x)) ** 2)
+    np.testing.assert_allclose(np.asarray(jax.grad(jax.jit(f))(x)), expected, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(jax.jit(jax.grad(f))(x)), expected, rtol=1e-5)
+    inner = jax.jit(lambda y: y * jnp.exp(y))
+    g = jax.grad(lambda x: jnp.sum(inner(x) * 2.0))(x)
+    np.testing.assert_allclose(np.asarray(g), 2 * np.exp(x) * (1 + np.asarray(x)), rtol=1e-5)
+
+
+def test_linearize_matches_jvp():
+    f = lambda x: jnp.sin(x) * jnp.cos(x)
+    x = jnp.array([0.3, 0.9])
+    y, f_jvp = jax.linearize(f, x)
+    t = jnp.array([1.0, -2.0])
+    np.testing.assert_allclose(np.asarray(f_jvp(t)), np.asarray(jax.jvp(f, (x,), (t,))[1]),
+                               rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(y), np.asarray(f(x)))
+
+
+def test_jvp_argument_checks():
+    with pytest.raises(TypeError, match="tuples or lists"):
+        jax.jvp(jnp.sin, 1.0, 1.0)
+    with pytest.raises(ValueError, match="shape"):
+        jax.jvp(jnp.sin, (jnp.ones(3),), (jnp.ones(2),))
+
+
+def test_custom_jvp():
+    @jax.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x), 10.0 * t  # deliberately not cos(x): proves the rule is used
+
+    assert float(jax.grad(f)(0.3)) == 10.0
+    assert float(jax.jit(jax.grad(f))(0.3)) == 10.0
+    np.testing.assert_allclose(np.asarray(jax.vmap(jax.grad(f))(jnp.ones(3))), 10.0)
+    assert float(jax.grad(lambda x: jax.jit(f)(x) * 2)(0.3)) == 20.0
+
+
+def test_custom_vjp():
+    @jax.custom_vjp
+    def clip_gradient(x):
+        return x
+
+    def fwd(x):
+        return x, None
+
+    def bwd(_, g):
+        return (jnp.clip(g, -1.0, 1.0),)
+
+    clip_gradient.defvjp(fwd, bwd)
+    assert float(jax.grad(lambda x: 5.0 * clip_gradient(x))(2.0)) == 1.0
+    assert float(jax.jit(jax.grad(lambda x: 5.0 * clip_gradient(x)))(2.0)) == 1.0
+    np.testing.assert_allclose(
+        np.asarray(jax.vmap(jax.grad(lambda x: -5.0 * clip_gradient(x)))(jnp.ones(2))), -1.0)
+
+
+def test_relu_and_logsumexp_numerics():
+    assert float(jax.grad(jax.nn.relu)(0.0)) == 0.0
+    x = jnp.array([1000.0, 1000.0])
+    np.testing.assert_allclose(float(jax.scipy.special.logsumexp(x)), 1000 + np.log(2), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.grad(jax.scipy.special.logsumexp)(x)), [0.5, 0.5])
+    assert np.isfinite(float(jax.grad(jax.nn.softplus)(100.0)))
+
+
+def test_convert_element_type_derivatives(x64):
+    g = jax.grad(lambda x: jnp.sum(lax.convert_element_type(x, np.float32) * 3.0))(
+        jnp.ones(2, jnp.float64))
+    assert g.dtype == np.float64 and np.all(np.asarray(g) == 3.0)
+    g = jax.grad(lambda x: jnp.sum(lax.convert_element_type(lax.floor(x), np.int32) * 1.0))(
+        jnp.ones(2))
+    assert np.all(np.asarray(g) == 0.0)
+
+
+def test_stop_gradient():
+    g = jax.grad(lambda x: x * lax.stop_gradient(x))(3.0)
+    assert float(g) == 3.0

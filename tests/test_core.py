@@ -1,0 +1,249 @@
+"""Arrays, dtypes and weak types, pytrees, the IR and its printer, and error messages."""
+import collections
+import dataclasses
+import pickle
+
+import numpy as np
+import pytest
+
+import corejax as jax
+import corejax.numpy as jnp
+from corejax import lax, tree_util
+from corejax.core import Primitive
+
+
+# --- Array -----------------------------------------------------------------------------------
+
+def test_array_repr_and_conversion():
+    x = jnp.array([1.0, 2.0, 3.0])
+    assert repr(x) == "Array([1., 2., 3.], dtype=float32)"
+    assert repr(jnp.asarray(1.0)) == "Array(1., dtype=float32, weak_type=True)"
+    assert repr(jnp.array([1, 2])) == "Array([1, 2], dtype=int32)"
+    assert np.asarray(x).dtype == np.float32
+    assert float(x[1]) == 2.0 and int(jnp.array(3)) == 3 and bool(jnp.array(True))
+    assert x.tolist() == [1.0, 2.0, 3.0]
+    assert x.block_until_ready() is x
+    assert jax.block_until_ready({"a": x})["a"] is x
+
+
+def test_array_is_immutable():
+    x = jnp.zeros(3)
+    with pytest.raises(TypeError, match=r"\.at\[idx\]\.set"):
+        x[0] = 1.0
+    with pytest.raises(ValueError):
+        np.asarray(x)[0] = 1.0
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(x)
+
+
+def test_array_pickles():
+    x = jnp.arange(6.0).reshape(2, 3)
+    y = pickle.loads(pickle.dumps(x))
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
+    assert y.dtype == x.dtype
+
+
+def test_default_dtypes_x64_off():
+    assert jnp.array([1.0]).dtype == np.float32
+    assert jnp.array([1]).dtype == np.int32
+    assert jnp.array(np.arange(3, dtype=np.int64)).dtype == np.int32
+    assert jnp.array(np.ones(2, np.float64)).dtype == np.float32
+    assert jnp.zeros(3).dtype == np.float32
+    assert jnp.arange(3).dtype == np.int32
+
+
+def test_x64_switch(x64):
+    assert jnp.array([1.0]).dtype == np.float64
+    assert jnp.array([1]).dtype == np.int64
+    assert (jnp.ones(2, jnp.float32) + 1.0).dtype == np.float32
+
+
+def test_devices_and_device_put():
+    assert [d.platform for d in jax.devices()] == ["cpu"]
+    x = jax.device_put(np.arange(3.0))
+    assert isinstance(x, jax.Array) and x.dtype == np.float32
+    assert x.devices() == {jax.devices()[0]}
+    out = jax.device_get({"a": x})
+    assert isinstance(out["a"], np.ndarray)
+    with pytest.raises(RuntimeError, match="cuda"):
+        jax.devices("cuda")
+
+
+# --- weak types and promotion ----------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.float32, jnp.int8, jnp.uint8, jnp.int32])
+def test_python_scalars_are_weak(dtype):
+    x = jnp.ones(3, dtype)
+    assert (x + 1).dtype == jnp.dtype(dtype)
+    assert (2 * x).dtype == jnp.dtype(dtype)
+
+
+def test_promotion_examples():
+    assert jnp.result_type(jnp.int32, jnp.float16) == np.float16
+    assert jnp.result_type(jnp.uint8, jnp.int8) == np.int16
+    assert jnp.result_type(jnp.uint32, jnp.int32) == np.int32  # int64 narrowed with x64 off
+    assert (jnp.ones(2, jnp.int32) + 1.5).dtype == np.float32
+    assert (jnp.ones(2, jnp.bool_) + 1).dtype == np.int32
+    assert jnp.result_type(1, 1.0) == np.float32
+    z = jnp.asarray(1.0) + jnp.asarray(2)
+    assert z.dtype == np.float32 and z.weak_type
+
+
+def test_unknown_dtype_is_type_error():
+    with pytest.raises(TypeError):
+        jnp.zeros(3, dtype="not-a-dtype")
+    with pytest.raises(TypeError):
+        jnp.zeros(3, dtype=object)
+
+
+# --- pytrees ---------------------------------------------------------------------------------
+
+Point = collections.namedtuple("Point", "x y")
+
+
+@dataclasses.dataclass
+class Pair:
+    a: object
+    b: object
+
+
+tree_util.register_dataclass(Pair, ["a", "b"], [])
+
+
+def test_tree_flatten_unflatten_roundtrip():
+    tree = {"b": [1, (2, None)], "a": Point(3, {"z": 4}), "c": Pair(5, 6)}
+    leaves, treedef = tree_util.tree_flatten(tree)
+    assert leaves == [3, 4, 1, 2, 5, 6]  # dict keys sorted; None is an empty node
+    assert tree_util.tree_unflatten(treedef, leaves) == tree
+    assert treedef.num_leaves == 6
+
+
+def test_tree_map_multiple_trees_and_mismatch():
+    a = {"x": 1, "y": [2, 3]}
+    b = {"x": 10, "y": [20, 30]}
+    assert tree_util.tree_map(lambda u, v: u + v, a, b) == {"x": 11, "y": [22, 33]}
+    with pytest.raises(ValueError):
+        tree_util.tree_map(lambda u, v: u, a, {"x": 1, "y": [2]})
+
+
+def test_register_pytree_node_class():
+    @tree_util.register_pytree_node_class
+    class Box:
+        def __init__(self, v, tag):
+            self.v, self.tag = v, tag
+
+        def tree_flatten(self):
+            return [self.v], self.tag
+
+        @classmethod
+        def tree_unflatten(cls, tag, children):
+            return cls(children[0], tag)
+
+    out = tree_util.tree_map(lambda v: v * 2, Box(3, "t"))
+    assert out.v == 6 and out.tag == "t"
+    with pytest.raises(ValueError, match="Duplicate"):
+        tree_util.register_pytree_node(Box, lambda b: ([], None), lambda a, c: None)
+
+
+def test_tree_flatten_with_path():
+    pairs, _ = tree_util.tree_flatten_with_path({"w": [1, 2], "b": 3})
+    assert [tree_util.keystr(p) for p, _ in pairs] == ["['b']", "['w'][0]", "['w'][1]"]
+
+
+def test_tree_transpose_and_structure():
+    outer = tree_util.tree_structure([0, 0])
+    inner = tree_util.tree_structure((0, 0))
+    out = tree_util.tree_transpose(outer, inner, [(1, 2), (3, 4)])
+    assert out == ([1, 3], [2, 4])
+
+
+# --- the IR ----------------------------------------------------------------------------------
+
+def test_make_jaxpr_prints_like_jax():
+    jaxpr = jax.make_jaxpr(jnp.log)(1.0)
+    assert str(jaxpr) == "{ lambda ; a:f32[]. let b:f32[] = log a in (b,) }"
+
+
+def test_make_jaxpr_multiline_and_params():
+    def f(x):
+        return jnp.sum(jnp.sin(x) * 2.0, axis=0)
+
+    text = str(jax.make_jaxpr(f)(jnp.ones((3, 4))))
+    assert text.splitlines()[0] == "{ lambda ; a:f32[3,4]. let"
+    assert "b:f32[3,4] = sin a" in text
+    assert "c:f32[3,4] = broadcast_in_dim[broadcast_dimensions=() shape=(3, 4)] 2.0:f32[]" in text
+    assert "d:f32[3,4] = mul b c" in text
+    assert "e:f32[4] = reduce_sum[axes=(0,)] d" in text
+    assert text.splitlines()[-1].strip() == "in (e,) }"
+
+
+def test_jaxpr_constvars_and_eval():
+    c = np.arange(3.0, dtype=np.float32)
+    closed = jax.make_jaxpr(lambda x: x + c)(jnp.ones(3))
+    assert len(closed.jaxpr.constvars) == 1 and "lambda a:f32[3]; b:f32[3]" in str(closed)
+    out = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, jnp.ones(3))
+    np.testing.assert_allclose(np.asarray(out[0]), c + 1)
+
+
+def test_tracer_repr_inside_trace():
+    seen = []
+    jax.make_jaxpr(lambda x: seen.append(repr(x)) or x)(jnp.ones(3))
+    assert seen[0].startswith("Traced<ShapedArray(float32[3])>with<")
+
+
+def test_eval_shape():
+    out = jax.eval_shape(lambda x: {"y": x @ x.T}, jax.ShapeDtypeStruct((4, 2), jnp.float32))
+    assert out["y"].shape == (4, 4) and out["y"].dtype == np.float32
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+def test_dot_shape_mismatch_names_op_and_shapes():
+    with pytest.raises(TypeError, match=r"dot_general requires contracting dimensions to have "
+                                        r"the same shape, got \(784,\) and \(10,\)"):
+        jnp.dot(jnp.ones((512, 784)), jnp.ones((10, 784)))
+
+
+def test_bad_axis_is_value_error():
+    with pytest.raises(ValueError, match="out of bounds"):
+        jnp.sum(jnp.ones((2, 3)), axis=2)
+    with pytest.raises(ValueError):
+        jnp.expand_dims(jnp.ones(3), 5)
+
+
+def test_broadcast_mismatch():
+    with pytest.raises(ValueError, match="Incompatible shapes for broadcasting"):
+        jnp.ones(3) + jnp.ones(4)
+    with pytest.raises(TypeError, match="add got incompatible shapes"):
+        lax.add(jnp.ones(3), jnp.ones(4))
+
+
+def test_concretization_error_names_argument():
+    def f(x, n):
+        if x.sum() > 0:
+            return x
+        return -x
+
+    with pytest.raises(jax.errors.TracerBoolConversionError) as info:
+        jax.make_jaxpr(f)(jnp.ones(3), 2)
+    msg = str(info.value)
+    assert "depends on the argument x" in msg and "static_argnums" in msg
+    assert isinstance(info.value, TypeError)
+
+
+def test_tracer_to_numpy_error():
+    with pytest.raises(jax.errors.TracerArrayConversionError):
+        jax.make_jaxpr(lambda x: np.sin(x))(jnp.ones(2))
+
+
+def test_leaked_tracer_is_detected():
+    leaked = []
+    jax.make_jaxpr(lambda x: leaked.append(x) or x)(1.0)
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.make_jaxpr(lambda y: y + leaked[0])(1.0)
+
+
+def test_primitive_bind_without_rules_reports_name():
+    p = Primitive("mystery")
+    with pytest.raises(NotImplementedError, match="mystery"):
+        jax.grad(lambda x: p.bind(x))(1.0)
