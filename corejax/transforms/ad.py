@@ -16,6 +16,8 @@ from weakref import ref
 import numpy as np
 
 from corejax import core, dtypes
+from corejax.compiler import registry
+from corejax.transforms import batching
 from corejax.core import Primitive, ShapedArray, Tracer, Trace, get_aval
 
 __all__ = [
@@ -122,6 +124,8 @@ def deflinear(prim: Primitive, transpose_rule: Callable, linear_args=None) -> No
 
 
 deflinear(add_any_p, lambda ct, x, y: [ct, ct])
+batching.defbroadcasting(add_any_p)
+registry.def_elementwise(add_any_p, lambda ctx, x, y: f"({x} + {y})")
 
 
 # --- forward mode ----------------------------------------------------------------------------
