@@ -46,15 +46,17 @@ def full(shape, fill_value, dtype=None, weak_type: bool = False):
     """An array of `shape` filled with `fill_value` (lax.full)."""
     from corejax.lax.structural import broadcast_in_dim as _bid
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else None
+    shape = tuple(int(d) for d in shape)
     if isinstance(fill_value, core.Tracer):
         val = fill_value if dt is None else convert_element_type(fill_value, dt)
-    else:
-        if dt is None:
-            dt, weak_type = dtypes.result_type_and_weakness(fill_value)
-        from corejax.array import Array
-        val = Array(np.asarray(fill_value, dt), weak_type)
-    shape = tuple(int(d) for d in shape)
-    return val if shape == () else _bid(val, shape, ())
+        return val if shape == () else _bid(val, shape, ())
+    if dt is None:
+        dt, weak_type = dtypes.result_type_and_weakness(fill_value)
+    scalar = np.asarray(fill_value, dt)
+    if shape == () or core._trace_state.dynamic_level == 0:
+        # Outside staging a constant is just data: a broadcast view, no primitive to run.
+        return Array(np.broadcast_to(scalar, shape), weak_type)
+    return _bid(Array(scalar, weak_type), shape, ())
 
 
 def broadcast_in_dim(x, shape, dims):

@@ -162,12 +162,12 @@ def promote_and_broadcast(*args):
                 break
         else:
             return args
-    arrs = promote_dtypes(*args)
-    shapes = [get_aval(a).shape for a in arrs]
-    if len(set(shapes)) == 1:
-        return arrs
-    shape = broadcast_shapes(*shapes)
-    return [broadcast_to_shape(a, shape) for a in arrs]
+    dt, weak = dtypes.result_type_and_weakness(*args)
+    shapes = [() if type(a) in _SCALARS else get_aval(asarray(a)).shape for a in args]
+    shape = shapes[0] if len(set(shapes)) == 1 else broadcast_shapes(*shapes)
+    # Python scalars become constants of the final shape directly (no broadcast to stage).
+    return [lax.full(shape, a, dt, weak) if type(a) in _SCALARS
+            else broadcast_to_shape(_convert(a, dt, weak), shape) for a in args]
 
 
 def canonicalize_axis(axis, ndim: int) -> int:
