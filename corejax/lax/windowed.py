@@ -1,0 +1,269 @@
+"""Windowed reductions: reduce_window_sum, reduce_window_max and reduce_window_min.
+
+Each output element reduces one window of the operand, padded with the reduction's identity and
+dilated (`base_dilation` spreads the operand, `window_dilation` spreads the window's taps). The
+impl pads once and then combines one strided view per window tap, so the loop runs over taps,
+never over elements.
+
+Rules: the sum is linear; its transpose is another windowed sum over the cotangent spread out
+by the strides (a "full" correlation with an all-ones window). max and min differentiate
+through a mask: each output takes the tangent of the first tap (in window order) that attains
+the extremum, which is exactly what XLA's select-and-scatter gives for ties. The mask formulation
+is built from pad, slice, eq and select, so its transpose (a scatter-add into the chosen
+positions) and its batching come from those primitives' rules.
+
+A Numba lowering would be a loop nest over output elements with the window taps innermost,
+starting from the identity; no padded copy is needed when out-of-range taps are skipped.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from corejax import dtypes
+from corejax.core import Primitive, ShapedArray, get_aval
+from corejax.transforms import ad, batching
+from corejax.transforms.ad import Zero, deflinear
+from corejax.lax._factories import ANY, NUMERIC, check_dtype, shape_str
+from corejax.lax.structural import _pad_impl
+from corejax.lax.conv import padtype_to_pads
+
+__all__ = ["reduce_window", "reduce_window_sum", "reduce_window_max", "reduce_window_min",
+           "reduce_window_sum_p", "reduce_window_max_p", "reduce_window_min_p"]
+
+
+def _dilate(n: int, d: int) -> int:
+    return 0 if n == 0 else (n - 1) * d + 1
+
+
+def _identity(kind: str, dtype: np.dtype):
+    dtype = np.dtype(dtype)
+    if kind == "sum":
+        return dtype.type(0)
+    if dtype == np.bool_:
+        return np.bool_(kind == "min")
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return dtype.type(info.min if kind == "max" else info.max)
+    return dtype.type(-np.inf if kind == "max" else np.inf)
+
+
+def _pad_config(padding, base_dilation):
+    return [(lo, hi, d - 1) for (lo, hi), d in zip(padding, base_dilation)]
+
+
+def _window_shape(shape, window_dimensions, window_strides, padding, base_dilation,
+                  window_dilation, name):
+    nd = len(shape)
+    for what, val in (("window_dimensions", window_dimensions),
+                      ("window_strides", window_strides), ("padding", padding),
+                      ("base_dilation", base_dilation), ("window_dilation", window_dilation)):
+        if len(val) != nd:
+            raise TypeError(f"{name}: {what} {tuple(val)} must have one entry per operand "
+                            f"dimension; the operand has shape {shape_str(shape)}.")
+    for what, val in (("window_dimensions", window_dimensions),
+                      ("window_strides", window_strides), ("base_dilation", base_dilation),
+                      ("window_dilation", window_dilation)):
+        if any(v < 1 for v in val):
+            raise TypeError(f"{name}: {what} must be positive, got {tuple(val)}.")
+    out = []
+    for n, w, s, (lo, hi), bd, wd in zip(shape, window_dimensions, window_strides, padding,
+                                        base_dilation, window_dilation):
+        padded = _dilate(n, bd) + lo + hi
+        out.append(max(0, (padded - _dilate(w, wd)) // s + 1))
+    return tuple(out)
+
+
+def _tap_slices(window_dimensions, window_strides, window_dilation, out_shape):
+    """For each window tap, the strided slice (start, limit, stride) of the padded operand that
+    lines that tap up with every output element."""
+    for tap in np.ndindex(*window_dimensions):
+        starts = tuple(t * wd for t, wd in zip(tap, window_dilation))
+        limits = tuple(st + (o - 1) * s + 1 for st, o, s in
+                       zip(starts, out_shape, window_strides))
+        yield starts, limits
+
+
+def _make_reduce_window(kind: str, np_op, accepted):
+    name = f"reduce_window_{kind}"
+    prim = Primitive(name)
+
+    def impl(x, *, window_dimensions, window_strides, padding, base_dilation, window_dilation):
+        check_dtype(name, x, accepted)  # eager evaluation skips abstract_eval
+        out_shape = _window_shape(x.shape, window_dimensions, window_strides, padding,
+                                  base_dilation, window_dilation, name)
+        init = _identity(kind, x.dtype)
+        if 0 in out_shape:
+            return np.full(out_shape, init, x.dtype)
+        xp = _pad_impl(x, init, _pad_config(padding, base_dilation))
+        acc = None
+        for starts, limits in _tap_slices(window_dimensions, window_strides, window_dilation,
+                                          out_shape):
+            view = xp[tuple(slice(a, b, s) for a, b, s in zip(starts, limits, window_strides))]
+            acc = view.copy() if acc is None else np_op(acc, view, out=acc)
+        return acc
+
+    def abstract_eval(x, *, window_dimensions, window_strides, padding, base_dilation,
+                      window_dilation):
+        check_dtype(name, x, accepted)
+        shape = _window_shape(x.shape, window_dimensions, window_strides, padding,
+                              base_dilation, window_dilation, name)
+        return ShapedArray(shape, x.dtype, x.weak_type)
+
+    def batch(vals, dims, *, window_dimensions, window_strides, padding, base_dilation,
+              window_dilation):
+        (x,), (d,) = vals, dims
+        ins = lambda t, v: tuple(t[:d]) + (v,) + tuple(t[d:])
+        return prim.bind(x, window_dimensions=ins(window_dimensions, 1),
+                         window_strides=ins(window_strides, 1), padding=ins(padding, (0, 0)),
+                         base_dilation=ins(base_dilation, 1),
+                         window_dilation=ins(window_dilation, 1)), d
+
+    prim.def_impl(impl)
+    prim.def_abstract_eval(abstract_eval)
+    prim.weak_type_rule = lambda x, **params: dtypes.is_weakly_typed(x)
+    batching.primitive_batchers[prim] = batch
+    return prim
+
+
+reduce_window_sum_p = _make_reduce_window("sum", np.add, NUMERIC)
+reduce_window_max_p = _make_reduce_window("max", np.maximum, ANY)
+reduce_window_min_p = _make_reduce_window("min", np.minimum, ANY)
+
+
+def _reduce_window_sum_transpose(ct, x, *, window_dimensions, window_strides, padding,
+                                 base_dilation, window_dilation):
+    if type(ct) is Zero:
+        return [None]
+    in_shape = x.aval.shape
+    out_shape = get_aval(ct).shape
+    if 0 in out_shape:
+        return [ad.zeros_like_aval(x.aval)]
+    # Spread ct by the strides, then sum every window that touched each padded position.
+    cfg = []
+    for n, w, s, (lo, hi), bd, wd, o in zip(in_shape, window_dimensions, window_strides, padding,
+                                           base_dilation, window_dilation, out_shape):
+        padded = _dilate(n, bd) + lo + hi
+        extent = _dilate(w, wd)
+        cfg.append((extent - 1, padded - _dilate(o, s), s - 1))
+    spread = pad(ct, 0, cfg)
+    ones = (1,) * len(in_shape)
+    ct_padded = reduce_window_sum_p.bind(
+        spread, window_dimensions=tuple(window_dimensions), window_strides=ones,
+        padding=((0, 0),) * len(in_shape), base_dilation=ones,
+        window_dilation=tuple(window_dilation))
+    # Undo the operand's padding and base dilation: crop, then take every bd-th element.
+    uncrop = pad(ct_padded, 0, [(-lo, -hi, 0) for lo, hi in padding])
+    limits = tuple(_dilate(n, bd) for n, bd in zip(in_shape, base_dilation))
+    return [lax_slice(uncrop, (0,) * len(in_shape), limits, tuple(base_dilation))]
+
+
+deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
+
+
+def _chooser_jvp(prim, kind):
+    def jvp(primals, tangents, *, window_dimensions, window_strides, padding, base_dilation,
+            window_dilation):
+        (x,), (t,) = primals, tangents
+        params = dict(window_dimensions=window_dimensions, window_strides=window_strides,
+                      padding=padding, base_dilation=base_dilation,
+                      window_dilation=window_dilation)
+        out = prim.bind(x, **params)
+        if type(t) is Zero:
+            return out, Zero(get_aval(out).to_tangent_aval())
+        x_aval = get_aval(x)
+        cfg = _pad_config(padding, base_dilation)
+        xp = pad(x, full((), _identity(kind, x_aval.dtype), x_aval.dtype), cfg)
+        tp = pad(t, 0, cfg)
+        out_shape = get_aval(out).shape
+        zero = full(out_shape, 0, get_aval(t).dtype)
+        taken, tangent = None, None
+        for starts, limits in _tap_slices(window_dimensions, window_strides, window_dilation,
+                                          out_shape):
+            hit = eq(lax_slice(xp, starts, limits, window_strides), out)
+            if taken is None:
+                taken = hit
+            else:
+                hit = bitwise_and(hit, bitwise_not(taken))
+                taken = bitwise_or(taken, hit)
+            chosen = select(hit, lax_slice(tp, starts, limits, window_strides), zero)
+            tangent = chosen if tangent is None else add(tangent, chosen)
+        return out, tangent
+    return jvp
+
+
+ad.primitive_jvps[reduce_window_max_p] = _chooser_jvp(reduce_window_max_p, "max")
+ad.primitive_jvps[reduce_window_min_p] = _chooser_jvp(reduce_window_min_p, "min")
+
+
+# --- public functions ------------------------------------------------------------------------
+
+def _canon_params(operand, window_dimensions, window_strides, padding, base_dilation,
+                  window_dilation):
+    shape = get_aval(operand).shape
+    nd = len(shape)
+    as_tuple = lambda v, d: (d,) * nd if v is None else tuple(operator.index(i) for i in v)
+    dims = as_tuple(window_dimensions, 1)
+    strides = as_tuple(window_strides, 1)
+    base = as_tuple(base_dilation, 1)
+    wdil = as_tuple(window_dilation, 1)
+    if isinstance(padding, str):
+        pads = padtype_to_pads([_dilate(n, b) for n, b in zip(shape, base)],
+                               [_dilate(w, d) for w, d in zip(dims, wdil)], strides, padding)
+    else:
+        pads = padding
+    try:
+        pads = tuple((operator.index(lo), operator.index(hi)) for lo, hi in pads)
+    except (TypeError, ValueError):
+        raise ValueError(f"reduce_window padding must be 'SAME', 'VALID' or a sequence of "
+                         f"(low, high) pairs, got {padding!r}.") from None
+    return dict(window_dimensions=dims, window_strides=strides, padding=pads,
+                base_dilation=base, window_dilation=wdil)
+
+
+def reduce_window_sum(operand, window_dimensions, window_strides=None, padding="VALID",
+                      base_dilation=None, window_dilation=None):
+    return reduce_window_sum_p.bind(operand, **_canon_params(
+        operand, window_dimensions, window_strides, padding, base_dilation, window_dilation))
+
+
+def reduce_window_max(operand, window_dimensions, window_strides=None, padding="VALID",
+                      base_dilation=None, window_dilation=None):
+    return reduce_window_max_p.bind(operand, **_canon_params(
+        operand, window_dimensions, window_strides, padding, base_dilation, window_dilation))
+
+
+def reduce_window_min(operand, window_dimensions, window_strides=None, padding="VALID",
+                      base_dilation=None, window_dilation=None):
+    return reduce_window_min_p.bind(operand, **_canon_params(
+        operand, window_dimensions, window_strides, padding, base_dilation, window_dilation))
+
+
+def reduce_window(operand, init_value, computation, window_dimensions, window_strides,
+                  padding, base_dilation=None, window_dilation=None):
+    """lax.reduce_window for the monoids add, max and min with their identities as init."""
+    from corejax import lax
+    kinds = {lax.add: ("sum", reduce_window_sum), lax.max: ("max", reduce_window_max),
+             lax.min: ("min", reduce_window_min)}
+    if computation not in kinds:
+        raise NotImplementedError("reduce_window supports computation=lax.add, lax.max or "
+                                  f"lax.min, got {computation!r}.")
+    kind, fn = kinds[computation]
+    dtype = get_aval(operand).dtype
+    try:
+        init = np.asarray(init_value)
+    except TypeError:
+        raise NotImplementedError("reduce_window needs a concrete init_value (the identity of "
+                                  "its computation).") from None
+    if init.shape != () or init.astype(dtype) != _identity(kind, dtype):
+        raise NotImplementedError(
+            f"reduce_window with lax.{'add' if kind == 'sum' else kind} supports only its "
+            f"identity ({_identity(kind, dtype)!r}) as init_value, got {init_value!r}.")
+    return fn(operand, window_dimensions, window_strides, padding, base_dilation,
+              window_dilation)
+
+
+from corejax.lax.elementwise import (add, bitwise_and, bitwise_not, bitwise_or, eq, full,  # noqa: E402
+                                     select)
+from corejax.lax.structural import pad, slice as lax_slice  # noqa: E402

@@ -1,0 +1,351 @@
+"""conv_general_dilated and the reduce_window family: values against naive NumPy loops, and every
+rule (jvp, transpose, batching) against finite differences, the dot-product test and stacking."""
+import itertools
+
+import numpy as np
+import pytest
+
+import corejax
+import corejax.numpy as jnp
+from corejax import lax
+from corejax.lax.conv import (ConvDimensionNumbers, conv_dimension_numbers, conv_general_dilated,
+                              conv_transpose, padtype_to_pads)
+from corejax.lax.windowed import (reduce_window, reduce_window_max, reduce_window_min,
+                                  reduce_window_sum)
+
+
+# --- naive references ------------------------------------------------------------------------
+
+def _pad_dilate(x, pads, dilation, fill, first_spatial):
+    """x with spatial axes (from `first_spatial` on) dilated and padded (negative pads crop)."""
+    nsp = len(pads)
+    lead = x.shape[:first_spatial]
+    shape = lead + tuple((n - 1) * d + 1 for n, d in zip(x.shape[first_spatial:], dilation))
+    out = np.full(shape, fill, np.float64)
+    out[(slice(None),) * first_spatial + tuple(slice(None, None, d) for d in dilation)] = x
+    for i, (lo, hi) in enumerate(pads):
+        ax = first_spatial + i
+        n = out.shape[ax]
+        grown = np.full(out.shape[:ax] + (n + max(lo, 0) + max(hi, 0),) + out.shape[ax + 1:],
+                        fill)
+        idx = [slice(None)] * out.ndim
+        idx[ax] = slice(max(lo, 0), max(lo, 0) + n)
+        grown[tuple(idx)] = out
+        idx[ax] = slice(-min(lo, 0), grown.shape[ax] + min(hi, 0))
+        out = grown[tuple(idx)]
+    assert nsp == out.ndim - first_spatial
+    return out
+
+
+def naive_conv(lhs, rhs, strides, pads, lhs_dil, rhs_dil, dnums, groups=1, batch_groups=1):
+    x = np.transpose(lhs, dnums.lhs_spec).astype(np.float64)
+    w = np.transpose(rhs, dnums.rhs_spec).astype(np.float64)
+    n, _, *_ = x.shape
+    o, i, *ks = w.shape
+    xp = _pad_dilate(x, pads, lhs_dil, 0.0, 2)
+    out_sp = [max(0, (xp.shape[2 + d] - ((ks[d] - 1) * rhs_dil[d] + 1)) // strides[d] + 1)
+              for d in range(len(ks))]
+    nb = n // batch_groups
+    out = np.zeros([nb, o] + out_sp)
+    for b, oc in itertools.product(range(nb), range(o)):
+        g, bg = oc // (o // groups), oc // (o // batch_groups)
+        for pos in itertools.product(*map(range, out_sp)):
+            acc = 0.0
+            for c, k in itertools.product(range(i), itertools.product(*map(range, ks))):
+                where = tuple(p * s + t * r for p, s, t, r in zip(pos, strides, k, rhs_dil))
+                acc += xp[(b + bg * nb, g * i + c) + where] * w[(oc, c) + k]
+            out[(b, oc) + pos] = acc
+    return np.transpose(out, np.argsort(dnums.out_spec))
+
+
+def naive_window(x, kind, dims, strides, pads, base_dil, win_dil):
+    init, op = {"sum": (0.0, np.add), "max": (-np.inf, np.maximum),
+                "min": (np.inf, np.minimum)}[kind]
+    xp = _pad_dilate(x, pads, base_dil, init, 0)
+    out_sp = [(xp.shape[d] - ((dims[d] - 1) * win_dil[d] + 1)) // strides[d] + 1
+              for d in range(x.ndim)]
+    out = np.full(out_sp, init)
+    for pos in itertools.product(*map(range, out_sp)):
+        for k in itertools.product(*map(range, dims)):
+            out[pos] = op(out[pos], xp[tuple(p * s + t * r for p, s, t, r in
+                                             zip(pos, strides, k, win_dil))])
+    return out
+
+
+# (lhs shape, rhs shape, strides, padding, lhs_dilation, rhs_dilation, dimension numbers,
+#  feature_group_count, batch_group_count)
+CONV_CASES = {
+    "nchw-plain": ((2, 3, 5, 6), (4, 3, 3, 2), (1, 1), "VALID", None, None, None, 1, 1),
+    "nhwc-same-stride": ((2, 7, 6, 3), (3, 3, 3, 4), (2, 2), "SAME", None, None,
+                         ("NHWC", "HWIO", "NHWC"), 1, 1),
+    "same-lower": ((1, 6, 5, 2), (2, 3, 2, 2), (2, 1), "SAME_LOWER", None, None,
+                   ("NHWC", "HWIO", "NHWC"), 1, 1),
+    "explicit-negative-dilated": ((2, 5, 6, 4), (3, 2, 4, 5), (2, 1), [(1, 2), (-1, 1)], (1, 2),
+                                  (2, 1), ("NHWC", "HWIO", "NHWC"), 1, 1),
+    "feature-groups": ((2, 5, 6, 4), (3, 2, 2, 6), (2, 1), [(1, 2), (0, 1)], (2, 1), (1, 2),
+                       ("NHWC", "HWIO", "NHWC"), 2, 1),
+    "depthwise-1d": ((2, 8, 3), (3, 1, 6), (2,), [(1, 0)], None, None, ("NWC", "WIO", "NWC"),
+                     3, 1),
+    "batch-groups-mixed-layout": ((4, 5, 6, 3), (3, 2, 3, 6), (1, 2), [(1, 2), (0, 1)], None,
+                                  (1, 2), ("NHWC", "HWIO", "NCHW"), 1, 2),
+    "1d-rhs-dilation": ((2, 7, 3), (3, 3, 4), (3,), [(1, 1)], None, (2,),
+                        ("NWC", "WIO", "NWC"), 1, 1),
+    "3d": ((1, 4, 3, 5, 2), (2, 2, 2, 2, 3), (1, 2, 1), "SAME", None, None,
+           ("NDHWC", "DHWIO", "NDHWC"), 1, 1),
+    "window-larger-than-input": ((1, 2, 2, 1), (3, 3, 1, 1), (1, 1), "VALID", None, None,
+                                 ("NHWC", "HWIO", "NHWC"), 1, 1),
+}
+
+
+def _conv_fn(case):
+    _, _, strides, padding, ld, rd, dn, g, b = case
+    return lambda x, w: conv_general_dilated(x, w, strides, padding, ld, rd, dn, g, b)
+
+
+def _explicit_pads(case):
+    lshape, rshape, strides, padding, ld, rd, dn, _, _ = case
+    dnums = conv_dimension_numbers(lshape, rshape, dn)
+    if not isinstance(padding, str):
+        return dnums, padding
+    ks = [rshape[i] for i in dnums.rhs_spec[2:]]
+    rd = rd or (1,) * len(ks)
+    return dnums, padtype_to_pads([lshape[i] for i in dnums.lhs_spec[2:]],
+                                  [(k - 1) * r + 1 for k, r in zip(ks, rd)], strides, padding)
+
+
+@pytest.mark.parametrize("name", CONV_CASES)
+def test_conv_matches_naive_loops(name, rng):
+    case = CONV_CASES[name]
+    lshape, rshape, strides, _, ld, rd, _, g, b = case
+    x = rng.standard_normal(lshape).astype(np.float32)
+    w = rng.standard_normal(rshape).astype(np.float32)
+    y = _conv_fn(case)(x, w)
+    dnums, pads = _explicit_pads(case)
+    nsp = len(lshape) - 2
+    ref = naive_conv(x, w, strides, pads, ld or (1,) * nsp, rd or (1,) * nsp, dnums, g, b)
+    assert y.shape == ref.shape and y.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", CONV_CASES)
+def test_conv_jvp_vjp_and_finite_differences(name, rng, x64):
+    case = CONV_CASES[name]
+    f = _conv_fn(case)
+    x, w = rng.standard_normal(case[0]), rng.standard_normal(case[1])
+    tx, tw = rng.standard_normal(case[0]), rng.standard_normal(case[1])
+    y, f_vjp = corejax.vjp(f, x, w)
+    ct = rng.standard_normal(y.shape)
+    gx, gw = f_vjp(ct)
+    _, ty = corejax.jvp(f, (x, w), (tx, tw))
+    # <J t, ct> == <t, J^T ct>: the transpose rules are the exact adjoints of the jvp.
+    np.testing.assert_allclose(np.sum(np.asarray(ty) * ct),
+                               np.sum(np.asarray(gx) * tx) + np.sum(np.asarray(gw) * tw),
+                               rtol=1e-10, atol=1e-10)
+    eps = 1e-6
+    fd = (np.asarray(f(x + eps * tx, w + eps * tw))
+          - np.asarray(f(x - eps * tx, w - eps * tw))) / (2 * eps)
+    np.testing.assert_allclose(np.asarray(ty), fd, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["nhwc-same-stride", "feature-groups", "batch-groups-mixed-layout"])
+def test_conv_second_order_finite_differences(name, rng, x64):
+    f = _conv_fn(CONV_CASES[name])
+    x, w = rng.standard_normal(CONV_CASES[name][0]), rng.standard_normal(CONV_CASES[name][1])
+    inner = lambda x, w: jnp.sum(corejax.grad(lambda w: jnp.sum(jnp.tanh(f(x, w))))(w) ** 2)
+    g = corejax.grad(inner)(x, w)
+    t = rng.standard_normal(x.shape)
+    eps = 1e-5
+    fd = (float(inner(x + eps * t, w)) - float(inner(x - eps * t, w))) / (2 * eps)
+    np.testing.assert_allclose(np.sum(np.asarray(g) * t), fd, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["nchw-plain", "feature-groups", "depthwise-1d",
+                                  "batch-groups-mixed-layout"])
+@pytest.mark.parametrize("in_axes", [(0, 0), (0, None), (None, 0), (2, 1)])
+def test_conv_vmap_matches_stacking(name, in_axes, rng):
+    case = CONV_CASES[name]
+    f = _conv_fn(case)
+    x, w = rng.standard_normal(case[0]), rng.standard_normal(case[1])
+    xs = np.stack([x + i for i in range(3)], in_axes[0]) if in_axes[0] is not None else x
+    ws = np.stack([w * (i + 1) for i in range(3)], in_axes[1]) if in_axes[1] is not None else w
+    out = corejax.vmap(f, in_axes=in_axes)(xs.astype(np.float32), ws.astype(np.float32))
+    pick = lambda a, ax, i: a if ax is None else np.take(a, i, axis=ax)
+    ref = np.stack([np.asarray(f(pick(xs, in_axes[0], i).astype(np.float32),
+                                 pick(ws, in_axes[1], i).astype(np.float32))) for i in range(3)])
+    np.testing.assert_allclose(np.asarray(out), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_vmap_of_grad(rng):
+    f = _conv_fn(CONV_CASES["feature-groups"])
+    xs = rng.standard_normal((3,) + CONV_CASES["feature-groups"][0]).astype(np.float32)
+    w = rng.standard_normal(CONV_CASES["feature-groups"][1]).astype(np.float32)
+    loss = lambda x, w: jnp.sum(f(x, w) ** 2)
+    out = corejax.vmap(corejax.grad(loss, argnums=1), in_axes=(0, None))(xs, w)
+    ref = np.stack([np.asarray(corejax.grad(loss, argnums=1)(x, w)) for x in xs])
+    np.testing.assert_allclose(np.asarray(out), ref, rtol=1e-4, atol=1e-3)
+
+
+def test_conv_under_jit_and_jaxpr(rng):
+    f = _conv_fn(CONV_CASES["nhwc-same-stride"])
+    x = rng.standard_normal(CONV_CASES["nhwc-same-stride"][0]).astype(np.float32)
+    w = rng.standard_normal(CONV_CASES["nhwc-same-stride"][1]).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(corejax.jit(f)(x, w)), np.asarray(f(x, w)), rtol=1e-6)
+    loss = lambda x, w: jnp.sum(f(x, w) ** 2)
+    g = corejax.jit(corejax.grad(loss, argnums=(0, 1)))(x, w)
+    g_ref = corejax.grad(loss, argnums=(0, 1))(x, w)
+    for a, b in zip(g, g_ref):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-5)
+    assert "conv_general_dilated" in str(corejax.make_jaxpr(f)(x, w))
+
+
+def test_dimension_numbers():
+    dn = conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), ("NHWC", "HWIO", "NHWC"))
+    assert dn == ConvDimensionNumbers((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+    assert conv_dimension_numbers((1, 3, 5, 5), (8, 3, 3, 3), None) == \
+        ConvDimensionNumbers((0, 1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3))
+    assert conv_dimension_numbers((1, 3, 5, 5), (8, 3, 3, 3), dn) == dn
+    with pytest.raises(ValueError, match="spatial"):
+        conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), ("NHWC", "HXIO", "NHWC"))
+    with pytest.raises(TypeError, match="length"):
+        conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), ("NHC", "HWIO", "NHWC"))
+
+
+def test_conv_errors_name_shapes():
+    x, w = jnp.ones((1, 5, 5, 3)), jnp.ones((3, 3, 4, 8))
+    dn = ("NHWC", "HWIO", "NHWC")
+    with pytest.raises(TypeError, match=r"\(1, 5, 5, 3\).*\(3, 3, 4, 8\)"):
+        conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn)
+    with pytest.raises(TypeError, match="same rank"):
+        conv_general_dilated(x, jnp.ones((3, 3, 8)), (1, 1), "SAME")
+    with pytest.raises(TypeError, match="feature_group_count"):
+        conv_general_dilated(x, jnp.ones((3, 3, 1, 8)), (1, 1), "SAME", dimension_numbers=dn,
+                             feature_group_count=2)
+    with pytest.raises(ValueError, match="window_strides"):
+        conv_general_dilated(x, jnp.ones((3, 3, 3, 8)), (1, 1, 1), "SAME", dimension_numbers=dn)
+    with pytest.raises(ValueError, match="padding"):
+        conv_general_dilated(x, jnp.ones((3, 3, 3, 8)), (1, 1), "FULL", dimension_numbers=dn)
+    with pytest.raises(TypeError, match="same dtype"):
+        conv_general_dilated(x, jnp.ones((3, 3, 3, 8), jnp.int32), (1, 1), "SAME",
+                             dimension_numbers=dn)
+
+
+def test_conv_preferred_element_type_and_ints():
+    x = np.arange(2 * 4 * 4 * 1, dtype=np.int32).reshape(2, 4, 4, 1)
+    w = np.ones((2, 2, 1, 1), np.int32)
+    y = conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    assert y.dtype == np.int32 and int(y[0, 0, 0, 0]) == 0 + 1 + 4 + 5
+    y16 = conv_general_dilated(x.astype(np.float16), w.astype(np.float16), (1, 1), "VALID",
+                               dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                               preferred_element_type=np.float32)
+    assert y16.dtype == np.float32
+
+
+def test_conv_transpose_shapes_and_adjointness(rng):
+    x = rng.standard_normal((2, 4, 5, 3)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 3, 6)).astype(np.float32)
+    assert conv_transpose(x, w, (2, 2), "SAME").shape == (2, 8, 10, 6)
+    assert conv_transpose(x, w, (2, 2), "VALID").shape == (2, 9, 11, 6)
+    # With the kernel transposed, conv_transpose is the gradient of a strided SAME conv.
+    y_shape = (2, 8, 10, 3)
+    conv = lambda y: conv_general_dilated(y, w, (2, 2), "SAME",
+                                          dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    ct = rng.standard_normal((2, 4, 5, 6)).astype(np.float32)
+    (grad,) = corejax.vjp(conv, np.zeros(y_shape, np.float32))[1](ct)
+    t = conv_transpose(ct, w, (2, 2), "SAME", transpose_kernel=True)
+    np.testing.assert_allclose(np.asarray(t), np.asarray(grad), rtol=1e-4, atol=1e-4)
+
+
+# --- reduce_window ---------------------------------------------------------------------------
+
+WINDOW_CASES = {
+    "pool-2x2": ((2, 6, 7, 3), (1, 2, 2, 1), (1, 2, 2, 1), "VALID", None, None),
+    "pool-3x3-same": ((2, 5, 5, 2), (1, 3, 3, 1), (1, 2, 2, 1), "SAME", None, None),
+    "explicit-pads": ((2, 6, 7, 3), (1, 3, 3, 1), (1, 2, 1, 1), [(0, 0), (1, 1), (2, 0), (0, 0)],
+                      None, None),
+    "dilations": ((5, 8), (2, 3), (1, 2), [(1, 0), (0, 2)], (2, 1), (1, 2)),
+    "1d-window-dilation": ((9,), (3,), (2,), [(1, 1)], None, (2,)),
+}
+KINDS = {"sum": reduce_window_sum, "max": reduce_window_max, "min": reduce_window_min}
+
+
+def _window_fn(kind, case):
+    _, dims, strides, padding, bd, wd = case
+    return lambda x: KINDS[kind](x, dims, strides, padding, bd, wd)
+
+
+def _window_pads(case):
+    shape, dims, strides, padding, bd, wd = case
+    bd, wd = bd or (1,) * len(shape), wd or (1,) * len(shape)
+    if isinstance(padding, str):
+        padding = padtype_to_pads([(n - 1) * b + 1 for n, b in zip(shape, bd)],
+                                  [(k - 1) * r + 1 for k, r in zip(dims, wd)], strides, padding)
+    return padding, bd, wd
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", WINDOW_CASES)
+def test_reduce_window_matches_naive(kind, name, rng):
+    case = WINDOW_CASES[name]
+    x = rng.standard_normal(case[0]).astype(np.float32)
+    pads, bd, wd = _window_pads(case)
+    ref = naive_window(x, kind, case[1], case[2], pads, bd, wd)
+    np.testing.assert_allclose(np.asarray(_window_fn(kind, case)(x)), ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", WINDOW_CASES)
+def test_reduce_window_rules(kind, name, rng, x64):
+    case = WINDOW_CASES[name]
+    f = _window_fn(kind, case)
+    x, t = rng.standard_normal(case[0]), rng.standard_normal(case[0])
+    y, f_vjp = corejax.vjp(f, x)
+    ct = rng.standard_normal(y.shape)
+    (gx,) = f_vjp(ct)
+    _, ty = corejax.jvp(f, (x,), (t,))
+    np.testing.assert_allclose(np.sum(np.asarray(ty) * ct), np.sum(np.asarray(gx) * t),
+                               rtol=1e-10, atol=1e-10)
+    eps = 1e-6
+    fd = (np.asarray(f(x + eps * t)) - np.asarray(f(x - eps * t))) / (2 * eps)
+    np.testing.assert_allclose(np.asarray(ty), fd, rtol=1e-6, atol=1e-7)
+    xs = np.stack([x, 2 * x, -x], axis=0)
+    np.testing.assert_allclose(np.asarray(corejax.vmap(f)(xs)),
+                               np.stack([np.asarray(f(a)) for a in xs]), rtol=1e-12)
+    loss = lambda x: jnp.sum(f(x) ** 2)
+    np.testing.assert_allclose(np.asarray(corejax.vmap(corejax.grad(loss), in_axes=1,
+                                                       out_axes=1)(np.moveaxis(xs, 0, 1))),
+                               np.stack([np.asarray(corejax.grad(loss)(a)) for a in xs], 1),
+                               rtol=1e-12)
+
+
+def test_reduce_window_sum_second_order(rng, x64):
+    f = _window_fn("sum", WINDOW_CASES["dilations"])
+    x = rng.standard_normal(WINDOW_CASES["dilations"][0])
+    hess_vec = corejax.jvp(corejax.grad(lambda x: jnp.sum(f(x) ** 3)), (x,), (np.ones_like(x),))[1]
+    eps = 1e-5
+    g = corejax.grad(lambda x: jnp.sum(f(x) ** 3))
+    fd = (np.asarray(g(x + eps)) - np.asarray(g(x - eps))) / (2 * eps)
+    np.testing.assert_allclose(np.asarray(hess_vec), fd, rtol=1e-6, atol=1e-6)
+
+
+def test_max_window_ties_send_gradient_to_first_max():
+    x = jnp.array([[1.0, 1.0, 0.0], [1.0, 0.0, 2.0]])
+    g = corejax.grad(lambda x: jnp.sum(reduce_window_max(x, (2, 2), (1, 1), "VALID")))(x)
+    np.testing.assert_array_equal(np.asarray(g), [[1, 0, 0], [0, 0, 1]])
+    g = corejax.grad(lambda x: jnp.sum(reduce_window_min(-x, (2, 2), (1, 1), "VALID")))(x)
+    np.testing.assert_array_equal(np.asarray(g), [[-1, 0, 0], [0, 0, -1]])
+
+
+def test_reduce_window_generic_and_errors():
+    x = jnp.arange(6.0)
+    np.testing.assert_array_equal(np.asarray(reduce_window(x, 0.0, lax.add, (2,), (2,), "VALID")),
+                                  [1, 5, 9])
+    np.testing.assert_array_equal(
+        np.asarray(reduce_window(x, -jnp.inf, lax.max, (3,), (1,), "SAME")), [1, 2, 3, 4, 5, 5])
+    ints = reduce_window_max(jnp.arange(6, dtype=jnp.int32), (2,), (2,), [(0, 1)])
+    assert ints.dtype == np.int32 and list(np.asarray(ints)) == [1, 3, 5]
+    with pytest.raises(NotImplementedError, match="identity"):
+        reduce_window(x, 1.0, lax.add, (2,), (2,), "VALID")
+    with pytest.raises(NotImplementedError, match="computation"):
+        reduce_window(x, 1.0, lax.mul, (2,), (2,), "VALID")
+    with pytest.raises(TypeError, match=r"window_dimensions.*\(6,\)"):
+        reduce_window_sum(x, (2, 2), (1, 1), [(0, 0), (0, 0)])
