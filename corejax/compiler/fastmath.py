@@ -2,21 +2,26 @@
 
 Why this exists: the registry build of llvmlite has no SVML, so ``math.exp`` (and every other
 transcendental) inside a Numba loop is a scalar libm call that stops LLVM from vectorizing the
-loop. The functions here are plain arithmetic, selects, bit casts and LLVM intrinsics that have
-vector forms (rint, fma, fabs), so a loop that calls them vectorizes (``<8 x float>`` on AVX-512
-hosts, where LLVM prefers 256-bit vectors).
+loop. The functions here are plain arithmetic, selects, bit casts, table loads and LLVM
+intrinsics that have vector forms (rint, floor, fabs, fma), so a loop that calls them vectorizes.
+
+What there is (``FAST_UNARY``, ``FAST_BINARY``; accuracy in ``ULP_BOUNDS``):
+- float32: exp, exp2, expm1, log, log2, log10, log1p, tanh, logistic, softplus (log(1 + e**x),
+  a composite, not a lax primitive), erf, erfc, sin, cos; pow (binary, computed in float64).
+- float64: exp, expm1, log, log1p, tanh, logistic, softplus.
+- Everything else (float64 erf/erfc/sin/cos/log2/log10/pow, tan, atan, ...) has no entry:
+  the code generator falls back to ``math.*`` (scalar, correct, slow).
 
 How generated kernels use them::
 
-    from corejax.compiler.fastmath import exp_f32
+    from corejax.compiler.fastmath import exp_f32      # fastmath.import_line(exp_f32)
     @numba.njit(cache=True, error_model="numpy")
     def kernel(x, out):
         for i in range(x.size):
             out[i] = exp_f32(x[i])
 
-``lookup(name, dtype)`` / ``FAST_UNARY`` / ``FAST_BINARY`` tell the code generator which function
-to emit for a primitive and dtype, and ``import_line`` the source line that brings it in. Where a
-table has no entry the generator falls back to ``math.*`` (scalar, correct, slow).
+``lookup(name, dtype)`` returns the function for a lax primitive name and dtype (or None) and
+``import_line(*functions)`` the source line that brings them into a generated module.
 
 Each function is its own dispatcher, ``njit(cache=True, error_model="numpy", fastmath=False,
 forceinline=True)``. The flags are all set explicitly because Numba lets a callee inherit unset
@@ -29,23 +34,32 @@ that would also block vectorization; callers should use it too, for the same rea
 happens in LLVM, not in Numba's IR, so each function is typed and compiled once per process (and
 loaded from Numba's disk cache after that), not once per kernel.
 
+Vector width: on AVX-512 hosts LLVM prefers 256-bit vectors (``<8 x float>``). Compiling with
+the host's CPU features plus ``-prefer-256-bit`` (``NUMBA_CPU_FEATURES``, a process-wide choice
+for the compiler to make) gives 512-bit ones and 1.3-1.5x the throughput; see
+bench/bench_fastmath.py --wide. fma and fmuladd are single instructions on any x86 since
+Haswell and on ARMv8; a host without FMA would get scalar libm fma calls in erfc, exp2 and pow.
+
 Conventions (tests/test_fastmath.py measures and asserts all of them):
 - Arguments are converted to the function's dtype first, results have that dtype.
 - Denormal inputs and outputs are computed, not flushed (no FTZ/DAZ is set anywhere).
 - Special values follow C99 Annex F: exp(-inf)=0, exp(+inf)=inf, overflow -> inf, underflow -> 0
   (through the denormals, with one rounding), log(0)=-inf, log(x<0)=nan, log(inf)=inf,
-  tanh(+-inf)=+-1, erf(+-inf)=+-1, nan in -> nan out, f(+-0)=+-0 for odd functions.
+  tanh(+-inf)=+-1, erf(+-inf)=+-1, sin(+-inf)=nan, nan in -> nan out, f(+-0)=+-0 for odd
+  functions, and C99's table of pow special cases.
 - Accuracy bounds, in units in the last place of the result's dtype, are in ``ULP_BOUNDS``.
 
 Algorithms are the classical published ones, implemented here from their descriptions:
 Cody-Waite range reduction for exp (k = rint(x/ln2), r = x - k*ln2 with ln2 split in a short
 exact high part and a low part), 2^k built from the exponent bits, the exponent/mantissa split
-of log around sqrt(2), Tang-style reconstruction for expm1, and erfc(x) = exp(-x^2)*erfcx(x)
-with the square carried in two floats through fma. Every polynomial was fitted for this file:
-a minimax fit of the stated function on the stated interval, minimizing the maximum *relative*
-error by Lawson's iteratively reweighted least squares over 4000 Chebyshev nodes (float64,
-numpy), then rounded to float32 one coefficient at a time, lowest power first, refitting the
-remaining ones after each rounding. Coefficients are listed highest power first (Horner order).
+of log around sqrt(2) (float64: log(1+f) = 2 atanh(f/(2+f))), Tang-style reconstruction for
+expm1, erfc(x) = exp(-x^2)*erfcx(x) with the square carried in two floats through fma, and a
+Payne-Hanek-style table reduction for sin/cos (described at its table). Every float32 polynomial
+was fitted for this file: a minimax fit of the stated function on the stated interval, minimizing
+the maximum *relative* error by Lawson's iteratively reweighted least squares over 4000 Chebyshev
+nodes (float64, numpy), then rounded to float32 one coefficient at a time, lowest power first,
+refitting the remaining ones after each rounding. Coefficients are listed highest power first
+(Horner order).
 """
 import math
 
@@ -74,36 +88,35 @@ def _as_int_width(builder, value, width):
     return value
 
 
-def _bitcast_to_int(float_type, int_type):
-    def typer(typingctx, x):
-        if x != float_type:
+def _bitcast_intrinsic(name, doc, from_type, to_type, to_llvm):
+    """An @intrinsic reinterpreting the bits of one scalar as another (an integer argument of
+    any width is truncated or sign-extended to the width of to_type first)."""
+    def typer(typingctx, value):
+        if isinstance(from_type, type):
+            if not isinstance(value, from_type):
+                return None
+        elif value != from_type:
             return None
 
         def codegen(context, builder, sig, args):
-            return builder.bitcast(args[0], ir.IntType(int_type.bitwidth))
-        return int_type(float_type), codegen
-    return typer
+            arg = args[0]
+            if isinstance(arg.type, ir.IntType):
+                arg = _as_int_width(builder, arg, to_type.bitwidth)
+            return builder.bitcast(arg, to_llvm)
+        return to_type(value), codegen
+    typer.__name__ = typer.__qualname__ = name
+    typer.__doc__ = doc
+    return intrinsic(prefer_literal=False)(typer)
 
 
-def _bitcast_to_float(int_bits, float_type, llvm_float):
-    def typer(typingctx, i):
-        if not isinstance(i, types.Integer):
-            return None
-
-        def codegen(context, builder, sig, args):
-            return builder.bitcast(_as_int_width(builder, args[0], int_bits), llvm_float)
-        return float_type(i), codegen
-    return typer
-
-
-f32_as_i32 = intrinsic(prefer_literal=False)(_bitcast_to_int(types.float32, types.int32))
-f32_as_i32.__doc__ = "The IEEE bits of a float32 as an int32."
-f64_as_i64 = intrinsic(prefer_literal=False)(_bitcast_to_int(types.float64, types.int64))
-f64_as_i64.__doc__ = "The IEEE bits of a float64 as an int64."
-i32_as_f32 = intrinsic(prefer_literal=False)(_bitcast_to_float(32, types.float32, ir.FloatType()))
-i32_as_f32.__doc__ = "The float32 whose bits are the low 32 bits of an integer."
-i64_as_f64 = intrinsic(prefer_literal=False)(_bitcast_to_float(64, types.float64, ir.DoubleType()))
-i64_as_f64.__doc__ = "The float64 whose bits are the low 64 bits of an integer."
+f32_as_i32 = _bitcast_intrinsic("f32_as_i32", "The IEEE bits of a float32 as an int32.",
+                                types.float32, types.int32, ir.IntType(32))
+f64_as_i64 = _bitcast_intrinsic("f64_as_i64", "The IEEE bits of a float64 as an int64.",
+                                types.float64, types.int64, ir.IntType(64))
+i32_as_f32 = _bitcast_intrinsic("i32_as_f32", "The float32 whose bits are an integer's low 32.",
+                                types.Integer, types.float32, ir.FloatType())
+i64_as_f64 = _bitcast_intrinsic("i64_as_f64", "The float64 whose bits are an integer's low 64.",
+                                types.Integer, types.float64, ir.DoubleType())
 
 
 def _llvm_float_intrinsic(llvm_name, arity):
@@ -192,7 +205,9 @@ _ERFCX_NEAR = _coeffs32(6.221128e-05, -0.00019004059, 0.00046942494, -0.00131184
 _ERFCX_FAR = _coeffs32(0.66437566, -2.0292683, 2.4562554, -1.2068659, -0.23877405, 0.53199,
                        -0.02463225, -0.27872828, -0.00028095528, 0.5642028, -2.6779253e-07)
 _ERFC_TAIL = f32(0.5)
-_LOG10E = f32(0.4342945)
+_LOG10E = f32(0.4342945)              # 1/ln 10 rounded, and the rest:
+_LOG10E_TAIL = f32(-1.010305e-08)
+_LOG2E_TAIL = f32(1.925963e-08)        # 1/ln 2 - _LOG2E
 _LOG10_2_HI = f32(0.301025390625)    # 12 significant bits: e * hi exact for any exponent e
 _LOG10_2_LO = f32(4.605039e-06)
 
@@ -302,20 +317,31 @@ def log_f32(x):
 
 
 @_jit
+def _scaled_log1p_f32(f, scale, scale_tail):
+    """log1p(f) * (scale + scale_tail) as hi + lo: f*scale, the largest term, is kept exact
+    through fma so that only the final sum rounds at full size."""
+    hi = f * scale
+    lo = _fma(f, scale, -hi) + (f * scale_tail + _log1p_small_f32(f) * scale)
+    return hi, lo
+
+
+@_jit
 def log2_f32(x):
-    """Base-2 logarithm for float32 (<= 2 ulp); exact for powers of two."""
+    """Base-2 logarithm for float32 (<= 1.5 ulp); exact for powers of two."""
     x = f32(x)
     e, f = _log_split_f32(x)
-    y = e + (f + _log1p_small_f32(f)) * _LOG2E
+    hi, lo = _scaled_log1p_f32(f, _LOG2E, _LOG2E_TAIL)
+    y = e + (hi + lo)
     return _log_special_f32(x, y)
 
 
 @_jit
 def log10_f32(x):
-    """Base-10 logarithm for float32 (<= 2 ulp)."""
+    """Base-10 logarithm for float32 (<= 1.5 ulp)."""
     x = f32(x)
     e, f = _log_split_f32(x)
-    y = ((f + _log1p_small_f32(f)) * _LOG10E + e * _LOG10_2_LO) + e * _LOG10_2_HI
+    hi, lo = _scaled_log1p_f32(f, _LOG10E, _LOG10E_TAIL)
+    y = e * _LOG10_2_HI + (hi + (lo + e * _LOG10_2_LO))
     return _log_special_f32(x, y)
 
 
@@ -358,11 +384,21 @@ def tanh_f32(x):
 
 
 @_jit
+def _ratio_one_plus(n, e, one):
+    """n / (one + e) for 0 <= e <= 1 with the rounding of one + e and of the quotient corrected
+    (one fma residual step), so that the error of e is the only one of size."""
+    d = one + e
+    d_err = (one - d) + e                           # one + e = d + d_err exactly
+    y = n / d
+    return y + (_fma(-y, d, n) - y * d_err) / d
+
+
+@_jit
 def logistic_f32(x):
-    """The logistic sigmoid 1/(1 + e**-x) for float32 (<= 2.5 ulp), without overflow."""
+    """The logistic sigmoid 1/(1 + e**-x) for float32 (<= 2 ulp), without overflow."""
     x = f32(x)
     e = exp_f32(-abs(x))
-    return (_ONE if x >= _ZERO else e) / (_ONE + e)
+    return _ratio_one_plus(_ONE if x >= _ZERO else e, e, _ONE)
 
 
 @_jit
@@ -385,10 +421,13 @@ def _erfc_tail_f32(a):
     acc = _ERFCX_NEAR[0] if near else _ERFCX_FAR[0]
     for i in range(1, len(_ERFCX_NEAR)):
         acc = _mul_add(acc, t, _ERFCX_NEAR[i] if near else _ERFCX_FAR[i])
-    # a^2 = hi + lo exactly; exp(-hi - lo) = exp(-hi) * (1 - lo) to float32 precision.
+    # a^2 = hi + lo exactly; exp(-hi - lo) = exp(-hi) * (1 - lo) to float32 precision. On the
+    # far piece erfcx is nearly proportional to t = 1/a, so the rounding of 1/a, whose relative
+    # size is fma(-a, t, 1), is put back as a factor (1 + that).
     hi = ac * ac
     lo = _fma(ac, ac, -hi)
-    return exp_f32(-hi) * (acc - acc * lo)
+    recip_residual = _ZERO if near else _fma(-ac, t, _ONE)
+    return exp_f32(-hi) * (acc + acc * (recip_residual - lo))
 
 
 @_jit
@@ -540,31 +579,51 @@ def _scale_pow2_f64(p, kf):
 
 
 @_jit
+def _reduce_ln2_f64(xc):
+    """(k, r, c) with xc = k*ln2 + r + c, |r| <= ln2/2, c the rounding error of r: at float64
+    the rounding of r alone would cost up to half an ulp of the result."""
+    kf = _rint(xc * _LOG2E64)
+    r_hi = xc - kf * _LN2_HI64                       # exact
+    r = r_hi - kf * _LN2_LO64
+    c = (r_hi - r) - kf * _LN2_LO64
+    return kf, r, c
+
+
+@_jit
 def exp_f64(x):
     """e**x for float64 (<= 1 ulp)."""
     x = f64(x)
     xc = f64(710.0) if not x < f64(710.0) else x
     xc = f64(-746.0) if xc < f64(-746.0) else xc
-    kf = _rint(xc * _LOG2E64)
-    r = xc - kf * _LN2_HI64 - kf * _LN2_LO64
-    p = _ONE64 + (r + r * r * _horner(r, _EXP_P64))
+    kf, r, c = _reduce_ln2_f64(xc)
+    # 1 + r + (c + r^2 P(r)) with 1 + r split exactly, so only the last addition rounds.
+    one_r = _ONE64 + r
+    one_r_err = (_ONE64 - one_r) + r
+    p = one_r + (one_r_err + (c + r * r * _horner(r, _EXP_P64)))
     y = _scale_pow2_f64(p, kf)
     return y if x == x else x
 
 
 @_jit
 def expm1_f64(x):
-    """e**x - 1 for float64, accurate near 0 (<= 2 ulp)."""
+    """e**x - 1 for float64, accurate near 0 (<= 1.5 ulp)."""
     x = f64(x)
     xc = f64(710.0) if not x < f64(710.0) else x
     xc = f64(-40.0) if xc < f64(-40.0) else xc     # e**-40 is below half an ulp of -1
-    kf = _rint(xc * _LOG2E64)
-    r = xc - kf * _LN2_HI64 - kf * _LN2_LO64
-    em1 = r + r * (r * (_HALF64 + r * _horner(r, _EXPM1_Q64)))
+    kf, r, c = _reduce_ln2_f64(xc)
+    tail = c + r * (r * (_HALF64 + r * _horner(r, _EXPM1_Q64)))   # expm1(r + c) - r
+    # e**x - 1 = (2^k - 1) + 2^k r + 2^k tail: the first two are exact and summed exactly
+    # (two-sum), so the result rounds once at full size. 2^k - 1 is exact for -53 <= k <= 53.
     k_small = f64(53.0) if kf > f64(53.0) else kf
     s = i64_as_f64((np.int64(k_small) + 1023) << 52)
-    y_small = s * em1 + (s - _ONE64)
-    y_large = _scale_pow2_f64(em1 + _ONE64, kf)
+    a = s - _ONE64
+    b = s * r
+    hi = a + b
+    b_part = hi - a
+    lo = (a - (hi - b_part)) + (b - b_part)
+    y_small = hi + (lo + s * tail)
+    one_r = _ONE64 + r
+    y_large = _scale_pow2_f64(one_r + (((_ONE64 - one_r) + r) + tail), kf)   # -1 is negligible
     y = y_large if kf > f64(53.0) else y_small
     return x if (x == _ZERO64 or x != x) else y
 
@@ -636,10 +695,10 @@ def tanh_f64(x):
 
 @_jit
 def logistic_f64(x):
-    """The logistic sigmoid for float64 (<= 2.5 ulp), without overflow."""
+    """The logistic sigmoid for float64 (<= 2 ulp), without overflow."""
     x = f64(x)
     e = exp_f64(-abs(x))
-    return (_ONE64 if x >= _ZERO64 else e) / (_ONE64 + e)
+    return _ratio_one_plus(_ONE64 if x >= _ZERO64 else e, e, _ONE64)
 
 
 @_jit
@@ -711,9 +770,9 @@ FAST_BINARY = {
 # them); see tests/test_fastmath.py for the sampling.
 ULP_BOUNDS = {
     exp_f32: 1, exp2_f32: 1, expm1_f32: 2, log_f32: 1, log2_f32: 2, log10_f32: 2, log1p_f32: 2,
-    tanh_f32: 2, logistic_f32: 2.5, softplus_f32: 2, erf_f32: 2, erfc_f32: 4, pow_f32: 1,
+    tanh_f32: 2, logistic_f32: 2, softplus_f32: 2, erf_f32: 2, erfc_f32: 4, pow_f32: 1,
     sin_f32: 1, cos_f32: 1,
-    exp_f64: 1, expm1_f64: 2, log_f64: 1, log1p_f64: 2, tanh_f64: 3, logistic_f64: 2.5,
+    exp_f64: 1, expm1_f64: 1.5, log_f64: 1, log1p_f64: 2, tanh_f64: 3, logistic_f64: 2,
     softplus_f64: 2,
 }
 
