@@ -1,0 +1,496 @@
+"""Config-driven MNIST training: `python train.py --config configs/mlp.yaml`.
+
+Every config key, its type and default is in SCHEMA below and documented in configs/README.md.
+After each epoch three lines go to stdout, as in the seed:
+
+    Epoch 0 in 10.44 sec
+    Training set accuracy 0.92524999
+    Test set accuracy 0.92710000
+
+Everything else (progress bar, notes) goes to stderr. The output folder receives config.yaml
+(the resolved config), metrics.jsonl, checkpoint.npz and, with matplotlib, metrics.png.
+Exit codes: 0 done, 1 failure (data, checkpoint, model), 2 bad command line or config,
+130 interrupted (after saving a checkpoint that --resume continues from).
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import numpy as np
+import yaml
+
+from data import DataFormatError, DataNotFoundError, CheckpointError, Preprocess
+from data import batches, checkpoint, mnist
+
+NONE = type(None)
+_REQUIRED = object()
+
+# key: (accepted types, default, allowed values or None, documentation)
+SCHEMA: dict[str, tuple[tuple, Any, tuple | None, str]] = {
+    "model.name": ((str,), "mlp", ("mlp", "cnn"), "model class (models.py)"),
+    "model.args": ((dict,), {}, None, "keyword arguments of the model class"),
+    "optimizer.name": ((str,), "sgd", None, "an optim function: sgd, adam, adamw, rmsprop, ..."),
+    "optimizer.learning_rate": ((float,), 0.01, None,
+                                "learning rate (the schedule's init_value if a schedule is set)"),
+    "optimizer.args": ((dict,), {}, None, "other keyword arguments of the optimizer"),
+    "optimizer.schedule.name": ((str, NONE), None, None,
+                                "an optim schedule (exponential_decay, cosine_decay_schedule...)"),
+    "optimizer.schedule.args": ((dict,), {}, None, "keyword arguments of the schedule"),
+    "loss": ((str,), "cross_entropy", ("cross_entropy", "neg_mean_logp", "neg_sum_logp"),
+             "cross_entropy: mean over the batch of softmax cross-entropy; neg_mean_logp: "
+             "-mean(logp * onehot) over the (batch, 10) array (the seed's); neg_sum_logp: "
+             "-sum(logp * onehot)"),
+    "data.source": ((str,), "auto", ("auto", "idx", "tfds"), "where MNIST comes from"),
+    "data.dir": ((str, NONE), None, None,
+                 "folder of MNIST IDX files (--data-dir and COREJAX_DATA_DIR also set it)"),
+    "data.limit": ((int, NONE), None, None, "use only the first N training examples"),
+    "data.test_limit": ((int, NONE), None, None, "use only the first N test examples"),
+    "data.flatten": ((bool,), True, None, "images as (784,) vectors, else (28, 28, 1)"),
+    "data.scale": ((bool,), True, None, "pixels / 255 in [0, 1], else raw 0..255"),
+    "data.shuffle": ((bool,), True, None, "shuffle each epoch (from the seed)"),
+    "data.drop_remainder": ((bool,), False, None, "leave out the last, smaller batch"),
+    "data.prefetch": ((int,), 2, None, "batches prepared ahead on a thread (0: none)"),
+    "train.batch_size": ((int,), 128, None, "examples per step"),
+    "train.epochs": ((int,), 10, None, "number of epochs"),
+    "train.seed": ((int,), 0, None, "PRNGKey seed for the parameters and the shuffling"),
+    "train.eval_every": ((int,), 1, None, "evaluate every N epochs (and after the last)"),
+    "train.eval_batch_size": ((int,), 10000, None, "examples per evaluation call"),
+    "train.checkpoint_every": ((int,), 1, None, "save a checkpoint every N epochs"),
+    "train.log_every": ((int,), 50, None, "write the loss to metrics.jsonl every N steps"),
+    "train.stop_after_steps": ((int, NONE), None, None,
+                               "stop after N steps of this run, saving a checkpoint "
+                               "(continue with --resume)"),
+    "output.dir": ((str,), "runs/default", None, "folder for checkpoint, metrics and plot"),
+    "output.plot": ((bool,), True, None, "write metrics.png (needs matplotlib)"),
+    "backend": ((str,), "cpu", ("cpu", "cuda"), "where corejax.jit runs the step"),
+}
+_DICT_KEYS = tuple(k for k, (types, *_rest) in SCHEMA.items() if dict in types)
+_NULLABLE_GROUPS = ("optimizer.schedule",)
+
+
+class ConfigError(ValueError):
+    """A config file or --set override names an unknown key or has a mistyped value."""
+
+
+def _suggest(key: str) -> str:
+    close = difflib.get_close_matches(key, list(SCHEMA), n=1, cutoff=0.5)
+    if not close:
+        leaf = key.rsplit(".", 1)[-1]
+        close = [k for k in SCHEMA if k.rsplit(".", 1)[-1] == leaf][:1]
+    return f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(SCHEMA)}."
+
+
+def _check_value(key: str, value):
+    types, _, choices, _ = SCHEMA[key]
+    if float in types and isinstance(value, str):
+        try:
+            value = float(value)          # PyYAML reads 1e-3 (no dot) as a string
+        except ValueError:
+            pass
+    if float in types and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+    if not ok:
+        names = " or ".join("null" if t is NONE else t.__name__ for t in types)
+        raise ConfigError(f"config key {key!r} expects {names}, got "
+                          f"{type(value).__name__} {value!r}.")
+    if choices is not None and value not in choices:
+        close = difflib.get_close_matches(str(value), choices, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"config key {key!r} must be one of {list(choices)}, got "
+                          f"{value!r}{hint}")
+    return value
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict:
+    out = {}
+    for name, value in tree.items():
+        key = f"{prefix}{name}"
+        if key in SCHEMA:
+            out[key] = value
+        elif key in _NULLABLE_GROUPS and value is None:
+            continue
+        elif isinstance(value, dict) and any(k.startswith(key + ".") for k in SCHEMA):
+            out.update(_flatten(value, key + "."))
+        else:
+            raise ConfigError(f"unknown config key {key!r}{_suggest(key)}")
+    return out
+
+
+def _set(cfg: dict, key: str, value) -> None:
+    if key in SCHEMA:
+        cfg[key] = _check_value(key, value)
+        return
+    for dict_key in _DICT_KEYS:
+        if key.startswith(dict_key + "."):
+            cfg[dict_key] = {**cfg[dict_key], key[len(dict_key) + 1:]: value}
+            return
+    raise ConfigError(f"unknown config key {key!r}{_suggest(key)}")
+
+
+def load_config(path: str | None = None, overrides=(), data_dir: str | None = None) -> dict:
+    """The resolved config as a flat dict of dotted keys: SCHEMA defaults, then the YAML file,
+    then `overrides` ('key=value', the value parsed as YAML), then `data_dir`; the data folder
+    falls back to $COREJAX_DATA_DIR."""
+    cfg = {k: (dict(d) if isinstance(d, dict) else d) for k, (_, d, _, _) in SCHEMA.items()}
+    if path is not None:
+        try:
+            with open(path) as f:
+                tree = yaml.safe_load(f) or {}
+        except OSError as e:
+            raise ConfigError(f"cannot read config file {path!r}: {e.strerror}.") from e
+        except yaml.YAMLError as e:
+            raise ConfigError(f"config file {path!r} is not valid YAML: {e}") from e
+        if not isinstance(tree, dict):
+            raise ConfigError(f"config file {path!r} must hold a mapping of keys, got "
+                              f"{type(tree).__name__}.")
+        for key, value in _flatten(tree).items():
+            _set(cfg, key, value)
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set expects key=value, got {item!r}.")
+        try:
+            value = yaml.safe_load(text) if text else None
+        except yaml.YAMLError as e:
+            raise ConfigError(f"--set {key}: value {text!r} is not valid YAML: {e}") from e
+        _set(cfg, key.strip(), value)
+    if data_dir is not None:
+        cfg["data.dir"] = data_dir
+    elif cfg["data.dir"] is None:
+        cfg["data.dir"] = os.environ.get(mnist.ENV_VAR) or None
+    for key in ("train.batch_size", "train.epochs", "train.eval_every", "train.eval_batch_size",
+                "train.checkpoint_every", "train.log_every"):
+        if cfg[key] <= 0:
+            raise ConfigError(f"config key {key!r} must be positive, got {cfg[key]}.")
+    return cfg
+
+
+def nested(cfg: dict) -> dict:
+    """The flat config as nested mappings (as written in YAML)."""
+    out: dict = {}
+    for key, value in cfg.items():
+        node = out
+        *parents, leaf = key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    return out
+
+
+# --------------------------------------------------------------------------- building blocks
+
+def _call_checked(fn, kwargs: dict, what: str):
+    """Calls fn(**kwargs); an unknown keyword becomes a ConfigError naming it."""
+    import inspect
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        params = None
+    if params is not None and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        for name in kwargs:
+            if name not in params:
+                close = difflib.get_close_matches(name, list(params), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else \
+                    f"; valid: {', '.join(params)}"
+                raise ConfigError(f"{what} has no argument {name!r}{hint}")
+    return fn(**kwargs)
+
+
+def build_model(cfg: dict):
+    import models
+    cls = models.MODELS[cfg["model.name"]]
+    return _call_checked(cls, dict(cfg["model.args"]), f"model {cfg['model.name']!r}")
+
+
+def _optim_fn(name: str, what: str):
+    import optim
+    fn = getattr(optim, name, None)
+    if not callable(fn) or name.startswith("_"):
+        public = [n for n in dir(optim) if not n.startswith("_")]
+        close = difflib.get_close_matches(name, public, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"{what} {name!r} is not a function of optim{hint}")
+    return fn
+
+
+def build_optimizer(cfg: dict):
+    learning_rate: Any = cfg["optimizer.learning_rate"]
+    if cfg["optimizer.schedule.name"] is not None:
+        sched = _optim_fn(cfg["optimizer.schedule.name"], "optimizer.schedule.name")
+        args = {"init_value": learning_rate, **cfg["optimizer.schedule.args"]}
+        learning_rate = _call_checked(sched, args, f"schedule {cfg['optimizer.schedule.name']!r}")
+    make = _optim_fn(cfg["optimizer.name"], "optimizer.name")
+    return _call_checked(make, {"learning_rate": learning_rate, **cfg["optimizer.args"]},
+                         f"optimizer {cfg['optimizer.name']!r}")
+
+
+def make_loss(name: str):
+    import corejax.numpy as jnp
+    import optim
+
+    def loss(logp, onehot):
+        if name == "neg_mean_logp":
+            return -jnp.mean(logp * onehot)
+        if name == "neg_sum_logp":
+            return -jnp.sum(logp * onehot)
+        return jnp.mean(optim.softmax_cross_entropy(logp, onehot))
+    return loss
+
+
+def load_data(cfg: dict):
+    kw = dict(source=cfg["data.source"], data_dir=cfg["data.dir"])
+    train_x, train_y = mnist.load("train", **kw)
+    test_x, test_y = mnist.load("test", **kw)
+    if cfg["data.limit"] is not None:
+        train_x, train_y = train_x[:cfg["data.limit"]], train_y[:cfg["data.limit"]]
+    if cfg["data.test_limit"] is not None:
+        test_x, test_y = test_x[:cfg["data.test_limit"]], test_y[:cfg["data.test_limit"]]
+    return train_x, train_y, test_x, test_y
+
+
+def accuracy(predict, params, images, labels, pre: Preprocess, chunk: int) -> np.float32:
+    """Fraction of correct argmax predictions, as float32 (as the seed's jnp.mean printed)."""
+    correct = 0
+    n = images.shape[0]
+    for lo in range(0, n, chunk):
+        x, _ = batches_preprocess(images[lo:lo + chunk], labels[lo:lo + chunk], pre)
+        valid = x.shape[0]
+        if valid < chunk and n > chunk:    # pad: one compiled shape for every chunk
+            x = np.concatenate([x, np.zeros((chunk - valid,) + x.shape[1:], x.dtype)])
+        pred = np.asarray(predict(params, x))[:valid]
+        correct += int(np.sum(pred == labels[lo:lo + chunk]))
+    return np.float32(correct) / np.float32(n)
+
+
+def batches_preprocess(images, labels, pre: Preprocess):
+    from data.batching import preprocess_batch
+    return preprocess_batch(images, labels, pre._replace(one_hot=None))
+
+
+# --------------------------------------------------------------------------- training
+
+class Metrics:
+    """metrics.jsonl: one JSON object per line, flushed as written."""
+
+    def __init__(self, path: str, append: bool):
+        self.path = path
+        self._f = open(path, "a" if append else "w")
+
+    def write(self, **record):
+        self._f.write(json.dumps(record) + "\n")
+        self._f.flush()
+
+    def close(self):
+        self._f.close()
+
+    def epochs(self) -> list[dict]:
+        with open(self.path) as f:
+            return [r for r in map(json.loads, filter(str.strip, f)) if r.get("type") == "epoch"]
+
+
+def plot(records: list[dict], path: str) -> str:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed: no plot (pip install '.[plot]')."
+    epochs = [r["epoch"] for r in records]
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4))
+    ax_loss.plot(epochs, [r["train_loss"] for r in records], marker="o")
+    ax_loss.set(xlabel="epoch", ylabel="mean training loss", title="loss")
+    for name in ("train_accuracy", "test_accuracy"):
+        pts = [(r["epoch"], r[name]) for r in records if r.get(name) is not None]
+        if pts:
+            ax_acc.plot(*zip(*pts), marker="o", label=name.replace("_", " "))
+    ax_acc.set(xlabel="epoch", ylabel="accuracy", title="accuracy")
+    ax_acc.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return f"plot written to {path}"
+
+
+class _StopRequested(Exception):
+    """train.stop_after_steps was reached."""
+
+
+def _progress(total, initial, desc, enabled):
+    from tqdm import tqdm
+    return tqdm(total=total, initial=initial, desc=desc, unit="batch", disable=not enabled,
+                leave=False, dynamic_ncols=True, file=sys.stderr)
+
+
+def train(cfg: dict, resume: bool = False, quiet: bool = False) -> int:
+    import corejax as jax
+    from corejax import random
+    import optim
+
+    jax.config.update("platform", cfg["backend"])
+    out_dir = cfg["output.dir"]
+    os.makedirs(out_dir, exist_ok=True)
+    ckpt_path = os.path.join(out_dir, "checkpoint.npz")
+    with open(os.path.join(out_dir, "config.yaml"), "w") as f:
+        yaml.safe_dump(nested(cfg), f, sort_keys=False)
+
+    train_x, train_y, test_x, test_y = load_data(cfg)
+    pre = Preprocess(flatten=cfg["data.flatten"], scale=cfg["data.scale"], one_hot=10)
+    model = build_model(cfg)
+    tx = build_optimizer(cfg)
+    loss_of = make_loss(cfg["loss"])
+    bs = cfg["train.batch_size"]
+
+    def loss_fn(params, x, y):
+        return loss_of(model.apply(params, x), y)
+
+    @jax.jit
+    def train_step(params, opt_state, x, y):
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optim.apply_updates(params, updates), opt_state, loss
+
+    @jax.jit
+    def predict(params, x):
+        return jax.numpy.argmax(model.apply(params, x), axis=-1)
+
+    init_key, shuffle_key = random.split(random.PRNGKey(cfg["train.seed"]))
+    sample, _ = batches_preprocess(train_x[:1], train_y[:1], pre)
+    params = model.init(init_key, sample)
+    opt_state = tx.init(params)
+    state = {"params": params, "opt_state": opt_state, "key": shuffle_key, "step": 0,
+             "epoch": 0, "batch": 0, "epoch_loss_sum": 0.0, "epoch_examples": 0,
+             "epoch_time": 0.0}
+    if resume:
+        if not os.path.exists(ckpt_path):
+            raise CheckpointError(f"--resume: no checkpoint at {ckpt_path}; run without --resume "
+                                  "to start training.")
+        state = checkpoint.restore(ckpt_path, target=state)
+        print(f"resuming from {ckpt_path}: epoch {state['epoch']}, batch {state['batch']}, "
+              f"step {state['step']}", file=sys.stderr)
+    metrics = Metrics(os.path.join(out_dir, "metrics.jsonl"), append=resume)
+    show_bar = not quiet and sys.stderr.isatty()
+    steps_this_run = 0
+    stop_after = cfg["train.stop_after_steps"]
+    epochs = cfg["train.epochs"]
+
+    def save():
+        checkpoint.save(ckpt_path, state)
+
+    try:
+        while state["epoch"] < epochs:
+            epoch = state["epoch"]
+            it = batches(train_x, train_y, bs, key=state["key"], epoch=epoch,
+                         shuffle=cfg["data.shuffle"], drop_remainder=cfg["data.drop_remainder"],
+                         preprocess=pre, prefetch=cfg["data.prefetch"], start_batch=state["batch"])
+            bar = _progress(len(it), state["batch"], f"epoch {epoch}", show_bar)
+            start = time.perf_counter()
+            seen = 0
+            try:
+                for x, y in it:
+                    params, opt_state, loss = train_step(state["params"], state["opt_state"], x, y)
+                    loss = float(loss)
+                    state.update(params=params, opt_state=opt_state, step=state["step"] + 1,
+                                 batch=state["batch"] + 1,
+                                 epoch_loss_sum=state["epoch_loss_sum"] + loss * x.shape[0],
+                                 epoch_examples=state["epoch_examples"] + x.shape[0])
+                    seen += x.shape[0]
+                    steps_this_run += 1
+                    if state["step"] % cfg["train.log_every"] == 0:
+                        metrics.write(type="step", epoch=epoch, step=state["step"], loss=loss)
+                    if show_bar:
+                        bar.update(1)
+                        rate = seen / max(time.perf_counter() - start, 1e-9)
+                        bar.set_postfix(loss=f"{loss:.4f}", ex_per_s=f"{rate:.0f}",
+                                        refresh=False)
+                    if stop_after is not None and steps_this_run >= stop_after:
+                        raise _StopRequested
+            finally:
+                state["epoch_time"] += time.perf_counter() - start
+                it.close()
+                bar.close()
+            epoch_time = state["epoch_time"]
+            print(f"Epoch {epoch} in {epoch_time:0.2f} sec", flush=True)
+            record = {"type": "epoch", "epoch": epoch, "step": state["step"],
+                      "train_loss": state["epoch_loss_sum"] / max(state["epoch_examples"], 1),
+                      "epoch_time": epoch_time,
+                      "examples_per_sec": state["epoch_examples"] / max(epoch_time, 1e-9),
+                      "train_accuracy": None, "test_accuracy": None}
+            if (epoch + 1) % cfg["train.eval_every"] == 0 or epoch + 1 == epochs:
+                chunk = cfg["train.eval_batch_size"]
+                train_acc = accuracy(predict, state["params"], train_x, train_y, pre, chunk)
+                test_acc = accuracy(predict, state["params"], test_x, test_y, pre, chunk)
+                print(f"Training set accuracy {train_acc:.8f}", flush=True)
+                print(f"Test set accuracy {test_acc:.8f}", flush=True)
+                record.update(train_accuracy=float(train_acc), test_accuracy=float(test_acc))
+            metrics.write(**record)
+            state.update(epoch=epoch + 1, batch=0, epoch_loss_sum=0.0, epoch_examples=0,
+                         epoch_time=0.0)
+            if (epoch + 1) % cfg["train.checkpoint_every"] == 0 or epoch + 1 == epochs:
+                save()
+    except _StopRequested:
+        save()
+        print(f"stopped after {steps_this_run} steps (train.stop_after_steps); checkpoint "
+              f"{ckpt_path} at step {state['step']}; continue with --resume", file=sys.stderr)
+        return 0
+    except KeyboardInterrupt:
+        save()
+        print(f"\ninterrupted; checkpoint {ckpt_path} at step {state['step']}; continue with "
+              "--resume", file=sys.stderr)
+        return 130
+    finally:
+        metrics.close()
+    if cfg["output.plot"]:
+        print(plot(metrics.epochs(), os.path.join(out_dir, "metrics.png")), file=sys.stderr)
+    return 0
+
+
+# --------------------------------------------------------------------------- command line
+
+def _parser() -> argparse.ArgumentParser:
+    keys = "\n".join(f"  {k:<26} {SCHEMA[k][3]} (default: {SCHEMA[k][1]!r})" for k in SCHEMA)
+    p = argparse.ArgumentParser(
+        prog="train.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Train an MNIST classifier with corejax, nn and optim from a YAML config.",
+        epilog="config keys (YAML nesting or dotted names for --set):\n" + keys +
+               "\n\nexamples:\n"
+               "  COREJAX_DATA_DIR=../shared/data/mnist python train.py --config configs/mlp.yaml\n"
+               "  python train.py --config configs/cnn.yaml --set train.epochs=1 "
+               "--set optimizer.learning_rate=3e-4\n"
+               "exit codes: 0 done, 1 failed, 2 bad config or arguments, 130 interrupted")
+    p.add_argument("--config", help="YAML config file (configs/*.yaml); defaults if omitted")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key; VALUE is parsed as YAML (repeatable)")
+    p.add_argument("--data-dir", help="folder of MNIST IDX files (over data.dir and "
+                                      f"${mnist.ENV_VAR})")
+    p.add_argument("--output-dir", help="output folder (same as --set output.dir=...)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from the checkpoint in the output folder")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        overrides = list(args.overrides)
+        if args.output_dir:
+            overrides.append(f"output.dir={args.output_dir}")
+        cfg = load_config(args.config, overrides, data_dir=args.data_dir)
+        return train(cfg, resume=args.resume, quiet=args.quiet)
+    except ConfigError as e:
+        print(f"train.py: config error: {e}", file=sys.stderr)
+        return 2
+    except (DataNotFoundError, DataFormatError, CheckpointError) as e:
+        print(f"train.py: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
