@@ -267,3 +267,15 @@ def test_resume_without_checkpoint_fails(tmp_path, capsys):
     _require_stack()
     assert _run(tmp_path / "empty", resume=True) == 1
     assert "no checkpoint" in capsys.readouterr().err
+
+
+def test_plot_writes_png_or_says_why(tmp_path):
+    records = [{"epoch": 0, "train_loss": 0.5, "train_accuracy": 0.9, "test_accuracy": 0.91},
+               {"epoch": 1, "train_loss": 0.3, "train_accuracy": None, "test_accuracy": None}]
+    note = train.plot(records, str(tmp_path / "m.png"))
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert "pip install '.[plot]'" in note
+        return
+    assert (tmp_path / "m.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
