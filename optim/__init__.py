@@ -1,0 +1,27 @@
+"""optim: Optax-style gradient transformations, optimizers, schedules and losses on corejax."""
+from optim import losses, schedules, tree_utils
+from optim.alias import (adagrad, adam, adamax, adamw, lamb, lion, nadam, nadamw, rmsprop,
+                         sgd)
+from optim.base import (EmptyState, GradientTransformation, OptState, Params, Schedule,
+                        ScalarOrSchedule, Updates, apply_updates, identity,
+                        safe_int32_increment, set_to_zero, stateless, stateless_with_tree_map)
+from optim.clipping import ClipByGlobalNormState, ClipState, clip, clip_by_global_norm
+from optim.combine import MultiTransformState, chain, multi_transform
+from optim.losses import (cosine_distance, cosine_similarity, huber_loss, l2_loss,
+                          sigmoid_binary_cross_entropy, softmax_cross_entropy,
+                          softmax_cross_entropy_with_integer_labels, squared_error)
+from optim.schedules import (constant_schedule, cosine_decay_schedule, exponential_decay,
+                             join_schedules, linear_schedule, piecewise_constant_schedule,
+                             polynomial_schedule, warmup_cosine_decay_schedule,
+                             warmup_exponential_decay_schedule)
+from optim.transform import (AddDecayedWeightsState, EmaState, ScaleByAdamState,
+                             ScaleByLionState, ScaleByRmsState, ScaleByRmsWithCountState,
+                             ScaleByRssState, ScaleByRStdDevState, ScaleByRStdDevWithCountState,
+                             ScaleByScheduleState, ScaleByTrustRatioState, ScaleState,
+                             TraceState, add_decayed_weights, ema, scale, scale_by_adam,
+                             scale_by_adamax, scale_by_learning_rate, scale_by_lion,
+                             scale_by_rms, scale_by_rss, scale_by_schedule, scale_by_stddev,
+                             scale_by_trust_ratio, trace)
+from optim.tree_utils import global_norm
+from optim.wrappers import (InjectHyperparamsState, MaskedNode, MaskedState, MultiSteps,
+                            MultiStepsState, freeze, inject_hyperparams, masked)
