@@ -1,8 +1,8 @@
 """Mini-batches of an in-memory data set, prepared on a background thread.
 
 `batches(images, labels, batch_size, key=key, epoch=e)` yields `(x, y)` NumPy float32 pairs.
-The order of epoch `e` is `corejax.random.permutation(fold_in(key, e), n)`, so it depends only
-on the key and the epoch number: a run resumed from a checkpoint sees the same batches.
+The order of epoch `e` is drawn from `corejax.random.fold_in(key, e)` (see epoch_permutation),
+so it depends only on the key and the epoch number: a resumed run sees the same batches.
 """
 from __future__ import annotations
 
@@ -47,9 +47,14 @@ def num_batches(n: int, batch_size: int, drop_remainder: bool) -> int:
 
 
 def epoch_permutation(key, epoch: int, n: int) -> np.ndarray:
-    """The example order of `epoch`: a permutation of range(n) drawn from fold_in(key, epoch)."""
+    """The example order of `epoch`: range(n) sorted by n random uint32 words drawn from
+    `random.fold_in(key, epoch)` (a stable sort, so ties keep their order).
+
+    It depends only on the key and the epoch, so a resumed run replays the same order.
+    """
     from corejax import random
-    return np.asarray(random.permutation(random.fold_in(key, epoch), n)).astype(np.int64)
+    words = np.asarray(random.bits(random.fold_in(key, epoch), (n,), dtype=np.uint32))
+    return np.argsort(words, kind="stable")
 
 
 _END = object()

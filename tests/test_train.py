@@ -26,7 +26,7 @@ def _mnist_dir():
 
 
 def _require_stack():
-    """The end-to-end runs need the nn package and corejax.random.permutation."""
+    """The end-to-end runs need the nn package."""
     try:
         import nn
         for name in ("Module", "compact", "Dense", "Conv", "log_softmax", "relu",
@@ -34,11 +34,6 @@ def _require_stack():
             getattr(nn, name)
     except (ImportError, AttributeError) as e:
         pytest.skip(f"the nn package is not available yet: {e}")
-    from corejax import random
-    try:
-        random.permutation(random.PRNGKey(0), 3)
-    except NotImplementedError as e:
-        pytest.skip(f"corejax.random.permutation is not available yet: {e}")
 
 
 # --------------------------------------------------------------------------- config
