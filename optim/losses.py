@@ -17,21 +17,29 @@ def _check_float(name: str, **arrays) -> None:
                             f"{jnp.asarray(x).dtype}.")
 
 
+def _errors(name: str, predictions, targets):
+    _check_float(name, predictions=predictions)
+    if targets is None:
+        return predictions
+    if jnp.shape(predictions) != jnp.shape(targets):
+        raise ValueError(f"{name}: predictions of shape {jnp.shape(predictions)} and targets of "
+                         f"shape {jnp.shape(targets)} differ; broadcast them explicitly.")
+    return predictions - targets
+
+
 def squared_error(predictions, targets=None):
     """`(predictions - targets) ** 2`, elementwise (targets default to zeros)."""
-    errors = predictions if targets is None else predictions - targets
-    return jnp.square(errors)
+    return jnp.square(_errors("squared_error", predictions, targets))
 
 
 def l2_loss(predictions, targets=None):
     """Half the squared error, elementwise."""
-    return 0.5 * squared_error(predictions, targets)
+    return 0.5 * jnp.square(_errors("l2_loss", predictions, targets))
 
 
 def huber_loss(predictions, targets=None, delta=1.0):
     """Quadratic for errors up to `delta`, linear beyond, elementwise."""
-    errors = predictions if targets is None else predictions - targets
-    abs_errors = jnp.abs(errors)
+    abs_errors = jnp.abs(_errors("huber_loss", predictions, targets))
     quadratic = jnp.minimum(abs_errors, delta)
     return 0.5 * jnp.square(quadratic) + delta * (abs_errors - quadratic)
 
@@ -39,10 +47,12 @@ def huber_loss(predictions, targets=None, delta=1.0):
 def _log_softmax(logits, axis, where):
     if where is None:
         return jax.nn.log_softmax(logits, axis=axis)
-    top = lax.stop_gradient(jnp.max(logits, axis=axis, keepdims=True, where=where,
-                                    initial=-jnp.inf))
-    shifted = logits - top
-    total = jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True, where=where)
+    # jnp.max(..., where=, initial=) is refused by corejax today, so mask by hand.
+    top = lax.stop_gradient(jnp.max(jnp.where(where, logits, -jnp.inf), axis=axis,
+                                    keepdims=True))
+    # Left-out classes become -inf before exp, so a huge excluded logit can not overflow.
+    shifted = jnp.where(where, logits - top, -jnp.inf)
+    total = jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True)
     return shifted - jnp.log(total)
 
 

@@ -128,6 +128,9 @@ def warmup_cosine_decay_schedule(init_value, peak_value, warmup_steps: int, deca
                                  end_value=0.0, exponent=1.0) -> Callable:
     """Linear warmup from `init_value` to `peak_value` over `warmup_steps`, then cosine decay
     to `end_value`; `decay_steps` counts the warmup too."""
+    if not decay_steps > warmup_steps:
+        raise ValueError(f"warmup_cosine_decay_schedule: decay_steps ({decay_steps}) counts the "
+                         f"warmup steps too and must exceed warmup_steps ({warmup_steps}).")
     alpha = 0.0 if peak_value == 0 else end_value / peak_value
     return join_schedules(
         [linear_schedule(init_value, peak_value, warmup_steps),

@@ -183,15 +183,17 @@ def _as_hyperparam(value, dtype):
     return value
 
 
-def inject_hyperparams(inner_factory: Callable[..., GradientTransformation],
-                       static_args=(), hyperparam_dtype=None) -> Callable[..., GradientTransformation]:
+def inject_hyperparams(inner_factory: Callable[..., GradientTransformation], static_args=(),
+                       hyperparam_dtype=None) -> Callable[..., GradientTransformation]:
     """Wraps an optimizer factory so that its numeric arguments live in the optimizer state.
 
     `inject_hyperparams(optim.adam)(learning_rate=schedule)` behaves like `optim.adam` but its
     state has `.hyperparams['learning_rate']` (the value used by the latest update, readable
     and writable between steps). Numeric arguments become scalar arrays in the state; callable
     arguments are schedules evaluated at each step; bools, None, strings and the names in
-    `static_args` are passed through unchanged.
+    `static_args` are passed through unchanged (name a callable that is not a schedule, such
+    as adamw's `mask`, in `static_args`). Floating hyperparameters take `hyperparam_dtype`, by
+    default the dtype of the first floating leaf of the params.
     """
     static_args = {static_args} if isinstance(static_args, str) else set(static_args)
     signature = inspect.signature(inner_factory)

@@ -455,6 +455,8 @@ def test_bad_hyperparameters_and_calls():
         opt.update(GRADS[0], opt.init(PARAMS))
     with pytest.raises(ValueError, match="decay_steps must be positive"):
         optim.cosine_decay_schedule(1.0, 0)
+    with pytest.raises(ValueError, match="must exceed warmup_steps"):
+        optim.warmup_cosine_decay_schedule(0.0, 1.0, 10, 10)
     with pytest.raises(ValueError, match="non-negative"):
         optim.piecewise_constant_schedule(1.0, {10: -0.5})
     with pytest.raises(ValueError, match="boundaries"):
@@ -532,6 +534,27 @@ def test_more_losses_by_hand():
     np.testing.assert_allclose(np.asarray(grad), np.asarray(jax.nn.softmax(x) - p), atol=1e-6)
     with pytest.raises(TypeError, match="integers"):
         optim.softmax_cross_entropy_with_integer_labels(x, jnp.asarray([1.0]))
+    with pytest.raises(ValueError, match="shape"):
+        optim.l2_loss(jnp.ones(3), jnp.ones(2))
+    with pytest.raises(TypeError, match="floating"):
+        optim.squared_error(jnp.ones(3, jnp.int32))
+
+
+def test_cross_entropy_where_leaves_classes_out():
+    logits = jnp.asarray([[1.0, 2.0, 0.5, 9.0], [0.0, -3.0, 4.0, 7.0]])
+    probs = jnp.asarray([[0.2, 0.5, 0.3, 0.0], [0.0, 0.0, 1.0, 0.0]])
+    keep = jnp.asarray([[True, True, True, False]] * 2)
+    three = optim.softmax_cross_entropy(logits[:, :3], probs[:, :3])
+    np.testing.assert_allclose(np.asarray(optim.softmax_cross_entropy(logits, probs, where=keep)),
+                               np.asarray(three), rtol=1e-6)
+    labels = jnp.asarray([1, 2])
+    np.testing.assert_allclose(
+        np.asarray(optim.softmax_cross_entropy_with_integer_labels(logits, labels, where=keep)),
+        np.asarray(optim.softmax_cross_entropy_with_integer_labels(logits[:, :3], labels)),
+        rtol=1e-6)
+    huge = jnp.asarray([[1.0, 2.0, 0.5, 200.0]] * 2)   # the left-out class must not overflow
+    grad = jax.grad(lambda z: optim.softmax_cross_entropy(z, probs, where=keep).sum())(huge)
+    assert np.isfinite(np.asarray(grad)).all() and not np.asarray(grad)[:, 3].any()
 
 
 # --- the seed issue's annealing run ------------------------------------------------------------
