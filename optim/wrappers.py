@@ -132,7 +132,7 @@ class MultiSteps:
                        updates, state.acc_grads)
         else:
             acc = _map(lambda g, a: a + g, updates, state.acc_grads)
-        skip, skip_state = False, state.skip_state
+        skip_state = state.skip_state
         if self._should_skip is not None:
             skip, skip_state = self._should_skip(updates, state.gradient_step, params)
 

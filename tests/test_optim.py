@@ -80,11 +80,14 @@ def np_sgd(lr, momentum=None, nesterov=False):
     return step
 
 
-def np_adam(lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0):
+def np_adam(lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0, nesterov=False):
     def step(p, g, s, t):
         m, v = s
         m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
-        direction = (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)
+        m_hat = m / (1 - b1 ** t)
+        if nesterov:   # Dozat's NAdam: look ahead one momentum step
+            m_hat = b1 * m / (1 - b1 ** (t + 1)) + (1 - b1) * g / (1 - b1 ** t)
+        direction = m_hat / (np.sqrt(v / (1 - b2 ** t)) + eps)
         return p - lr * (direction + wd * p), (m, v)
     return step
 
@@ -160,6 +163,8 @@ REFERENCES = [
     ("lamb", dict(learning_rate=1e-2), np_lamb(1e-2), lambda p: (zeros(p), zeros(p))),
     ("lion", dict(learning_rate=1e-3), np_lion(1e-3), zeros),
     ("adamax", dict(learning_rate=1e-2), np_adamax(1e-2), lambda p: (zeros(p), zeros(p))),
+    ("nadam", dict(learning_rate=1e-2), np_adam(1e-2, nesterov=True),
+     lambda p: (zeros(p), zeros(p))),
 ]
 
 
