@@ -221,3 +221,14 @@ def test_nonzero_concrete_and_static_size():
     np.testing.assert_array_equal(np.asarray(out[1]), [1, 0, 2, -1])
     with pytest.raises(jax.errors.ConcretizationTypeError):
         jax.jit(jnp.nonzero)(jnp.asarray(x))
+
+
+def test_masked_reductions_and_softmax():
+    mask = jnp.array([True, False, True])
+    assert float(jnp.max(jnp.array([1.0, 5.0, 2.0]), where=mask, initial=-jnp.inf)) == 2.0
+    with pytest.raises(ValueError, match="initial"):
+        jnp.max(jnp.ones(3), where=mask)
+    out = jax.nn.log_softmax(jnp.array([0.0, 100.0, 0.0]), where=mask)
+    np.testing.assert_allclose(np.asarray(out), [np.log(0.5), -np.inf, np.log(0.5)], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.nn.softmax(jnp.array([0.0, 100.0, 0.0]),
+                                                         where=mask)), [0.5, 0.0, 0.5])

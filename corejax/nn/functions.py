@@ -135,22 +135,28 @@ def glu(x, axis=-1):
 tanh = jnp.tanh
 
 
-def softmax(x, axis=-1, where=None, initial=None):
-    """exp(x) / sum(exp(x)) along `axis`, stable for large inputs."""
+def softmax(x, axis=-1, where=None, initial=-jnp.inf):
+    """exp(x) / sum(exp(x)) along `axis`, stable for large inputs; 0 where `where` is False."""
     (x,) = promote_dtypes_inexact(x)
     axes = canonicalize_axes(axis, get_aval(x).ndim)
-    x_max = lax.stop_gradient(jnp.max(x, axes, keepdims=True))
+    x_max = lax.stop_gradient(jnp.max(x, axes, keepdims=True, where=where, initial=initial))
     unnormalized = jnp.exp(x - x_max)
+    if where is not None:
+        unnormalized = jnp.where(where, unnormalized, 0.0)
     return unnormalized / jnp.sum(unnormalized, axes, keepdims=True)
 
 
-def log_softmax(x, axis=-1, where=None, initial=None):
-    """x - logsumexp(x) along `axis`, stable for large inputs."""
+def log_softmax(x, axis=-1, where=None, initial=-jnp.inf):
+    """x - logsumexp(x) along `axis`, stable for large inputs; -inf where `where` is False."""
     (x,) = promote_dtypes_inexact(x)
     axes = canonicalize_axes(axis, get_aval(x).ndim)
-    x_max = lax.stop_gradient(jnp.max(x, axes, keepdims=True))
+    x_max = lax.stop_gradient(jnp.max(x, axes, keepdims=True, where=where, initial=initial))
     shifted = x - x_max
-    return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axes, keepdims=True))
+    exp_shifted = jnp.exp(shifted)
+    if where is not None:
+        exp_shifted = jnp.where(where, exp_shifted, 0.0)
+    out = shifted - jnp.log(jnp.sum(exp_shifted, axes, keepdims=True))
+    return out if where is None else jnp.where(where, out, -jnp.inf)
 
 
 def one_hot(x, num_classes: int, *, dtype=None, axis=-1):

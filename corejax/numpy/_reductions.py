@@ -45,7 +45,7 @@ def _reduction(name, lax_fn, upcast, identity=None, bool_op=None):
         if dt != aval.dtype:
             a = lax.convert_element_type(a, dt, weak_type=aval.weak_type)
         if where is not None:
-            if identity is None:
+            if identity is None and initial is None:
                 raise ValueError(f"jnp.{name} with where= requires an initial value.")
             from corejax.numpy._ufuncs import where as _where
             a = _where(where, a, lax.full((), identity(dt) if initial is None else initial, dt))
