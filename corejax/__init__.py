@@ -17,6 +17,7 @@ from corejax.errors import (ConcretizationTypeError, TracerBoolConversionError,
                             UnexpectedTracerError)
 from corejax.tree_util import tree_map, tree_leaves, tree_structure
 from corejax import nn, scipy
+from corejax import debug
 
 stop_gradient = lax.stop_gradient
 float0 = dtypes.float0

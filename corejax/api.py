@@ -27,6 +27,7 @@ __all__ = ["jit", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd",
            "disable_jit"]
 
 logger = logging.getLogger("corejax")
+_config_values = config._values   # read directly on the eager fast path (no __getattr__)
 
 
 def _fun_name(f) -> str:
@@ -144,10 +145,14 @@ def eval_shape(fun: Callable, *args, **kwargs):
 
 # --- jit -------------------------------------------------------------------------------------
 
-class _CacheEntry(NamedTuple):
-    jaxpr: ClosedJaxpr   # constvars converted to leading inputs, so consts are passed as args
-    consts: list
-    out_tree: Any
+class _CacheEntry:
+    __slots__ = ("jaxpr", "consts", "out_tree", "executable")
+
+    def __init__(self, jaxpr: ClosedJaxpr, consts: list, out_tree: Any):
+        self.jaxpr = jaxpr        # constvars converted to leading inputs: consts are passed as args
+        self.consts = consts
+        self.out_tree = out_tree
+        self.executable = None    # the compiled program, once the eager fast path has run it
 
 
 def _signature_key(leaves):
@@ -165,6 +170,7 @@ class _JittedFunction:
         self._donate_argnums = donate_argnums
         self._backend = backend
         self._cache: dict = {}
+        self._fast: dict = {}     # eager calls with Array arguments: signature -> (entry, exe)
         self._lock = threading.RLock()
         self._last_key = None
         functools.update_wrapper(self, fun)
@@ -227,10 +233,33 @@ class _JittedFunction:
         return entry
 
     def __call__(self, *args, **kwargs):
-        if config.disable_jit:
+        if _config_values["disable_jit"]:
             return self._fun(*args, **kwargs)
+        if not kwargs and core._trace_state.dynamic_level == 0 and \
+                all(type(a) is Array for a in args):
+            # Eager fast path for positional Array arguments: a signature of shapes/dtypes only.
+            flags = _config_values
+            fast_key = (tuple([(a._value.shape, a._value.dtype, a.weak_type) for a in args]),
+                        self._backend or flags["platform"], flags["enable_x64"])
+            hit = self._fast.get(fast_key)
+            if hit is not None:
+                entry, exe = hit
+                return tree_unflatten(entry.out_tree, exe(*entry.consts, *args))
+        else:
+            fast_key = None
         entry, leaves = self._lookup(args, kwargs)
         operands = [*entry.consts, *leaves]
+        if core._trace_state.dynamic_level == 0 and not any(
+                isinstance(x, Tracer) for x in operands):
+            # Eager fast path: no transformation is active, so run the executable directly.
+            exe = entry.executable
+            if exe is None:
+                from corejax.compiler import compile_jaxpr
+                exe = compile_jaxpr(entry.jaxpr, self._backend_name())
+                entry.executable = exe
+            if fast_key is not None and not self._static_argnums and not self._static_argnames:
+                self._fast[fast_key] = (entry, exe)
+            return tree_unflatten(entry.out_tree, exe(*operands))
         outs = jit_p.bind(*operands, jaxpr=entry.jaxpr, name=_fun_name(self._fun),
                           backend=self._backend_name())
         return tree_unflatten(entry.out_tree, outs)
@@ -244,6 +273,7 @@ class _JittedFunction:
 
     def clear_cache(self):
         self._cache.clear()
+        self._fast.clear()
 
     def __get__(self, obj, objtype=None):
         if obj is None:

@@ -1,25 +1,45 @@
 """The compiler: turns a ClosedJaxpr into an executable for a backend.
 
-`compile_jaxpr(closed, backend)` returns a callable `(*arrays) -> list[Array]`, cached per
-Jaxpr. The reference executor runs each equation's NumPy impl directly (no tracing).
+`compile_jaxpr(closed, backend)` returns a callable `(*arrays) -> list[Array]` with
+`as_text()`, cached per Jaxpr. Backends: 'cpu' (passes -> fusion -> Numba kernels, see
+compiler/cpu.py) and 'reference' (each equation's NumPy impl: the oracle compiled results are
+tested against).
 """
 from __future__ import annotations
 
+import threading
 import weakref
 
 from corejax.compiler.reference import ReferenceExecutable
 
-__all__ = ["compile_jaxpr"]
+__all__ = ["compile_jaxpr", "kernel_stats"]
 
 _cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_lock = threading.RLock()
 
 
 def compile_jaxpr(closed, backend: str = "cpu"):
-    per_jaxpr = _cache.setdefault(closed, {})
-    exe = per_jaxpr.get(backend)
-    if exe is None:
-        if backend != "cpu":
-            from corejax.array import devices
-            devices(backend)  # raises a clear error for an unavailable backend
-        exe = per_jaxpr[backend] = ReferenceExecutable(closed)
+    per_jaxpr = _cache.get(closed)
+    exe = per_jaxpr.get(backend) if per_jaxpr is not None else None
+    if exe is not None:
+        return exe
+    with _lock:
+        per_jaxpr = _cache.setdefault(closed, {})
+        exe = per_jaxpr.get(backend)
+        if exe is None:
+            if backend == "reference":
+                exe = ReferenceExecutable(closed)
+            else:
+                from corejax.array import devices
+                devices(backend)  # raises a clear error for an unavailable backend
+                from corejax.compiler.cpu import CpuExecutable
+                exe = CpuExecutable(closed)
+            per_jaxpr[backend] = exe
     return exe
+
+
+def kernel_stats() -> dict:
+    """Counters of this process: kernels_compiled (Numba compilations), kernels_loaded (from
+    the disk cache), rebuilt (corrupted cache entries replaced)."""
+    from corejax.compiler import diskcache
+    return dict(diskcache.stats)

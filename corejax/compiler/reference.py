@@ -4,6 +4,8 @@ Every compiled backend is tested against it.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from corejax import core
 from corejax.array import Array, to_numpy, wrap
 
@@ -24,7 +26,7 @@ class ReferenceExecutable:
             env[v] = to_numpy(x)
 
         def read(v):
-            return to_numpy(v.val) if type(v) is core.Literal else env[v]
+            return np.asarray(v.val, v.aval.dtype) if type(v) is core.Literal else env[v]
 
         for eqn in jaxpr.eqns:
             outs = eqn.primitive.impl(*map(read, eqn.invars), **eqn.params)
@@ -36,3 +38,41 @@ class ReferenceExecutable:
 
     def as_text(self) -> str:
         return str(self.closed)
+
+
+def find_nan_source(closed: core.ClosedJaxpr, args) -> None:
+    """Re-runs `closed` equation by equation with the NumPy impls (as JAX re-runs a jitted
+    function op by op under debug_nans) and raises FloatingPointError naming the first
+    equation that produced a NaN from NaN-free operands."""
+    import numpy as np
+    jaxpr = closed.jaxpr
+    env = {}
+    for v, x in zip(jaxpr.constvars, closed.consts):
+        env[v] = to_numpy(x)
+    for v, x in zip(jaxpr.invars, args):
+        env[v] = to_numpy(x)
+
+    def read(v):
+        return np.asarray(v.val, v.aval.dtype) if type(v) is core.Literal else env[v]
+
+    def has_nan(x):
+        return x.dtype.kind in "fc" and bool(np.isnan(x).any())
+
+    for eqn in jaxpr.eqns:
+        ins = [read(v) for v in eqn.invars]
+        sub = next((p for p in eqn.params.values() if isinstance(p, core.ClosedJaxpr)), None)
+        if sub is not None and eqn.primitive.name in ("jit", "custom_jvp_call",
+                                                       "custom_vjp_call"):
+            find_nan_source(sub, ins)
+        with np.errstate(all="ignore"):
+            outs = eqn.primitive.impl(*ins, **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = (outs,)
+        outs = [to_numpy(o) for o in outs]
+        for v, x in zip(eqn.outvars, outs):
+            env[v] = x
+        if any(has_nan(x) for x in outs) and not any(has_nan(x) for x in ins):
+            where = f" at {eqn.source_info}" if eqn.source_info else ""
+            raise FloatingPointError(
+                f"invalid value (nan) encountered in {eqn.primitive.name}{where} "
+                f"(found while re-running a jitted function op by op under debug_nans)")

@@ -12,6 +12,9 @@ from typing import Callable
 
 elementwise_lowerings: dict = {}
 kernel_lowerings: dict = {}
+# Primitives with side effects (debug callbacks): never removed, merged or folded by passes,
+# always run as host steps in program order.
+effectful: set = set()
 
 
 def def_elementwise(prim, rule: Callable[..., str]) -> None:
@@ -20,3 +23,7 @@ def def_elementwise(prim, rule: Callable[..., str]) -> None:
 
 def def_kernel(prim, rule) -> None:
     kernel_lowerings[prim] = rule
+
+
+def def_effectful(prim) -> None:
+    effectful.add(prim)

@@ -1,0 +1,197 @@
+"""Code generation: a FusedGroup becomes the source of one Numba loop nest.
+
+Kernels are shape-generic: loop sizes are arguments, so one kernel serves every shape with the
+same structure (and its source, the kernel's IR, is the disk-cache key). Dimensions are
+collapsed first: output dims of size 1 are dropped and adjacent dims that every operand spans
+alike (and that are alike reduced or kept) merge into one loop. Every array is passed flat
+(1-D, C-contiguous) and indexed with offsets over the loop indices of the dims it spans, so a
+broadcast operand is read without being materialized, and loads are placed at the outermost
+loop level they depend on.
+
+Reductions: a trailing run of reduced loops accumulates in a scalar; reduced loops outside it
+accumulate into the (pre-initialized) result array. Reduction kernels are compiled with
+fastmath `reassoc` (LLVM then vectorizes the accumulation with several partial sums, as XLA
+does; results differ from a sequential sum by rounding only); elementwise kernels use no
+fastmath flags at all, so their results are those of the scalar expressions. Loops over at
+least PARALLEL_MIN elements use `prange` on their outermost kept dimension.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from corejax.core import Literal
+from corejax.compiler import registry
+from corejax.compiler.fusion import FusedGroup, Virtual
+from corejax.compiler.scalar_ctx import ScalarCtx, literal
+
+__all__ = ["KernelPlan", "generate", "PARALLEL_MIN"]
+
+PARALLEL_MIN = 1 << 18
+
+
+class KernelPlan:
+    """What the executor needs to call a generated kernel."""
+
+    def __init__(self, source, sizes, arrays, outputs, reduction_out, needs_init):
+        self.source = source              # module source (without the cache header)
+        self.sizes = sizes                # loop sizes, passed first
+        self.arrays = arrays              # materialized Vars passed next (flattened)
+        self.outputs = outputs            # full-shape output Vars
+        self.reduction_out = reduction_out  # the reduction's output Var, or None
+        self.needs_init = needs_init
+
+
+def _np_name(dt) -> str:
+    dt = np.dtype(dt)
+    return "np.bool_" if dt == np.bool_ else f"np.{dt.name}"
+
+
+def _monoid(name, dt):
+    dt = np.dtype(dt)
+    if name == "add":
+        return literal(0, dt), "({a} + {b})"
+    if name in ("and", "or"):
+        return literal(name == "and", dt), "({a} & {b})" if name == "and" else "({a} | {b})"
+    big = np.inf if dt.kind == "f" else (True if dt == np.bool_ else np.iinfo(dt).max)
+    small = -np.inf if dt.kind == "f" else (False if dt == np.bool_ else np.iinfo(dt).min)
+    if dt.kind == "f":
+        fn = "fmax" if name == "max" else "fmin"
+        return literal(small if name == "max" else big, dt), fn + "({a}, {b})"
+    fn = "max" if name == "max" else "min"
+    return literal(small if name == "max" else big, dt), fn + "({a}, {b})"
+
+
+def generate(group: FusedGroup) -> KernelPlan:
+    S = group.shape
+    red = group.reduction
+    red_axes = set(red.params["axes"]) if red is not None else set()
+    loop_dims = [d for d in range(len(S)) if S[d] != 1]
+
+    # Operands: arrays (deduplicated by base Var and spanned dims) and iotas.
+    arrays: list = []        # (base Var, frozenset of spanned S dims)
+    operand: dict = {}       # atom -> ("array", index) | ("iota", S dim, dtype)
+    for atom, src in group.inputs.items():
+        if isinstance(src, Virtual) and type(src.src) is Literal:
+            operand[atom] = ("literal", src.src)
+            continue
+        if isinstance(src, Virtual) and src.src is None:
+            operand[atom] = ("iota", src.iota_dim, src.aval.dtype)
+            continue
+        if isinstance(src, Virtual):
+            base = src.src
+            spans = frozenset(d for k, d in enumerate(src.dims)
+                              if d is not None and base.aval.shape[k] != 1 and S[d] != 1)
+        else:
+            base, spans = atom, frozenset(loop_dims)
+        key = (base, spans)
+        if key not in arrays:
+            arrays.append(key)
+        operand[atom] = ("array", arrays.index(key))
+
+    iota_dims = {o[1] for o in operand.values() if o[0] == "iota"}
+
+    def signature(d):
+        return (tuple(d in spans for _, spans in arrays), d in red_axes,
+                d if d in iota_dims else None)
+
+    collapsed: list[list[int]] = []
+    for d in loop_dims:
+        if collapsed and d not in iota_dims and signature(collapsed[-1][-1]) == signature(d):
+            collapsed[-1].append(d)
+        else:
+            collapsed.append([d])
+    k = len(collapsed)
+    sizes = [int(np.prod([S[d] for d in c], dtype=np.int64)) for c in collapsed]
+    cdim_of = {d: i for i, c in enumerate(collapsed) for d in c}
+    reduced = [collapsed[i][0] in red_axes for i in range(k)]
+
+    def offset(cdims):
+        expr = None
+        for c in cdims:
+            expr = f"i{c}" if expr is None else f"({expr} * n{c} + i{c})"
+        return expr or "0"
+
+    ctx = ScalarCtx()
+    loads: list[list[str]] = [[] for _ in range(k + 1)]
+    names: dict = {}
+    for j, (base, spans) in enumerate(arrays):
+        cdims = sorted({cdim_of[d] for d in spans})
+        level = (max(cdims) + 1) if cdims else 0
+        loads[level].append(f"x{j} = a{j}[{offset(cdims)}]")
+    for atom, op in operand.items():
+        if op[0] == "array":
+            names[atom] = f"x{op[1]}"
+        elif op[0] == "literal":
+            names[atom] = literal(op[1].val, atom.aval.dtype)
+        else:
+            _, d, dt = op
+            names[atom] = f"{_np_name(dt)}(i{cdim_of[d]})" if d in cdim_of else literal(0, dt)
+
+    def expr_of(atom):
+        if type(atom) is Literal:
+            return literal(atom.val, atom.aval.dtype)
+        return names[atom]
+
+    body: list[str] = []
+    for n, eqn in enumerate(group.eqns):
+        rule = registry.elementwise_lowerings[eqn.primitive]
+        ctx.in_dtypes = [v.aval.dtype for v in eqn.invars]
+        ctx.out_dtype = eqn.outvars[0].aval.dtype
+        expr = rule(ctx, *map(expr_of, eqn.invars), **eqn.params)
+        body.append(f"v{n} = {_np_name(ctx.out_dtype)}({expr})")
+        names[eqn.outvars[0]] = f"v{n}"
+    outputs = [o for o in group.outputs if red is None or o is not red.outvars[0]]
+    for j, v in enumerate(outputs):
+        body.append(f"o{j}[{offset(range(k))}] = {names[v]}")
+
+    needs_init = False
+    suffix = k
+    init = combine = None
+    if red is not None:
+        dt = red.outvars[0].aval.dtype
+        init, combine = _monoid(registry.kernel_lowerings[red.primitive][1], dt)
+        if "fmax" in combine or "fmin" in combine:
+            ctx.imports.add("from corejax.compiler.kernel_lib import fmax, fmin")
+        while suffix > 0 and reduced[suffix - 1]:
+            suffix -= 1
+        kept = [c for c in range(k) if not reduced[c]]
+        needs_init = suffix == k or any(reduced[:suffix])
+        val = expr_of(red.invars[0])
+        if suffix == k:
+            target = f"r0[{offset(kept)}]"
+            body.append(f"{target} = {combine.format(a=target, b=val)}")
+        else:
+            body.append(f"acc = {combine.format(a='acc', b=val)}")
+
+    parallel = (int(np.prod(sizes, dtype=np.int64)) >= PARALLEL_MIN and k > 0
+                and not reduced[0])
+
+    def level(c, ind):
+        out = [ind + line for line in loads[c]]
+        if c == k:
+            return out + [ind + line for line in body]
+        if red is not None and c == suffix:
+            out.append(f"{ind}acc = {init}")
+        loop = "prange" if (c == 0 and parallel) else "range"
+        out.append(f"{ind}for i{c} in {loop}(n{c}):")
+        out += level(c + 1, ind + "    ")
+        if red is not None and c == suffix:
+            target = f"r0[{offset(kept)}]"
+            value = combine.format(a=target, b="acc") if needs_init else "acc"
+            out.append(f"{ind}{target} = {value}")
+        return out
+
+    args = [f"n{c}" for c in range(k)] + [f"a{j}" for j in range(len(arrays))] + \
+        [f"o{j}" for j in range(len(outputs))] + (["r0"] if red is not None else [])
+    lines = level(0, "    ")
+    if needs_init:
+        lines = ["    for q in range(r0.size):", f"        r0[q] = {init}"] + lines
+    flags = [f"parallel={parallel}", 'error_model="numpy"', "nogil=True", "cache=True"]
+    if red is not None and red.outvars[0].aval.dtype.kind == "f":
+        flags.append("fastmath={'reassoc'}")
+    header = ["import math", "import numpy as np", "from numba import njit, prange",
+              *sorted(ctx.imports), "", "", f"@njit({', '.join(flags)})",
+              f"def kernel({', '.join(args)}):"]
+    source = "\n".join(header + lines) + "\n"
+    return KernelPlan(source, sizes, [b for b, _ in arrays], outputs,
+                      red.outvars[0] if red is not None else None, needs_init)

@@ -1,0 +1,174 @@
+"""The on-disk kernel cache: generated Numba source, keyed by a hash of the kernel's own source
+(its IR, with shapes passed as arguments) + corejax version + Numba version + CPU features.
+
+Each kernel is a module `<cache_dir>/kernels/k_<key>.py` loaded with importlib (registered in
+`sys.modules` before `exec_module`, which Numba's `cache=True` needs to find it again in the next
+process); its functions are `@njit(cache=True)`, so a second process loads machine code from
+Numba's cache next to the source instead of compiling. Files are written atomically (temp file
++ `os.replace`), so processes compiling at once never see half a file; a source whose checksum
+does not match, or a Numba cache entry that fails to load or compile, is rebuilt.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+import warnings
+
+import numba
+import numpy as np
+from numba import types
+
+import corejax
+from corejax.config import config
+
+__all__ = ["load_kernel", "stats", "CacheWarning", "KernelCompileError"]
+
+
+class CacheWarning(UserWarning):
+    """A kernel could not be cached on disk (it will be compiled again in the next process)."""
+
+
+class KernelCompileError(RuntimeError):
+    pass
+
+
+# kernels_compiled counts Numba compilations (cache misses); kernels_loaded counts kernels
+# whose machine code came from Numba's disk cache; rebuilt counts corrupted entries replaced.
+stats = {"kernels_compiled": 0, "kernels_loaded": 0, "rebuilt": 0}
+
+_lock = threading.RLock()
+_kernels: dict = {}
+_host_features = None
+
+
+def _host_id() -> str:
+    global _host_features
+    if _host_features is None:
+        import llvmlite.binding as ll
+        try:
+            feats = ll.get_host_cpu_features().flatten()
+        except Exception:  # some platforms cannot report features
+            feats = ""
+        _host_features = f"{ll.get_host_cpu_name()}|{feats}"
+    return _host_features
+
+
+def kernel_key(source: str) -> str:
+    h = hashlib.sha256()
+    for part in (source, corejax.__version__, numba.__version__, _host_id()):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def _digest(body: str) -> str:
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _atomic_write(path: str, text: str) -> None:
+    d = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".py")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _purge_numba_cache(path: str) -> None:
+    stem = os.path.splitext(os.path.basename(path))[0]
+    for f in glob.glob(os.path.join(os.path.dirname(path), "__pycache__", stem + ".*")):
+        try:
+            os.unlink(f)
+        except OSError:
+            pass
+
+
+def _ensure_source(path: str, body: str) -> None:
+    """Writes the source unless a valid copy is there (rewriting would change its mtime and
+    invalidate Numba's cache entry for it)."""
+    header = f"# corejax kernel sha256={_digest(body)}\n"
+    try:
+        with open(path) as f:
+            if f.read() == header + body:
+                return
+        stats["rebuilt"] += 1
+        _purge_numba_cache(path)
+    except FileNotFoundError:
+        pass
+    except (OSError, UnicodeDecodeError):
+        stats["rebuilt"] += 1
+        _purge_numba_cache(path)
+    _atomic_write(path, header + body)
+
+
+def _import(path: str, key: str):
+    name = f"corejax_kernel_{key}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def numba_type(dtype) -> types.Type:
+    return types.Array(numba.from_dtype(np.dtype(dtype)), 1, "C")
+
+
+def _compile(dispatcher, sig):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dispatcher.compile(sig)
+    for w in caught:
+        if "cache" in str(w.message).lower():
+            warnings.warn(f"corejax: a kernel cannot be cached on disk: {w.message}",
+                          CacheWarning, stacklevel=4)
+    cres = dispatcher.overloads[tuple(sig)]
+    hits = sum(dispatcher.stats.cache_hits.values())
+    stats["kernels_loaded" if hits else "kernels_compiled"] += 1
+    return cres.entry_point
+
+
+def load_kernel(body: str, sig) -> tuple:
+    """The compiled `kernel` function of module source `body` for argument types `sig`;
+    returns (callable, key)."""
+    key = kernel_key(body)
+    sig = tuple(sig)
+    with _lock:
+        fn = _kernels.get((key, sig))
+        if fn is not None:
+            return fn, key
+        d = os.path.join(config.cache_dir, "kernels")
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, f"k_{key}.py")
+        for attempt in range(2):
+            try:
+                _ensure_source(path, body)
+                module = _import(path, key)
+                fn = _compile(module.kernel, sig)
+                break
+            except Exception as e:  # a corrupted cache entry: purge it and build once more
+                if attempt:
+                    raise KernelCompileError(
+                        f"Numba failed to compile a generated kernel ({type(e).__name__}: {e})."
+                        f"\nSource ({path}):\n{body}") from e
+                stats["rebuilt"] += 1
+                _purge_numba_cache(path)
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+        _kernels[(key, sig)] = fn
+        return fn, key

@@ -1,0 +1,171 @@
+"""Scalar helpers that generated kernels call for the lax semantics plain Numba expressions lack
+(integer division toward zero with lax's divide-by-zero results, saturating float->int casts,
+shifts by >= the bit width, rounding modes, bit casts, ...).
+
+Each is `njit(cache=True, error_model="numpy", forceinline=True)`, like compiler/fastmath.py, so
+it is inlined into the caller's loop by LLVM and compiled once per process (then loaded from
+Numba's disk cache). Semantics match the NumPy impls in corejax/lax/elementwise.py, which the
+compiler tests check them against.
+"""
+import math
+
+import numpy as np
+from numba import njit, types
+from numba.extending import intrinsic
+
+MODULE = __name__
+
+_jit = njit(cache=True, error_model="numpy", fastmath=False, forceinline=True)
+
+
+@intrinsic
+def bitcast(typingctx, x, cls):
+    """Reinterprets the bits of scalar `x` as the scalar type `cls` (np.int32, np.float32, ...)."""
+    if not isinstance(cls, types.NumberClass):
+        return None
+    target = cls.instance_type
+    sig = target(x, cls)
+
+    def codegen(context, builder, signature, args):
+        ty = context.get_value_type(target)
+        val = args[0]
+        return val if val.type == ty else builder.bitcast(val, ty)
+
+    return sig, codegen
+
+
+@_jit
+def int_div(x, y, on_zero):
+    """Integer division rounding toward zero; `on_zero` where y == 0 (lax: -1 or the max)."""
+    if y == 0:
+        return on_zero
+    q = x // y
+    if (x % y != 0) and ((x < 0) != (y < 0)):
+        q += 1
+    return q
+
+
+@_jit
+def int_rem(x, y):
+    """C's fmod for integers: the sign of the dividend; 0 where y == 0 (NumPy's fmod)."""
+    if y == 0:
+        return y
+    r = x % y
+    if r != 0 and (x < 0) != (y < 0):
+        r -= y
+    return r
+
+
+@_jit
+def float_to_int(x, lo, hi):
+    """Truncation with NaN -> 0 and saturation to [lo, hi] (the lax conversion)."""
+    if x != x:
+        return 0
+    xf = np.float64(x)
+    if xf <= lo:
+        return lo
+    if xf >= hi:
+        return hi
+    return int(xf)
+
+
+@_jit
+def shift_left(x, y, nbits):
+    if y >= nbits or y < 0:
+        return x - x
+    return x << y
+
+
+@_jit
+def shift_right_arith(x, y, nbits):
+    if y >= nbits or y < 0:
+        y = nbits - 1
+    return x >> y
+
+
+@_jit
+def shift_right_logical(ux, y, nbits):
+    """`ux` is unsigned, so >> shifts in zeros."""
+    if y >= nbits or y < 0:
+        return ux - ux
+    return ux >> y
+
+
+@_jit
+def round_even(x):
+    return np.rint(x)
+
+
+@_jit
+def round_away(x):
+    t = np.trunc(x)
+    if abs(x - t) >= 0.5:
+        return t + (1.0 if x > 0 else -1.0)
+    return t
+
+
+@_jit
+def fmax(x, y):
+    """lax.max: NaN if either operand is NaN (np.maximum)."""
+    if x != x:
+        return x
+    if y != y:
+        return y
+    return x if x >= y else y
+
+
+@_jit
+def fmin(x, y):
+    if x != x:
+        return x
+    if y != y:
+        return y
+    return x if x <= y else y
+
+
+@_jit
+def popcount(x, nbits):
+    c = 0
+    for i in range(nbits):
+        c += (x >> i) & 1
+    return c
+
+
+@_jit
+def erf_inv(y):
+    """Inverse error function: a closed-form guess refined by Newton steps in float64."""
+    y = np.float64(y)
+    if y != y or abs(y) > 1.0:
+        return np.nan
+    if y == 1.0:
+        return np.inf
+    if y == -1.0:
+        return -np.inf
+    if abs(y) < 0.5:
+        r = y * math.sqrt(math.pi) / 2 * (1 + math.pi * y * y / 12)
+    else:
+        w = -math.log((1.0 - y) * (1.0 + y))
+        g = max(w - 0.5 * math.log(max(w, 1e-300)) - 0.5 * math.log(math.pi / 2), 0.0)
+        r = math.copysign(math.sqrt(g), y)
+    for _ in range(6):
+        err = math.erf(r) - y
+        r = r - err / (2 / math.sqrt(math.pi) * math.exp(-r * r))
+    return r
+
+
+@_jit
+def integer_pow(x, n, one):
+    """x**n by repeated squaring, as XLA expands integer_pow (`one` is 1 in x's type)."""
+    m = n if n >= 0 else -n
+    acc = one
+    base = x
+    while m:
+        if m & 1:
+            acc = acc * base
+        base = base * base
+        m >>= 1
+    return acc if n >= 0 else one / acc
+
+
+def import_line(*names):
+    return f"from {MODULE} import {', '.join(sorted(set(names)))}"

@@ -1,0 +1,280 @@
+"""Passes on the IR, each a small function ClosedJaxpr -> ClosedJaxpr, run as a named list.
+
+The Jaxprs reaching the compiler are flat programs over Vars; every pass builds new equation
+lists and leaves its input untouched (Jaxprs are shared with the tracing caches).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from corejax import core
+from corejax.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from corejax.compiler import registry
+
+__all__ = ["PASSES", "run_passes", "inline_calls", "simplify", "fold_constants", "cse", "dce"]
+
+_CALL_PARAMS = {"jit": "jaxpr", "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr"}
+_FOLD_MAX_SIZE = 1 << 16
+
+
+def _substitute(atom, env):
+    return env.get(atom, atom) if type(atom) is Var else atom
+
+
+def _rebuild(closed: ClosedJaxpr, eqns, outvars, constvars=None, consts=None) -> ClosedJaxpr:
+    j = closed.jaxpr
+    jaxpr = Jaxpr(j.constvars if constvars is None else constvars, j.invars, eqns, outvars,
+                  j.debug_info)
+    return ClosedJaxpr(jaxpr, closed.consts if consts is None else consts)
+
+
+# --- inlining ------------------------------------------------------------------------------
+
+def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Replaces nested jit / custom_jvp_call / custom_vjp_call equations by their bodies."""
+    constvars, consts = list(closed.jaxpr.constvars), list(closed.consts)
+    eqns: list = []
+
+    def emit(jaxpr, env, fresh):
+        for eqn in jaxpr.eqns:
+            invars = [_substitute(v, env) for v in eqn.invars]
+            pname = _CALL_PARAMS.get(eqn.primitive.name)
+            if pname is not None and isinstance(eqn.params.get(pname), ClosedJaxpr):
+                sub = eqn.params[pname]
+                sub_env = dict(zip(sub.jaxpr.invars, invars))
+                for cv, c in zip(sub.jaxpr.constvars, sub.consts):
+                    nv = Var(cv.aval)
+                    constvars.append(nv)
+                    consts.append(c)
+                    sub_env[cv] = nv
+                outs = emit(sub.jaxpr, sub_env, True)
+                for v, o in zip(eqn.outvars, outs):
+                    env[v] = o
+                continue
+            outvars = list(eqn.outvars)
+            if fresh:
+                outvars = [Var(v.aval) for v in eqn.outvars]
+                env.update(zip(eqn.outvars, outvars))
+            eqns.append(eqn._replace(invars=invars, outvars=outvars))
+        return [_substitute(v, env) for v in jaxpr.outvars]
+
+    # Equations of the top-level Jaxpr keep their Vars; bodies get fresh ones per inlining.
+    outs = emit(closed.jaxpr, {}, False)
+    if len(eqns) == len(closed.jaxpr.eqns) and all(
+            a is b for a, b in zip(eqns, closed.jaxpr.eqns)):
+        return closed
+    return _rebuild(closed, eqns, outs, constvars, consts)
+
+
+# --- simplification ------------------------------------------------------------------------
+
+def _scalar_value(atom, known):
+    """The scalar every element of `atom` equals, if statically known."""
+    if type(atom) is Literal:
+        return np.asarray(atom.val).item() if np.ndim(atom.val) == 0 else None
+    return known.get(atom)
+
+
+def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Algebraic identities: x*1, 1*x, x+0, 0+x, x-0, x/1, double transpose, reshape of
+    reshape, conversion to the same dtype, no-op broadcasts and reshapes."""
+    env: dict = {}
+    known: dict = {}          # var -> scalar value of a broadcast constant
+    producer: dict = {}       # var -> the equation that defines it
+    eqns = []
+    for eqn in closed.jaxpr.eqns:
+        invars = [_substitute(v, env) for v in eqn.invars]
+        eqn = eqn._replace(invars=invars)
+        name = eqn.primitive.name
+        out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
+        replacement = None
+        if out is not None:
+            replacement = _identity(name, eqn, invars, out, known)
+        if replacement is not None:
+            env[out] = replacement
+            continue
+        if name == "transpose" and type(invars[0]) is Var and invars[0] in producer \
+                and producer[invars[0]].primitive.name == "transpose":
+            inner = producer[invars[0]]
+            p1, p2 = inner.params["permutation"], eqn.params["permutation"]
+            perm = tuple(p1[p] for p in p2)
+            if perm == tuple(range(len(perm))):
+                env[out] = inner.invars[0]
+                continue
+            eqn = eqn._replace(invars=[inner.invars[0]], params={**eqn.params, "permutation": perm})
+        elif name == "reshape" and type(invars[0]) is Var and invars[0] in producer \
+                and producer[invars[0]].primitive.name == "reshape" \
+                and producer[invars[0]].params.get("dimensions") is None \
+                and eqn.params.get("dimensions") is None:
+            src = producer[invars[0]].invars[0]
+            if getattr(src, "aval", None) is not None and src.aval.shape == out.aval.shape:
+                env[out] = src
+                continue
+            eqn = eqn._replace(invars=[src])
+        if name == "broadcast_in_dim":
+            val = _scalar_value(invars[0], known)
+            if val is not None:
+                known[out] = val
+        for v in eqn.outvars:
+            producer[v] = eqn
+        eqns.append(eqn)
+    outs = [_substitute(v, env) for v in closed.jaxpr.outvars]
+    return _rebuild(closed, eqns, outs)
+
+
+def _same_aval(atom, out) -> bool:
+    a = atom.aval
+    return a.shape == out.aval.shape and a.dtype == out.aval.dtype
+
+
+def _identity(name, eqn, invars, out, known):
+    """The operand an equation is equal to, or None."""
+    if name in ("mul", "add", "sub", "div") and len(invars) == 2:
+        x, y = invars
+        unit = 1 if name in ("mul", "div") else 0
+        if _scalar_value(y, known) == unit and _same_aval(x, out) and \
+                not _is_neg_zero_sensitive(name, y, known):
+            return x
+        if name in ("mul", "add") and _scalar_value(x, known) == unit and _same_aval(y, out) \
+                and not _is_neg_zero_sensitive(name, x, known):
+            return y
+        return None
+    if name == "convert_element_type" and invars[0].aval.dtype == eqn.params["new_dtype"]:
+        return invars[0] if _same_aval(invars[0], out) else None
+    if name in ("broadcast_in_dim", "reshape", "stop_gradient", "squeeze") and \
+            _same_aval(invars[0], out) and (name != "broadcast_in_dim" or eqn.params[
+                "broadcast_dimensions"] == tuple(range(out.aval.ndim))):
+        return invars[0]
+    if name == "transpose" and eqn.params["permutation"] == tuple(range(out.aval.ndim)):
+        return invars[0]
+    return None
+
+
+def _is_neg_zero_sensitive(name, zero_atom, known) -> bool:
+    # x + 0.0 is not x when x is -0.0 (the sum is +0.0); x - 0.0 and x * 1 are exact.
+    return name == "add" and invars_is_float(zero_atom)
+
+
+def invars_is_float(atom) -> bool:
+    return atom.aval.dtype.kind == "f"
+
+
+# --- constant folding ----------------------------------------------------------------------
+
+_NO_FOLD = {"broadcast_in_dim", "iota"}   # free inside kernels; folding would materialize them
+
+
+def fold_constants(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Evaluates equations whose operands are all constants (small results only): scalar
+    results become Literals, others new constvars."""
+    values = {v: c for v, c in zip(closed.jaxpr.constvars, closed.consts)}
+    constvars, consts = list(closed.jaxpr.constvars), list(closed.consts)
+    env: dict = {}
+    eqns = []
+    from corejax.array import to_numpy
+    for eqn in closed.jaxpr.eqns:
+        invars = [_substitute(v, env) for v in eqn.invars]
+        eqn = eqn._replace(invars=invars)
+        prim = eqn.primitive
+        foldable = (invars and prim.name not in _NO_FOLD and prim not in registry.effectful
+                    and not any(isinstance(p, (ClosedJaxpr, Jaxpr)) for p in eqn.params.values())
+                    and all(type(v) is Literal or v in values for v in invars)
+                    and all(v.aval.size <= _FOLD_MAX_SIZE for v in eqn.outvars))
+        if foldable:
+            args = [np.asarray(v.val, v.aval.dtype) if type(v) is Literal else to_numpy(values[v])
+                    for v in invars]
+            try:
+                with np.errstate(all="ignore"):
+                    outs = prim.impl(*args, **eqn.params)
+            except Exception:
+                outs = None
+            if outs is not None:
+                outs = outs if prim.multiple_results else [outs]
+                for v, o in zip(eqn.outvars, outs):
+                    o = np.asarray(to_numpy(o), v.aval.dtype)
+                    if o.shape == ():
+                        env[v] = Literal(o[()], v.aval)
+                    else:
+                        nv = Var(v.aval)
+                        constvars.append(nv)
+                        consts.append(o)
+                        values[nv] = o
+                        env[v] = nv
+                continue
+        eqns.append(eqn)
+    outs = [_substitute(v, env) for v in closed.jaxpr.outvars]
+    if len(constvars) == len(closed.jaxpr.constvars) and not env:
+        return closed
+    return _rebuild(closed, eqns, outs, constvars, consts)
+
+
+# --- common-subexpression elimination ------------------------------------------------------
+
+def _atom_key(atom):
+    if type(atom) is Literal:
+        return ("lit", np.asarray(atom.val).item(), atom.aval.dtype.name, atom.aval.weak_type)
+    return id(atom)
+
+
+def _params_key(params):
+    try:
+        key = tuple(sorted((k, v) for k, v in params.items()))
+        hash(key)
+        return key
+    except TypeError:
+        return None
+
+
+def cse(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Equal equations (same primitive, operands and params) are computed once."""
+    env: dict = {}
+    seen: dict = {}
+    eqns = []
+    for eqn in closed.jaxpr.eqns:
+        invars = [_substitute(v, env) for v in eqn.invars]
+        eqn = eqn._replace(invars=invars)
+        pk = None if eqn.primitive in registry.effectful else _params_key(eqn.params)
+        if pk is not None:
+            key = (eqn.primitive, tuple(map(_atom_key, invars)), pk)
+            prev = seen.get(key)
+            if prev is not None:
+                for v, p in zip(eqn.outvars, prev.outvars):
+                    env[v] = p
+                continue
+            seen[key] = eqn
+        eqns.append(eqn)
+    outs = [_substitute(v, env) for v in closed.jaxpr.outvars]
+    return _rebuild(closed, eqns, outs)
+
+
+# --- dead-code elimination -----------------------------------------------------------------
+
+def dce(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Drops equations whose results are unused (effectful ones, like debug prints, stay),
+    and constants nothing reads."""
+    live = {v for v in closed.jaxpr.outvars if type(v) is Var}
+    kept = []
+    for eqn in reversed(closed.jaxpr.eqns):
+        if eqn.primitive in registry.effectful or any(v in live for v in eqn.outvars):
+            kept.append(eqn)
+            live.update(v for v in eqn.invars if type(v) is Var)
+    kept.reverse()
+    pairs = [(v, c) for v, c in zip(closed.jaxpr.constvars, closed.consts) if v in live]
+    return _rebuild(closed, kept, closed.jaxpr.outvars, [v for v, _ in pairs],
+                    [c for _, c in pairs])
+
+
+PASSES = [
+    ("inline", inline_calls),
+    ("simplify", simplify),
+    ("fold_constants", fold_constants),
+    ("cse", cse),
+    ("simplify", simplify),
+    ("dce", dce),
+]
+
+
+def run_passes(closed: ClosedJaxpr, passes=None) -> ClosedJaxpr:
+    for _, p in (PASSES if passes is None else passes):
+        closed = p(closed)
+    return closed
