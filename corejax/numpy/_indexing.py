@@ -1,46 +1,72 @@
-"""NumPy indexing (`x[idx]`) and functional updates (`x.at[idx].set(v)`).
+"""NumPy indexing (`x[idx]`), functional updates (`x.at[idx].set(v)`), take and take_along_axis.
 
-Basic indices (integers, slices, None, Ellipsis) become static slices, reversals and
-reshapes; a traced integer becomes a dynamic_slice. Integer-array and boolean-mask indices
-go through the gather/scatter primitives (corejax.lax.indexing).
+An index is first put in canonical form: one entry per array dimension (Ellipsis expanded,
+lists made arrays, boolean masks made integer arrays), plus Nones. Then:
+
+- Static integers and slices select a box of the array: one `slice` (strided) and one `rev`.
+  A traced scalar integer becomes a `dynamic_slice`. Updates of a box are a
+  `dynamic_update_slice` (unit strides) or a `pad` and `select` (strided).
+- Integer-array indices (with the scalar integers among them, as in NumPy) become one gather
+  or scatter over the box the slices select. The broadcast index arrays form the gather's batch
+  dimensions, placed where the first of them stands if they are adjacent, else first.
+
+Out-of-bound integers follow JAX, not NumPy: reads clamp (`mode='fill'` fills instead),
+updates are dropped (`mode='clip'` clamps instead); negative indices count from the end.
 """
 from __future__ import annotations
 
+import warnings
+from typing import NamedTuple
+
 import numpy as np
 
-from corejax import core, dtypes, lax
+from corejax import dtypes, lax
 from corejax.array import Array
 from corejax.core import Tracer, get_aval
-from corejax.numpy._core import asarray
+from corejax.lax.indexing import (GatherDimensionNumbers, GatherScatterMode,
+                                  ScatterDimensionNumbers, gather, scatter, scatter_add,
+                                  scatter_max, scatter_min, scatter_mul)
+from corejax.numpy._core import asarray, broadcast_to_shape, canonicalize_axis
 
-__all__ = []
+__all__ = ["NonConcreteBooleanIndexError"]
 
 _SCALAR_INT = (int, np.integer)
 
 
-def _is_advanced(i) -> bool:
-    if i is None or i is Ellipsis or isinstance(i, slice) or isinstance(i, (bool, np.bool_)):
-        return False
-    if isinstance(i, _SCALAR_INT):
-        return False
-    if isinstance(i, (list, tuple)):
-        return True
-    if isinstance(i, (Array, Tracer, np.ndarray)):
-        return get_aval(i).ndim > 0 or get_aval(i).dtype == np.bool_
-    raise TypeError(f"Indexing with {type(i).__name__} is not supported; use integers, slices, "
-                    f"None, Ellipsis, or integer/boolean arrays. Got {i!r}.")
+class NonConcreteBooleanIndexError(IndexError):
+    """A boolean mask index whose value is unknown while tracing (its True count would decide
+    the output shape)."""
+
+    def __init__(self, aval):
+        super().__init__(
+            f"Array boolean indices must be concrete; got {aval.str_short()}. The number of True "
+            f"entries of a traced mask is unknown, so the result's shape would be too. Use "
+            f"jnp.where(mask, x, fill) to keep the shape, reduce with a masked operation such as "
+            f"jnp.sum(jnp.where(mask, x, 0)), or pass a static size: "
+            f"x[jnp.nonzero(mask, size=N)].")
+
+
+# --- canonical index -------------------------------------------------------------------------
+
+class _Entry(NamedTuple):
+    kind: str   # 'none', 'slice', 'int' (static), 'scalar' (0-d array), 'array' (ndim >= 1)
+    value: object
+    dim: int    # the array dimension it indexes (-1 for 'none')
+
+
+def _is_bool_array(i) -> bool:
+    return isinstance(i, (np.ndarray, Array, Tracer)) and get_aval(i).dtype == np.bool_
 
 
 def _dims_consumed(i) -> int:
     if i is None or i is Ellipsis:
         return 0
-    if isinstance(i, (np.ndarray, Array, Tracer)) and get_aval(i).dtype == np.bool_:
-        return get_aval(i).ndim
-    return 1
+    return get_aval(i).ndim if _is_bool_array(i) else 1
 
 
 def normalize_index(idx, ndim: int) -> tuple:
-    """The index as a tuple without Ellipsis: one entry per array dimension, plus Nones."""
+    """The index as a tuple without Ellipsis: one entry per array dimension (a boolean mask
+    covering as many as its rank), plus Nones."""
     if not isinstance(idx, tuple):
         idx = (idx,)
     ellipses = [k for k, i in enumerate(idx) if i is Ellipsis]
@@ -57,60 +83,96 @@ def normalize_index(idx, ndim: int) -> tuple:
     return idx + fill
 
 
-def getitem(arr, idx):
-    arr = asarray(arr)
-    aval = get_aval(arr)
-    raw = idx if isinstance(idx, tuple) else (idx,)
-    if any(_is_advanced(i) for i in raw):
-        from corejax.lax import indexing as lax_indexing
-        return lax_indexing.advanced_getitem(arr, idx)
-    idx = normalize_index(idx, aval.ndim)
-    out = arr
-    dim = 0  # the dimension of `out` that the next index applies to
-    squeeze_dims = []
-    for i in idx:
-        if i is None:
-            out = lax.expand_dims(out, (dim,))
-            dim += 1
-            continue
-        n = get_aval(out).shape[dim]
-        if isinstance(i, slice):
-            out = _slice_dim(out, dim, i, n)
-            dim += 1
-        elif isinstance(i, (bool, np.bool_)):
-            raise TypeError("Boolean scalar indices are not supported; use jnp.where.")
-        elif isinstance(i, _SCALAR_INT):
-            k = int(i)
-            if not -n <= k < n:
-                raise IndexError(f"index {k} is out of bounds for axis {dim} with size {n}")
-            k %= n
-            out = lax.slice_in_dim(out, k, k + 1, 1, dim)
-            squeeze_dims.append(dim)
-            dim += 1
-        else:  # a scalar integer array, possibly traced
-            i = asarray(i)
-            if get_aval(i).dtype.kind not in "iu":
-                raise IndexError(f"Indexing with a non-integer array of dtype {get_aval(i).dtype} "
-                                 "is not supported.")
-            k = _wrap_negative(i, n)
-            starts = [lax.full((), 0, get_aval(k).dtype)] * get_aval(out).ndim
-            starts[dim] = k
-            sizes = list(get_aval(out).shape)
-            sizes[dim] = 1
-            out = lax.dynamic_slice(out, starts, sizes)
-            squeeze_dims.append(dim)
-            dim += 1
-    return lax.squeeze(out, tuple(squeeze_dims)) if squeeze_dims else out
-
-
-def _wrap_negative(i, n):
-    dt = get_aval(i).dtype
-    if dt.kind == "u":
+def _convert_entry(i, position):
+    """Python sequences become arrays; anything that is not an index is rejected."""
+    if i is None or i is Ellipsis or isinstance(i, slice):
         return i
-    return lax.select(lax.lt(i, lax.full((), 0, dt)), lax.add(i, lax.full((), n, dt)), i)
+    if isinstance(i, (bool, np.bool_)):
+        raise TypeError("JAX arrays do not support boolean scalar indices; use a boolean array "
+                        "or jnp.where.")
+    if isinstance(i, _SCALAR_INT):
+        return int(i)
+    if isinstance(i, (list, tuple)):
+        if any(isinstance(x, (Array, Tracer)) for x in _flatten(i)):
+            i = asarray(i)
+        else:
+            i = np.asarray(i)
+            if i.size == 0:
+                i = i.astype(np.intp)
+    elif isinstance(i, np.generic):
+        i = np.asarray(i)
+    if not isinstance(i, (np.ndarray, Array, Tracer)):
+        raise TypeError(f"Indexing with {type(i).__name__} is not supported: use integers, "
+                        f"slices, None, Ellipsis, or integer or boolean arrays. Got {i!r} at "
+                        f"position {position}.")
+    dt = get_aval(i).dtype
+    if dt.kind not in "iub":
+        raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
+                        f"{dt.name} at position {position}, indexer value {i!r}.")
+    if dt == np.bool_ and get_aval(i).ndim == 0:
+        raise TypeError("JAX arrays do not support boolean scalar indices; use a boolean array "
+                        "or jnp.where.")
+    return i
 
 
-def _slice_dim(x, dim, s: slice, n: int):
+def _flatten(seq):
+    for x in seq:
+        if isinstance(x, (list, tuple)):
+            yield from _flatten(x)
+        else:
+            yield x
+
+
+def _concrete_mask(mask) -> np.ndarray:
+    if isinstance(mask, Tracer):
+        value = mask.to_concrete_value()
+        if value is None:
+            raise NonConcreteBooleanIndexError(mask.aval)
+        return np.asarray(value)
+    return np.asarray(mask)
+
+
+def _canonical_entries(idx, shape) -> list[_Entry]:
+    raw = idx if isinstance(idx, tuple) else (idx,)
+    raw = tuple(_convert_entry(i, k) for k, i in enumerate(raw))
+    entries, dim = [], 0
+    for i in normalize_index(raw, len(shape)):
+        if i is None:
+            entries.append(_Entry("none", None, -1))
+        elif isinstance(i, slice):
+            entries.append(_Entry("slice", i, dim))
+            dim += 1
+        elif isinstance(i, int):
+            entries.append(_Entry("int", i, dim))
+            dim += 1
+        elif _is_bool_array(i):
+            mask = _concrete_mask(i)
+            covered = shape[dim:dim + mask.ndim]
+            if mask.shape != covered:
+                raise IndexError(f"boolean index did not match shape of indexed array in index "
+                                 f"{dim}: got {mask.shape}, expected {covered}")
+            for k, positions in enumerate(np.nonzero(mask)):
+                entries.append(_Entry("array", positions, dim + k))
+            dim += mask.ndim
+        elif isinstance(i, np.ndarray) and i.ndim == 0:
+            entries.append(_Entry("int", int(i), dim))
+            dim += 1
+        else:
+            entries.append(_Entry("scalar" if get_aval(i).ndim == 0 else "array", i, dim))
+            dim += 1
+    return entries
+
+
+# --- boxes: what static slices and integers select -------------------------------------------
+
+class _Box(NamedTuple):
+    start: int      # the lowest selected position
+    count: int
+    stride: int
+    reverse: bool   # whether the index walks the positions downwards
+
+
+def _slice_box(s: slice, n: int) -> _Box:
     for name in ("start", "stop", "step"):
         v = getattr(s, name)
         if isinstance(v, Tracer):
@@ -118,18 +180,369 @@ def _slice_dim(x, dim, s: slice, n: int):
                 f"Array slice indices must have static start/stop/step to be used with NumPy "
                 f"indexing syntax; found a traced {name} {v!r}. To index a statically sized array "
                 f"at a dynamic position, try lax.dynamic_slice or lax.dynamic_slice_in_dim.")
-    start, stop, step = slice(*(None if v is None else int(v) for v in (s.start, s.stop, s.step))
-                              ).indices(n)
-    if step > 0:
-        if start >= stop:
-            return lax.slice_in_dim(x, 0, 0, 1, dim)
-        return lax.slice_in_dim(x, start, stop, step, dim)
+    start, stop, step = slice(*(None if v is None else int(v)
+                                for v in (s.start, s.stop, s.step))).indices(n)
     positions = range(start, stop, step)
     if not positions:
-        return lax.slice_in_dim(x, 0, 0, 1, dim)
-    first, last = positions[0], positions[-1]
-    flipped = lax.rev(x, (dim,))
-    return lax.slice_in_dim(flipped, n - 1 - first, n - last, -step, dim)
+        return _Box(0, 0, 1, False)
+    if step > 0:
+        return _Box(positions[0], len(positions), step, False)
+    return _Box(positions[-1], len(positions), -step, True)
+
+
+def _full_box(n: int) -> _Box:
+    return _Box(0, n, 1, False)
+
+
+def _box_limits(box: _Box) -> int:
+    return box.start + (box.count - 1) * box.stride + 1 if box.count else box.start
+
+
+def _box_get(x, boxes):
+    out = lax.slice(x, [b.start for b in boxes], [_box_limits(b) for b in boxes],
+                    [b.stride for b in boxes])
+    reversed_dims = tuple(d for d, b in enumerate(boxes) if b.reverse and b.count > 1)
+    return lax.rev(out, reversed_dims) if reversed_dims else out
+
+
+def _box_is_everything(boxes, shape) -> bool:
+    return all(b == _full_box(n) for b, n in zip(boxes, shape))
+
+
+_COMBINE = {"add": lax.add, "mul": lax.mul, "min": lax.min, "max": lax.max}
+
+
+def _box_update(x, boxes, values, op: str):
+    """`x` with the box replaced by `values` (op 'set') or combined with them; `values` has
+    the box's shape, in index order."""
+    if any(b.count == 0 for b in boxes):
+        return x
+    reversed_dims = tuple(d for d, b in enumerate(boxes) if b.reverse and b.count > 1)
+    if reversed_dims:
+        values = lax.rev(values, reversed_dims)
+    if op != "set":
+        values = _COMBINE[op](_box_get(x, [b._replace(reverse=False) for b in boxes]), values)
+    if all(b.stride == 1 for b in boxes):
+        return lax.dynamic_update_slice(x, values, [b.start for b in boxes])
+    aval = get_aval(x)
+    config = [(b.start, n - _box_limits(b), b.stride - 1) for b, n in zip(boxes, aval.shape)]
+    mask = lax.pad(lax.full(get_aval(values).shape, True, np.bool_), False, config)
+    return lax.select(mask, lax.pad(values, lax.full((), 0, aval.dtype), config), x)
+
+
+def _int_box(k: int, n: int, dim: int, clip: bool) -> _Box | None:
+    """The box of static integer `k` on a dimension of size `n`; None if it is out of bounds
+    and not clipped (reads always clip)."""
+    if k < 0:
+        k += n
+    if not 0 <= k < n:
+        if not clip:
+            return None
+        if n == 0:
+            raise IndexError(f"index {k} is out of bounds for axis {dim} with size 0")
+        k = min(max(k, 0), n - 1)
+    return _Box(k, 1, 1, False)
+
+
+def _result_shape(entries, dim_sizes, batch_shape=()) -> tuple:
+    """NumPy's result shape: one dimension per slice and None, the advanced indices' broadcast
+    shape where the first of them stands if they are adjacent, else first."""
+    advanced = [k for k, e in enumerate(entries) if e.kind in ("int", "scalar", "array")]
+    adjacent = advanced == list(range(advanced[0], advanced[0] + len(advanced))) \
+        if advanced else True
+    shape = [] if adjacent else list(batch_shape)
+    for k, e in enumerate(entries):
+        if e.kind == "none":
+            shape.append(1)
+        elif e.kind == "slice":
+            shape.append(dim_sizes[e.dim])
+        elif adjacent and k == advanced[0]:
+            shape.extend(batch_shape)
+    return tuple(shape)
+
+
+# --- gather plans ----------------------------------------------------------------------------
+
+class _GatherPlan(NamedTuple):
+    indices: object
+    dnums: GatherDimensionNumbers
+    slice_sizes: tuple
+    out_shape: tuple     # the gather's output shape (NumPy's result shape without the Nones)
+    result_shape: tuple  # NumPy's result shape
+
+
+def _index_arrays(advanced, shape):
+    """The advanced entries as one integer array: broadcast shape + (len(advanced),), with
+    negative indices counted from the end."""
+    idx_dtype = dtypes.default_int_dtype()
+    shapes = [np.shape(e.value) if e.kind == "int" else get_aval(e.value).shape for e in advanced]
+    try:
+        batch = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with "
+                         f"shapes {' '.join(map(str, shapes))}") from None
+    if all(isinstance(e.value, (int, np.ndarray)) for e in advanced):
+        cols = []
+        for e in advanced:
+            v = np.asarray(e.value).astype(np.int64)
+            cols.append(np.broadcast_to(np.where(v < 0, v + shape[e.dim], v), batch))
+        return asarray(np.stack(cols, -1).astype(idx_dtype)), batch
+    cols = []
+    for e in advanced:
+        v = lax.convert_element_type(asarray(e.value), idx_dtype)
+        v = lax.select(lax.lt(v, lax.full((), 0, idx_dtype)),
+                       lax.add(v, lax.full((), shape[e.dim], idx_dtype)), v)
+        v = broadcast_to_shape(v, batch)
+        cols.append(lax.reshape(v, batch + (1,)))
+    return lax.concatenate(cols, len(batch)), batch
+
+
+def _gather_plan(entries, shape) -> _GatherPlan:
+    """A gather of `shape` (the box the slices select) doing the advanced part of the index."""
+    advanced = [e for e in entries if e.kind in ("int", "scalar", "array")]
+    indices, batch = _index_arrays(advanced, shape)
+    adv_dims = [e.dim for e in advanced]
+    rest = [d for d in range(len(shape)) if d not in adv_dims]
+    positions = [k for k, e in enumerate(entries) if e.kind in ("int", "scalar", "array")]
+    adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
+    before = sum(d < adv_dims[0] for d in rest) if adjacent else 0
+    offset_dims = tuple(range(before)) + tuple(range(before + len(batch),
+                                                     len(batch) + len(rest)))
+    out_shape = tuple(shape[d] for d in rest[:before]) + batch + \
+        tuple(shape[d] for d in rest[before:])
+    dnums = GatherDimensionNumbers(offset_dims=offset_dims, collapsed_slice_dims=tuple(adv_dims),
+                                   start_index_map=tuple(adv_dims))
+    if any(shape[d] == 0 for d in adv_dims) and int(np.prod(batch)):
+        d = next(d for d in adv_dims if shape[d] == 0)
+        raise IndexError(f"index is out of bounds for axis {d} with size 0")
+    slice_sizes = tuple(min(n, 1) if d in adv_dims else n for d, n in enumerate(shape))
+    return _GatherPlan(indices, dnums, slice_sizes, out_shape,
+                       _result_shape(entries, shape, batch))
+
+
+def _read_mode(mode) -> GatherScatterMode:
+    """jnp reads promise in-bound indices by default, which clamps."""
+    return GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else \
+        GatherScatterMode.from_any(mode)
+
+
+# --- x[idx] ----------------------------------------------------------------------------------
+
+def getitem(arr, idx, mode=None, fill_value=None, unique_indices=False,
+            indices_are_sorted=False):
+    """`arr[idx]` (and `arr.at[idx].get(...)`) with NumPy's indexing rules and JAX's handling of
+    out-of-bound integers."""
+    arr = asarray(arr)
+    shape = get_aval(arr).shape
+    entries = _canonical_entries(idx, shape)
+    mode = _read_mode(mode)
+    fill = mode is GatherScatterMode.FILL_OR_DROP
+    if not any(e.kind == "array" or (fill and e.kind in ("int", "scalar")) for e in entries):
+        return _basic_getitem(arr, entries, shape)
+    boxes = [_slice_box(e.value, shape[e.dim]) if e.kind == "slice" else None for e in entries]
+    dim_boxes = [_full_box(n) for n in shape]
+    for e, b in zip(entries, boxes):
+        if b is not None:
+            dim_boxes[e.dim] = b
+    sub = _box_get(arr, dim_boxes)
+    plan = _gather_plan(entries, get_aval(sub).shape)
+    out = gather(sub, plan.indices, plan.dnums, plan.slice_sizes, mode=mode,
+                 fill_value=fill_value, unique_indices=unique_indices,
+                 indices_are_sorted=indices_are_sorted)
+    return lax.reshape(out, plan.result_shape)
+
+
+def _basic_getitem(arr, entries, shape):
+    boxes = [_full_box(n) for n in shape]
+    dynamic = {}
+    for e in entries:
+        if e.kind == "slice":
+            boxes[e.dim] = _slice_box(e.value, shape[e.dim])
+        elif e.kind == "int":
+            boxes[e.dim] = _int_box(e.value, shape[e.dim], e.dim, clip=True)
+        elif e.kind == "scalar":
+            dynamic[e.dim] = e.value
+    out = _box_get(arr, boxes)
+    if dynamic:
+        out = _dynamic_index(out, dynamic)
+    sizes = [b.count for b in boxes]
+    return lax.reshape(out, _result_shape(entries, sizes))
+
+
+def _dynamic_index(x, dynamic):
+    """A size-1 dynamic_slice at each traced scalar index (clamped, as reads are)."""
+    aval = get_aval(x)
+    idx_dtype = dtypes.default_int_dtype()
+    starts, sizes = [], list(aval.shape)
+    for d, n in enumerate(aval.shape):
+        if d in dynamic:
+            i = asarray(dynamic[d])
+            if get_aval(i).dtype.kind == "i":
+                i = _wrap_negative(lax.convert_element_type(i, idx_dtype), n)
+            starts.append(i)
+            sizes[d] = 1
+        else:
+            starts.append(0)
+    return lax.dynamic_slice(x, starts, sizes)
+
+
+def _wrap_negative(i, n):
+    dt = get_aval(i).dtype
+    return lax.select(lax.lt(i, lax.full((), 0, dt)), lax.add(i, lax.full((), n, dt)), i)
+
+
+# --- x.at[idx].op(values) --------------------------------------------------------------------
+
+_SCATTERS = {"set": scatter, "add": scatter_add, "mul": scatter_mul, "min": scatter_min,
+             "max": scatter_max}
+
+
+def update(arr, idx, values, op, mode=None, indices_are_sorted=False, unique_indices=False):
+    """`arr.at[idx].<op>(values)` for op in set/add/mul/min/max/pow. Repeated indices all apply
+    (set: one of them wins); out-of-bound updates are dropped unless `mode='clip'`."""
+    arr = asarray(arr)
+    if op == "pow":
+        from corejax.numpy._ufuncs import power
+        current = getitem(arr, idx, unique_indices=unique_indices,
+                          indices_are_sorted=indices_are_sorted)
+        return update(arr, idx, power(current, values), "set", mode, indices_are_sorted,
+                      unique_indices)
+    if op not in _SCATTERS:
+        raise ValueError(f"Unknown update operation {op!r}: expected one of "
+                         f"{', '.join(_SCATTERS)} or 'pow'.")
+    aval = get_aval(arr)
+    values = _cast_values(values, aval.dtype)
+    shape = aval.shape
+    entries = _canonical_entries(idx, shape)
+    mode = GatherScatterMode.from_any(mode)
+    boxes = [_full_box(n) for n in shape]
+    for e in entries:
+        if e.kind == "slice":
+            boxes[e.dim] = _slice_box(e.value, shape[e.dim])
+    if not any(e.kind in ("scalar", "array") for e in entries):
+        for e in entries:
+            if e.kind == "int":
+                box = _int_box(e.value, shape[e.dim], e.dim, clip=mode is GatherScatterMode.CLIP)
+                if box is None:
+                    return arr  # an out-of-bound update is dropped
+                boxes[e.dim] = box
+        sizes = [b.count for b in boxes]
+        values = _fit_values(values, _result_shape(entries, sizes))
+        return _box_update(arr, boxes, lax.reshape(values, sizes), op)
+    whole = _box_is_everything(boxes, shape)
+    sub = arr if whole else _box_get(arr, boxes)
+    plan = _gather_plan(entries, get_aval(sub).shape)
+    values = lax.reshape(_fit_values(values, plan.result_shape), plan.out_shape)
+    dn = plan.dnums
+    sdn = ScatterDimensionNumbers(update_window_dims=dn.offset_dims,
+                                  inserted_window_dims=dn.collapsed_slice_dims,
+                                  scatter_dims_to_operand_dims=dn.start_index_map)
+    new_sub = _SCATTERS[op](sub, plan.indices, values, sdn, mode=mode,
+                            indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
+    return new_sub if whole else _box_update(arr, boxes, new_sub, "set")
+
+
+def _cast_values(values, dtype):
+    values = asarray(values)
+    if get_aval(values).dtype == dtype:
+        return values
+    if dtypes.result_type(values, dtype) != dtype:
+        warnings.warn(f"scatter inputs have incompatible types: cannot safely cast value from "
+                      f"dtype={get_aval(values).dtype} to dtype={dtype}. In future JAX releases "
+                      f"this will result in an error.", FutureWarning, stacklevel=4)
+    return lax.convert_element_type(values, dtype)
+
+
+def _fit_values(values, shape):
+    """`values` broadcast to the indexed shape (leading unit dimensions beyond it dropped, as
+    NumPy allows)."""
+    vshape = get_aval(values).shape
+    extra = len(vshape) - len(shape)
+    if extra > 0 and all(s == 1 for s in vshape[:extra]):
+        values = lax.reshape(values, vshape[extra:])
+    return broadcast_to_shape(values, shape)
+
+
+# --- take / take_along_axis ------------------------------------------------------------------
+
+def _check_integer_indices(name, indices):
+    if get_aval(indices).dtype.kind not in "iu":
+        raise TypeError(f"{name} requires integer indices, got dtype "
+                        f"{get_aval(indices).dtype.name}.")
+
+
+def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False,
+         indices_are_sorted=False):
+    """jnp.take: out-of-bound indices are filled (NaN, the most negative integer, the largest
+    unsigned integer, True) by default; `mode='clip'` clamps, `mode='wrap'` wraps."""
+    a, indices = asarray(a), asarray(indices)
+    _check_integer_indices("take", indices)
+    if axis is None:
+        a = lax.reshape(a, (get_aval(a).size,))
+        axis = 0
+    axis = canonicalize_axis(axis, get_aval(a).ndim)
+    n = get_aval(a).shape[axis]
+    if mode is None or mode == "fill":
+        gather_mode = GatherScatterMode.FILL_OR_DROP
+    elif mode == "raise":
+        raise NotImplementedError("The 'raise' mode to jnp.take is not supported.")
+    elif mode == "wrap":
+        from corejax.numpy._ufuncs import remainder
+        indices = remainder(indices, n) if n else indices
+        gather_mode = GatherScatterMode.PROMISE_IN_BOUNDS
+    elif mode in ("clip", "drop", "promise_in_bounds") or isinstance(mode, GatherScatterMode):
+        gather_mode = GatherScatterMode.from_any(mode)
+    else:
+        raise ValueError(f"Invalid mode '{mode}' for np.take")
+    if n == 0:
+        if get_aval(indices).size:
+            raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
+        a_shape = get_aval(a).shape
+        return lax.full(a_shape[:axis] + get_aval(indices).shape + a_shape[axis + 1:], 0,
+                        get_aval(a).dtype)
+    return getitem(a, (slice(None),) * axis + (indices,), mode=gather_mode,
+                   fill_value=fill_value, unique_indices=unique_indices,
+                   indices_are_sorted=indices_are_sorted)
+
+
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    """jnp.take_along_axis: `indices` has `arr`'s rank and broadcasts with it except along
+    `axis`; out-of-bound indices are filled by default, as in jnp.take."""
+    arr, indices = asarray(arr), asarray(indices)
+    _check_integer_indices("take_along_axis", indices)
+    if axis is None:
+        if get_aval(indices).ndim != 1:
+            raise ValueError(f"when axis=None, `indices` must have a single dimension, got "
+                             f"shape {get_aval(indices).shape}.")
+        arr = lax.reshape(arr, (get_aval(arr).size,))
+        axis = 0
+    a_shape, i_shape = get_aval(arr).shape, get_aval(indices).shape
+    if len(a_shape) != len(i_shape):
+        raise ValueError(f"indices and arr must have the same number of dimensions; "
+                         f"{len(i_shape)} vs. {len(a_shape)}")
+    axis = canonicalize_axis(axis, len(a_shape))
+    batch = []
+    for d, (m, k) in enumerate(zip(a_shape, i_shape)):
+        if d != axis:
+            if m != k and 1 not in (m, k):
+                raise ValueError(f"take_along_axis: arr of shape {a_shape} and indices of shape "
+                                 f"{i_shape} do not broadcast along dimension {d}.")
+            batch.append(max(m, k))
+
+    def along(shape_axis):
+        return tuple(batch[:axis]) + (shape_axis,) + tuple(batch[axis:])
+    arr = broadcast_to_shape(arr, along(a_shape[axis]))
+    idx_dtype = dtypes.default_int_dtype()
+    indices = lax.convert_element_type(indices, idx_dtype)
+    indices = _wrap_negative(broadcast_to_shape(indices, along(i_shape[axis])), a_shape[axis])
+    others = tuple(d for d in range(len(a_shape)) if d != axis)
+    dn = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
+                                start_index_map=(axis,), operand_batching_dims=others,
+                                start_indices_batching_dims=others)
+    mode = GatherScatterMode.FILL_OR_DROP if mode is None else GatherScatterMode.from_any(mode)
+    return gather(arr, lax.reshape(indices, get_aval(indices).shape + (1,)), dn,
+                  (1,) * len(a_shape), mode=mode, fill_value=fill_value)
+
 
 
 # --- .at[] -----------------------------------------------------------------------------------
@@ -150,52 +563,49 @@ class _IndexUpdateHelper:
 
 
 class _IndexUpdateRef:
+    """`x.at[idx]`: `get`, `set`, `add`, ... each take `indices_are_sorted`, `unique_indices`
+    and `mode` ('promise_in_bounds' (default), 'clip', 'drop', 'fill'), as in JAX."""
+
     __slots__ = ("array", "index")
 
     def __init__(self, array, index):
         self.array, self.index = array, index
 
+    def __repr__(self):
+        return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
+
     def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None):
-        if mode is None or mode in ("clip", "promise_in_bounds"):
-            return getitem(self.array, self.index)
-        from corejax.lax import indexing as lax_indexing
-        return lax_indexing.advanced_getitem(self.array, self.index, mode=mode,
-                                             fill_value=fill_value)
+        return getitem(self.array, self.index, mode=mode, fill_value=fill_value,
+                       unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
 
     def set(self, values, **kw):
-        return _update(self.array, self.index, values, "set", **kw)
+        return update(self.array, self.index, values, "set", **kw)
 
     def add(self, values, **kw):
-        return _update(self.array, self.index, values, "add", **kw)
+        return update(self.array, self.index, values, "add", **kw)
 
     def subtract(self, values, **kw):
         from corejax.numpy._ufuncs import negative
-        return _update(self.array, self.index, negative(values), "add", **kw)
+        return update(self.array, self.index, negative(values), "add", **kw)
 
     def multiply(self, values, **kw):
-        return _update(self.array, self.index, values, "mul", **kw)
+        return update(self.array, self.index, values, "mul", **kw)
 
     mul = multiply
 
     def divide(self, values, **kw):
-        from corejax.numpy._ufuncs import reciprocal
-        return _update(self.array, self.index, reciprocal(values), "mul", **kw)
+        from corejax.numpy._creation import ones_like
+        from corejax.numpy._ufuncs import divide
+        return divide(self.array, update(ones_like(self.array), self.index, values, "mul", **kw))
 
     def power(self, values, **kw):
-        return _update(self.array, self.index, values, "pow", **kw)
+        return update(self.array, self.index, values, "pow", **kw)
 
     def min(self, values, **kw):
-        return _update(self.array, self.index, values, "min", **kw)
+        return update(self.array, self.index, values, "min", **kw)
 
     def max(self, values, **kw):
-        return _update(self.array, self.index, values, "max", **kw)
+        return update(self.array, self.index, values, "max", **kw)
 
     def apply(self, func, **kw):
-        current = self.get()
-        return _update(self.array, self.index, func(current), "set", **kw)
-
-
-def _update(arr, idx, values, op, indices_are_sorted=False, unique_indices=False, mode=None):
-    from corejax.lax import indexing as lax_indexing
-    arr = asarray(arr)
-    return lax_indexing.scatter_update(arr, idx, values, op, mode=mode)
+        return update(self.array, self.index, func(self.get()), "set", **kw)
