@@ -116,8 +116,9 @@ def _single_key(name: str, keys):
 
 
 def _seed_words(seed):
-    if isinstance(seed, PRNGKeyArray) or isinstance(seed, (bool, np.bool_)):
-        raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
+    if isinstance(seed, PRNGKeyArray):
+        raise TypeError("PRNG key seed must be an integer; got a PRNG key. Use split or "
+                        "fold_in to derive keys from a key.")
     if isinstance(seed, int):
         if not -(2 ** 63) <= seed < 2 ** 64:
             raise OverflowError(f"PRNG key seed {seed} does not fit in 64 bits.")
@@ -130,7 +131,7 @@ def _seed_words(seed):
     if seed.shape != ():
         raise TypeError(f"PRNGKey accepts a scalar seed, but was given an array of shape "
                         f"{seed.shape} != (). Use jax.vmap for batching.")
-    if not dtypes.is_integer(seed.dtype):
+    if not (dtypes.is_integer(seed.dtype) or seed.dtype == np.bool_):
         raise TypeError(f"PRNG key seed must be an integer; got a {seed.dtype.name} array.")
     low = lax.convert_element_type(seed, np.uint32)
     if seed.dtype.itemsize == 8:
