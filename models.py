@@ -1,6 +1,6 @@
 """Models that configs name in `model.name`; each returns log-probabilities (log_softmax).
 
-    mlp: MLP(features=(512, 512), num_classes=10, activation='relu', init='normal',
+    mlp: MLP(features=(512, 512), num_classes=10, activation='relu', weight_init='normal',
              init_scale=0.01)
     cnn: CNN(features=(32, 64), kernel_size=3, dense=128, num_classes=10, activation='relu',
              pool='max')
@@ -22,13 +22,13 @@ def _activation(name: str):
     return fn
 
 
-def _initializers(init: str, scale: float):
+def _initializers(name: str, scale: float):
     """(kernel_init, bias_init). 'normal' draws both from N(0, scale^2), as the seed did."""
-    if init == "normal":
+    if name == "normal":
         return nn.initializers.normal(stddev=scale), nn.initializers.normal(stddev=scale)
-    kernel_init = getattr(nn.initializers, init, None)
+    kernel_init = getattr(nn.initializers, name, None)
     if kernel_init is None:
-        raise ValueError(f"unknown init {init!r}; use 'normal' or an nn.initializers name such "
+        raise ValueError(f"unknown weight_init {name!r}; use 'normal' or an nn.initializers name such "
                          "as 'lecun_normal' or 'glorot_uniform'.")
     return kernel_init(), nn.initializers.zeros
 
@@ -38,13 +38,13 @@ class MLP(nn.Module):
     features: Sequence[int] = (512, 512)
     num_classes: int = 10
     activation: str = "relu"
-    init: str = "normal"
+    weight_init: str = "normal"
     init_scale: float = 0.01
 
     @nn.compact
     def __call__(self, x):
         act = _activation(self.activation)
-        kernel_init, bias_init = _initializers(self.init, self.init_scale)
+        kernel_init, bias_init = _initializers(self.weight_init, self.init_scale)
         x = x.reshape((x.shape[0], -1))
         for width in self.features:
             x = act(nn.Dense(width, kernel_init=kernel_init, bias_init=bias_init)(x))

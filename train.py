@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import inspect
 import json
 import os
 import sys
@@ -29,7 +30,6 @@ from data import DataFormatError, DataNotFoundError, CheckpointError, Preprocess
 from data import batches, checkpoint, mnist
 
 NONE = type(None)
-_REQUIRED = object()
 
 # key: (accepted types, default, allowed values or None, documentation)
 SCHEMA: dict[str, tuple[tuple, Any, tuple | None, str]] = {
@@ -188,7 +188,6 @@ def nested(cfg: dict) -> dict:
 
 def _call_checked(fn, kwargs: dict, what: str):
     """Calls fn(**kwargs); an unknown keyword becomes a ConfigError naming it."""
-    import inspect
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
