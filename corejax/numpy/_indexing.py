@@ -28,7 +28,8 @@ from corejax.lax.indexing import (GatherDimensionNumbers, GatherScatterMode,
                                   scatter_max, scatter_min, scatter_mul)
 from corejax.numpy._core import asarray, broadcast_to_shape, canonicalize_axis
 
-__all__ = ["NonConcreteBooleanIndexError"]
+__all__ = ["NonConcreteBooleanIndexError", "unravel_index", "ravel_multi_index", "ix_",
+           "indices", "diag_indices", "tril_indices", "triu_indices", "put", "put_along_axis"]
 
 _SCALAR_INT = (int, np.integer)
 
@@ -543,6 +544,164 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     return gather(arr, lax.reshape(indices, get_aval(indices).shape + (1,)), dn,
                   (1,) * len(a_shape), mode=mode, fill_value=fill_value)
 
+
+
+# --- index helpers ---------------------------------------------------------------------------
+
+def unravel_index(indices, shape):
+    """jnp.unravel_index: negative indices count from the end; out-of-bound ones are clipped."""
+    from corejax.numpy._ufuncs import clip, floor_divide, remainder
+    indices = asarray(indices)
+    _check_integer_indices("unravel_index", indices)
+    shape = tuple(int(n) for n in shape)
+    strides = [int(np.prod(shape[k:], dtype=np.int64)) for k in range(len(shape) + 1)]
+    total = strides[0]
+    clipped = clip(indices, -total, total - 1) if total else indices
+    return tuple(floor_divide(remainder(clipped, strides[k]), strides[k + 1])
+                 for k in range(len(shape)))
+
+
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+    """jnp.ravel_multi_index: mode 'raise' needs concrete indices; 'wrap' and 'clip' work
+    under jit."""
+    from corejax.numpy._ufuncs import clip, remainder
+    from corejax import core
+    if order not in ("C", "F"):
+        raise ValueError(f"order must be 'C' or 'F', got {order!r}")
+    dims = tuple(int(n) for n in dims)
+    if len(multi_index) != len(dims):
+        raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}, "
+                         f"got {len(multi_index)}")
+    multi_index = [asarray(i) for i in multi_index]
+    for i in multi_index:
+        _check_integer_indices("ravel_multi_index", i)
+    if mode == "raise":
+        for i, n in zip(multi_index, dims):
+            value = core.concrete_or_error(
+                np.asarray, i, "The error occurred because ravel_multi_index was jit-compiled "
+                "with mode='raise'. Use mode='wrap' or mode='clip' instead.")
+            if value.size and (value.min() < 0 or value.max() >= n):
+                raise ValueError("invalid entry in coordinates array")
+    elif mode == "wrap":
+        multi_index = [remainder(i, n) for i, n in zip(multi_index, dims)]
+    elif mode == "clip":
+        multi_index = [clip(i, 0, n - 1) for i, n in zip(multi_index, dims)]
+    else:
+        raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', or 'clip'")
+    order_dims = range(len(dims)) if order == "F" else range(len(dims) - 1, -1, -1)
+    out, stride = None, 1
+    for k in order_dims:
+        term = multi_index[k] * stride
+        out = term if out is None else out + term
+        stride *= dims[k]
+    return out
+
+
+def ix_(*args):
+    """jnp.ix_: 1-D integer sequences reshaped to index an open mesh."""
+    n = len(args)
+    out = []
+    for k, a in enumerate(args):
+        a = asarray(a)
+        aval = get_aval(a)
+        if aval.ndim != 1:
+            raise ValueError(f"Arguments to jax.numpy.ix_ must be 1-dimensional, got shape "
+                             f"{aval.shape}")
+        if aval.dtype == np.bool_:
+            raise TypeError("Boolean arguments to jax.numpy.ix_ are not supported")
+        out.append(lax.reshape(a, (1,) * k + aval.shape + (1,) * (n - k - 1)))
+    return tuple(out)
+
+
+def indices(dimensions, dtype=None, sparse=False):
+    """jnp.indices: the index grid of `dimensions` (stacked, or a tuple if `sparse`)."""
+    dtype = dtypes.canonicalize_dtype(dtype or dtypes.default_int_dtype())
+    dimensions = tuple(int(n) for n in dimensions)
+    n = len(dimensions)
+    grids = []
+    for k, size in enumerate(dimensions):
+        if sparse:
+            shape = (1,) * k + (size,) + (1,) * (n - k - 1)
+            grids.append(lax.broadcasted_iota(dtype, shape, k))
+        else:
+            grids.append(lax.broadcasted_iota(dtype, dimensions, k))
+    if sparse:
+        return tuple(grids)
+    if not grids:
+        return lax.full((0,), 0, dtype)
+    return lax.concatenate([lax.reshape(g, (1,) + dimensions) for g in grids], 0)
+
+
+def diag_indices(n, ndim=2):
+    if n < 0:
+        raise ValueError(f"n argument to diag_indices must be nonnegative, got {n}")
+    if ndim < 0:
+        raise ValueError(f"ndim argument to diag_indices must be nonnegative, got {ndim}")
+    return (lax.iota(dtypes.default_int_dtype(), n),) * ndim
+
+
+def tril_indices(n, k=0, m=None):
+    return tuple(asarray(i.astype(dtypes.default_int_dtype())) for i in np.tril_indices(n, k, m))
+
+
+def triu_indices(n, k=0, m=None):
+    return tuple(asarray(i.astype(dtypes.default_int_dtype())) for i in np.triu_indices(n, k, m))
+
+
+def _immutable(name, inplace):
+    if inplace:
+        raise ValueError(f"jax.numpy.{name} cannot modify arrays in-place, because JAX arrays are "
+                         f"immutable. Pass inplace=False to instead return an updated array.")
+
+
+def put(a, ind, v, mode=None, *, inplace=True):
+    """jnp.put (with inplace=False): values at flat indices; out-of-bound indices clip by
+    default, or wrap; `v` is repeated to the number of indices, as in NumPy."""
+    _immutable("put", inplace)
+    from corejax.numpy._ufuncs import clip, remainder
+    arr = asarray(a)
+    ind = lax.reshape(asarray(ind), (get_aval(asarray(ind)).size,))
+    v = asarray(v)
+    v = lax.reshape(v, (get_aval(v).size,))
+    size, count, nv = get_aval(arr).size, get_aval(ind).size, get_aval(v).size
+    if not (size and count and nv):
+        return arr
+    if nv < count:
+        v = lax.concatenate([v] * -(-count // nv), 0)
+    v = lax.slice(v, (0,), (count,))
+    if mode is None or mode == "clip":
+        ind = clip(ind, 0, size - 1)
+    elif mode == "wrap":
+        ind = remainder(ind, size)
+    elif mode == "raise":
+        raise NotImplementedError("The 'raise' mode to jnp.put is not supported.")
+    else:
+        raise ValueError(f"mode should be one of 'wrap' or 'clip'; got mode={mode!r}")
+    flat = update(lax.reshape(arr, (size,)), ind, v, "set",
+                  mode=GatherScatterMode.PROMISE_IN_BOUNDS)
+    return lax.reshape(flat, get_aval(arr).shape)
+
+
+def put_along_axis(arr, indices, values, axis, inplace=True, mode=None):
+    """jnp.put_along_axis (with inplace=False): the scatter matching take_along_axis."""
+    _immutable("put_along_axis", inplace)
+    arr, indices = asarray(arr), asarray(indices)
+    _check_integer_indices("put_along_axis", indices)
+    if axis is None:
+        flat = put_along_axis(lax.reshape(arr, (get_aval(arr).size,)), indices, values, 0,
+                              inplace=False, mode=mode)
+        return lax.reshape(flat, get_aval(arr).shape)
+    a_shape, i_shape = get_aval(arr).shape, get_aval(indices).shape
+    if len(a_shape) != len(i_shape):
+        raise ValueError(f"indices and arr must have the same number of dimensions; "
+                         f"{len(i_shape)} vs. {len(a_shape)}")
+    axis = canonicalize_axis(axis, len(a_shape))
+    n = len(a_shape)
+    index = tuple(indices if d == axis else
+                  lax.broadcasted_iota(dtypes.default_int_dtype(),
+                                       (1,) * d + (a_shape[d],) + (1,) * (n - d - 1), d)
+                  for d in range(n))
+    return update(arr, index, values, "set", mode=mode)
 
 
 # --- .at[] -----------------------------------------------------------------------------------
