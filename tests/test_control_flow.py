@@ -115,6 +115,7 @@ def test_cond_vmap_batched_and_unbatched_predicate():
     g = lambda p, x: cond(p, lambda y: y * 2.0, lambda y: y - 1.0, x)
     _close(vmap(g, (None, 0))(True, xs), xs * 2.0)  # unbatched predicate
     _close(vmap(g, (None, 0))(False, xs), xs - 1.0)
+    _close(vmap(g, (0, None))(xs > 0, 3.0), [2.0, 6.0, 6.0])  # only the predicate batched
     h = lambda i, x: switch(i, [lambda y: y, lambda y: y * 10.0, lambda y: -y], x)
     idx = jnp.array([2, 0, 1])
     _close(vmap(h)(idx, xs), [float(h(idx[i], xs[i])) for i in range(3)])
@@ -253,6 +254,9 @@ def test_scan_pytrees_none_xs_and_length():
     assert ys is None and float(c) == 1.0
     c, ys = scan(lambda c, x: (c + x, x), 0.0, jnp.ones((0,)))
     assert float(c) == 0.0 and ys.shape == (0,)
+    host = np.ones(3, np.float32)
+    scan(lambda c, x: (c + x, None), 0.0, host)
+    assert host.flags.writeable  # the caller's NumPy array is not frozen
 
 
 def test_scan_errors():

@@ -64,7 +64,8 @@ def _canon(x):
         return x
     arr = np.asarray(x)
     core.get_aval(arr)  # raises a TypeError naming the value for non-array leaves
-    return Array(arr.astype(dtypes.canonicalize_dtype(arr.dtype), copy=False))
+    # A copy: Array freezes its buffer, which must not be the caller's array.
+    return Array(np.array(arr, dtypes.canonicalize_dtype(arr.dtype)))
 
 
 def _trace(fun, in_tree, in_avals, name):
@@ -143,6 +144,12 @@ def _split_list(xs, sizes):
 
 def _nonzero(t) -> bool:
     return type(t) is not Zero
+
+
+def _tangent_mask(primals, tangents) -> list[bool]:
+    """Which tangents are nonzero; integer operands never have one."""
+    return [_nonzero(t) and dtypes.is_inexact(get_aval(p).dtype)
+            for p, t in zip(primals, tangents)]
 
 
 def _zeros(aval: ShapedArray):
@@ -309,12 +316,12 @@ cond_p.weak_type_rule = lambda *args, branches: [a.weak_type for a in _cond_out_
 
 def _cond_jvp(primals, tangents, branches):
     index, *ops = primals
-    nonzeros = [_nonzero(t) for t in tangents[1:]]
+    nonzeros = _tangent_mask(ops, tangents[1:])
     n_out = len(branches[0].out_avals)
     out_nz = [builtins.any(col) for col in
               zip(*[_jvp(b, nonzeros, [False] * n_out)[1] for b in branches])]
     new = tuple(_jvp(b, nonzeros, out_nz)[0] for b in branches)
-    nz_tangents = [t for t in tangents[1:] if _nonzero(t)]
+    nz_tangents = [t for t, z in zip(tangents[1:], nonzeros) if z]
     outs = cond_p.bind(index, *ops, *nz_tangents, branches=new)
     touts = iter(outs[n_out:])
     return outs[:n_out], [next(touts) if z else Zero(a.to_tangent_aval())
@@ -363,7 +370,7 @@ def _cond_partial_eval(trace, tracers, branches):
     unknown_outs = _stage_unknown(
         trace, cond_p, [trace.instantiate_const(index), *res_tracers,
                         *[t for t in ops if not t.pval.is_known]],
-        dict(branches=unknown_branches))
+        dict(branches=unknown_branches)) if any(out_uks) else []
     known_it, unknown_it = iter(known_outs[:n_known]), iter(unknown_outs)
     return [next(unknown_it) if u else trace.pure(next(known_it)) for u in out_uks]
 
@@ -386,8 +393,8 @@ def _cond_batch(axis_size, vals, dims, branches):
     n_out = len(branches[0].out_avals)
     if index_dim is not None:
         # Each lane picks its own branch: run every branch on the whole batch and select.
-        ops = [batching.bdim_at_front(o, d, axis_size) for o, d in zip(ops, op_dims)]
-        in_b = [True] * len(ops)
+        in_b = [d is not None for d in op_dims]
+        ops = [batching.moveaxis(o, d, 0) if d is not None else o for o, d in zip(ops, op_dims)]
         per_branch = [closed_call(_batch(b, axis_size, in_b, [True] * n_out)[0], *ops)
                       for b in branches]
         index = batching.moveaxis(index, index_dim, 0)
@@ -524,9 +531,9 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
     nc, nb = cond_nconsts, body_nconsts
     cconsts, bconsts, carry = _split_list(primals, [nc, nb])
     _, bconst_t, carry_t = _split_list(tangents, [nc, nb])
-    bconst_nz = [_nonzero(t) for t in bconst_t]
+    bconst_nz = _tangent_mask(bconsts, bconst_t)
     n = len(carry)
-    carry_nz = _fixpoint([_nonzero(t) for t in carry_t],
+    carry_nz = _fixpoint(_tangent_mask(carry, carry_t),
                          lambda nz: _jvp(body_jaxpr, bconst_nz + nz, [False] * n)[1])
     body_jvp, _ = _jvp(body_jaxpr, bconst_nz + carry_nz, carry_nz)
     n_bt, n_ct = builtins.sum(bconst_nz), builtins.sum(carry_nz)
@@ -538,7 +545,7 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
     new_cond = memoized("while_jvp", cond_jaxpr, tuple(carry_nz),
                         lambda: _add_unused_inputs(cond_jaxpr, tangent_avals))
     carry_t = [ad.instantiate_zeros(t) for t, z in zip(carry_t, carry_nz) if z]
-    outs = while_p.bind(*cconsts, *bconsts, *[t for t in bconst_t if _nonzero(t)], *carry,
+    outs = while_p.bind(*cconsts, *bconsts, *[t for t, z in zip(bconst_t, bconst_nz) if z], *carry,
                         *carry_t, cond_jaxpr=new_cond, body_jaxpr=new_body,
                         cond_nconsts=nc, body_nconsts=nb + n_bt)
     touts = iter(outs[n:])
@@ -717,13 +724,10 @@ def _scan_jvp(primals, tangents, jaxpr, length, reverse, num_consts, num_carry):
     nx, ny = len(primals) - nc - nk, len(jaxpr.out_avals) - nk
     consts, carry, xs = _split_list(primals, [nc, nk])
     const_t, carry_t, xs_t = _split_list(tangents, [nc, nk])
-    const_nz, xs_nz = [_nonzero(t) for t in const_t], [_nonzero(t) for t in xs_t]
-    carry_nz = _fixpoint([_nonzero(t) for t in carry_t], lambda m: _jvp(
+    const_nz, xs_nz = _tangent_mask(consts, const_t), _tangent_mask(xs, xs_t)
+    carry_nz = _fixpoint(_tangent_mask(carry, carry_t), lambda m: _jvp(
         jaxpr, const_nz + m + xs_nz, [False] * (nk + ny))[1][:nk])
     jvp_jaxpr, out_nz = _jvp(jaxpr, const_nz + carry_nz + xs_nz, carry_nz + [False] * ny)
-    const_nz, carry_nz, xs_nz = _split_list(
-        [z and dtypes.is_inexact(a.dtype) for z, a in zip(const_nz + carry_nz + xs_nz,
-                                                          jaxpr.in_avals)], [nc, nk])
     n_ct, n_kt, n_xt = builtins.sum(const_nz), builtins.sum(carry_nz), builtins.sum(xs_nz)
     n_yt = builtins.sum(out_nz[nk:])
     # jvp_jaxpr: (consts, carry, xs, their tangents) -> (carry, ys, their tangents); the scan
@@ -838,9 +842,11 @@ def _scan_partial_eval(trace, tracers, jaxpr, length, reverse, num_consts, num_c
     k_carry = known_of(carry, split.carry_uk)
     k_xs = known_of(xs, xs_uk)
     n_kk = len(k_carry)
-    known_outs = scan_p.bind(*k_consts, *k_carry, *k_xs, jaxpr=split.known, length=length,
-                             reverse=reverse, num_consts=len(k_consts), num_carry=n_kk)
     n_ky = ny - builtins.sum(split.out_uks[nk:])
+    known_outs = []
+    if len(split.known.out_avals):
+        known_outs = scan_p.bind(*k_consts, *k_carry, *k_xs, jaxpr=split.known, length=length,
+                                 reverse=reverse, num_consts=len(k_consts), num_carry=n_kk)
     k_carry_out, k_ys, loop_res = _split_list(known_outs, [n_kk, n_ky])
     res_consts, res_stacked = _residual_values(split, k_consts, k_xs, loop_res)
     inst = lambda x: trace.instantiate_const(trace.pure(x))
