@@ -373,51 +373,47 @@ def _tracers_to_jaxpr(tracers_in, tracers_out):
     return core.Jaxpr(constvars, invars, eqns, outvars), consts
 
 
-def partial_eval_jaxpr(jaxpr: core.Jaxpr, unknowns: list[bool], instantiate=False):
-    """Splits `jaxpr` (no constvars) into a known part and an unknown part.
+def partial_eval_jaxpr(closed: core.ClosedJaxpr, unknowns: list[bool], instantiate=False):
+    """Splits `closed` into the part computable from its known inputs and the rest.
 
-    Returns `(jaxpr_known, jaxpr_unknown, out_unknowns, num_res)`: `jaxpr_known` maps the known
-    inputs to `(*known_outputs, *residuals)`; `jaxpr_unknown` maps `(*residuals, *unknown_inputs)`
-    to the unknown outputs. `instantiate=True` makes every output unknown.
+    Returns `(known, unknown, out_unknowns, num_res)`, both ClosedJaxprs: `known` maps the known
+    inputs to `(*known_outputs, *residuals)`; `unknown` maps `(*residuals, *unknown_inputs)` to
+    the unknown outputs. `instantiate` (a bool or one per output) forces outputs unknown.
+
+    The program is re-traced under the partial evaluator with its known inputs bound to staging
+    tracers, so equations with sub-programs (jit, cond, scan) are split by their own
+    partial-evaluation rules rather than going wholly to the unknown side.
     """
-    unknown_vars = {v for v, u in zip(jaxpr.invars, unknowns) if u}
-    known_eqns, unknown_eqns = [], []
-    for eqn in jaxpr.eqns:
-        if any(type(v) is core.Var and v in unknown_vars for v in eqn.invars):
-            unknown_eqns.append(eqn)
-            unknown_vars.update(eqn.outvars)
-        else:
-            known_eqns.append(eqn)
-    inst = [instantiate] * len(jaxpr.outvars) if isinstance(instantiate, bool) else instantiate
-    out_unknowns = [(type(v) is core.Var and v in unknown_vars) or i
-                    for v, i in zip(jaxpr.outvars, inst)]
-    # Residuals: known vars the unknown side reads (including known outputs it must return).
-    defined_known = {v for v, u in zip(jaxpr.invars, unknowns) if not u}
-    for eqn in known_eqns:
-        defined_known.update(eqn.outvars)
-    residuals, seen = [], set()
+    from corejax.transforms.staging import trace_to_jaxpr
+    n_out = len(closed.out_avals)
+    inst = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
+    box = {}
 
-    def need(v):
-        if type(v) is core.Var and v in defined_known and v not in seen:
-            seen.add(v)
-            residuals.append(v)
+    def known_fun(*known_args):
+        it = iter(known_args)
+        pvals = [PartialVal.unknown(a) if u else PartialVal.known(next(it))
+                 for a, u in zip(closed.in_avals, unknowns)]
+        jaxpr, pvals_out, res = partial_eval_flat(
+            lambda *xs: core.eval_jaxpr(closed.jaxpr, closed.consts, *xs), pvals)
+        out_uks = [not pv.is_known or i for pv, i in zip(pvals_out, inst)]
+        # Known outputs that must be unknown anyway travel as extra residuals.
+        forced = [pv.const for pv, u in zip(pvals_out, out_uks) if u and pv.is_known]
+        box.update(jaxpr=jaxpr, pvals_out=pvals_out, out_uks=out_uks,
+                   num_res=len(res) + len(forced))
+        return [*[pv.const for pv, u in zip(pvals_out, out_uks) if not u], *res, *forced]
 
-    for eqn in unknown_eqns:
-        for v in eqn.invars:
-            need(v)
-    for v, u in zip(jaxpr.outvars, out_unknowns):
-        if u:
-            need(v)
-    known_outs = [v for v, u in zip(jaxpr.outvars, out_unknowns) if not u]
-    jaxpr_known = core.Jaxpr([], [v for v, u in zip(jaxpr.invars, unknowns) if not u],
-                             known_eqns, known_outs + residuals)
-    res_vars = [core.Var(v.aval) for v in residuals]
-    rename = dict(zip(residuals, res_vars))
-    sub = lambda v: rename.get(v, v) if type(v) is core.Var else v
-    unk_eqns = [e._replace(invars=[sub(v) for v in e.invars]) for e in unknown_eqns]
-    jaxpr_unknown = core.Jaxpr([], res_vars + [v for v, u in zip(jaxpr.invars, unknowns) if u],
-                               unk_eqns, [sub(v) for v, u in zip(jaxpr.outvars, out_unknowns) if u])
-    return jaxpr_known, jaxpr_unknown, out_unknowns, len(residuals)
+    known_jaxpr, known_consts = trace_to_jaxpr(
+        known_fun, [a for a, u in zip(closed.in_avals, unknowns) if not u], fun_name="known")
+    if any(isinstance(c, Tracer) for c in known_consts):
+        raise core.UnexpectedTracerError("partial evaluation closed over a tracer")
+    jaxpr, pvals_out, out_uks = box["jaxpr"], box["pvals_out"], box["out_uks"]
+    forced_vars = [core.Var(pv.aval) for pv, u in zip(pvals_out, out_uks) if u and pv.is_known]
+    unknown_outs, forced_it = iter(jaxpr.outvars), iter(forced_vars)
+    outvars = [next(forced_it) if pv.is_known else next(unknown_outs)
+               for pv, u in zip(pvals_out, out_uks) if u]
+    unknown = core.ClosedJaxpr(
+        core.Jaxpr([], [*jaxpr.constvars, *forced_vars, *jaxpr.invars], jaxpr.eqns, outvars), [])
+    return core.ClosedJaxpr(known_jaxpr, known_consts), unknown, out_uks, box["num_res"]
 
 
 def linearize_flat(fun: Callable, primals):

@@ -11,8 +11,7 @@ import weakref
 from corejax import core
 from corejax.core import ClosedJaxpr, Primitive, get_aval
 from corejax.transforms import ad, batching
-from corejax.transforms.ad import (PartialVal, PartialEvalTracer, UndefinedPrimal, Zero,
-                                   _EqnRecipe, is_undefined_primal)
+from corejax.transforms.ad import UndefinedPrimal, Zero, is_undefined_primal
 from corejax.transforms.staging import trace_to_jaxpr
 
 __all__ = ["jit_p", "closed_call", "jvp_jaxpr", "batch_jaxpr", "transpose_jaxpr"]
@@ -94,24 +93,16 @@ ad.primitive_jvps[jit_p] = _jit_jvp
 
 def _jit_partial_eval(trace, tracers, jaxpr, name, **params):
     unknowns = [not t.pval.is_known for t in tracers]
-    inner = core.Jaxpr([], jaxpr.jaxpr.constvars + jaxpr.jaxpr.invars, jaxpr.jaxpr.eqns,
-                       jaxpr.jaxpr.outvars)
-    n_consts = len(jaxpr.consts)
-    jk, ju, out_unknowns, num_res = ad.partial_eval_jaxpr(inner, [False] * n_consts + unknowns)
-    known_args = list(jaxpr.consts) + [t.pval.const for t in tracers if t.pval.is_known]
-    known_outs = jit_p.bind(*known_args, jaxpr=ClosedJaxpr(jk, []), name=name, **params)
+    known, unknown, out_unknowns, num_res = memoized(
+        "partial_eval", jaxpr, tuple(unknowns), lambda: ad.partial_eval_jaxpr(jaxpr, unknowns))
+    known_args = [t.pval.const for t in tracers if t.pval.is_known]
+    known_outs = jit_p.bind(*known_args, jaxpr=known, name=name, **params)
     n_known_out = len(known_outs) - num_res
     residuals = known_outs[n_known_out:]
     res_tracers = [trace.instantiate_const(trace.pure(r)) for r in residuals]
     unk_tracers = [t for t in tracers if not t.pval.is_known]
-    tracers_in = res_tracers + unk_tracers
-    avals_out = [v.aval for v in ju.outvars]
-    outs_unknown = [PartialEvalTracer(trace, PartialVal.unknown(a), None) for a in avals_out]
-    from weakref import ref
-    recipe = _EqnRecipe(jit_p, tracers_in, dict(jaxpr=ClosedJaxpr(ju, []), name=name, **params),
-                        avals_out, [ref(t) for t in outs_unknown])
-    for t in outs_unknown:
-        t.recipe = recipe
+    outs_unknown = trace.default_process(jit_p, res_tracers + unk_tracers,
+                                         dict(jaxpr=unknown, name=name, **params))
     known_iter, unknown_iter = iter(known_outs[:n_known_out]), iter(outs_unknown)
     return [next(unknown_iter) if u else trace.pure(next(known_iter)) for u in out_unknowns]
 
