@@ -379,7 +379,8 @@ min_p = naryop("min", np.minimum, (NUMERIC, NUMERIC), lambda ctx, x, y: ctx.math
 
 def _balanced_select(t, x, y, pick_x):
     """The tangent share of `x` in max/min: 1 where x wins, 1/2 on ties, 0 elsewhere."""
-    one, half, zero = _one(x), _const(x, 0.5), _const(x, 0)
+    aval = get_aval(x)
+    one, half, zero = (full(aval.shape, v, aval.dtype) for v in (1, 0.5, 0))
     share = select(eq(x, y), half, select(pick_x, one, zero))
     return mul(t, share)
 
