@@ -1,0 +1,29 @@
+"""nn: Flax-linen-style neural network modules on corejax.
+
+    import nn
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(10)(nn.relu(nn.Dense(128)(x)))
+    params = MLP().init(key, x)
+"""
+from corejax.nn.functions import (  # noqa: F401
+    relu, relu6, sigmoid, log_sigmoid, softplus, soft_sign, silu, swish, gelu, elu, selu, celu,
+    leaky_relu, hard_tanh, hard_sigmoid, hard_silu, hard_swish, glu, tanh, softmax,
+    log_softmax, logsumexp, one_hot, standardize, sparse_plus, squareplus, mish,
+)
+from nn import initializers  # noqa: F401
+from nn.module import (  # noqa: F401
+    Module, compact, nowrap, Variable, merge_param, NNError, ScopeParamNotFoundError,
+    ScopeParamShapeError, ScopeCollectionNotFound, ScopeVariableNotFound,
+    ModifyScopeVariableError, InvalidRngError, NameInUseError, AssignSubModuleError,
+    CallCompactUnboundModuleError, SetAttributeFrozenModuleError,
+    ApplyScopeInvalidVariablesTypeError,
+)
+from nn.linear import Dense, DenseGeneral, Conv, ConvTranspose, Embed  # noqa: F401
+from nn.normalization import BatchNorm, LayerNorm, GroupNorm, RMSNorm  # noqa: F401
+from nn.stochastic import Dropout  # noqa: F401
+from nn.pooling import pool, avg_pool, max_pool, min_pool  # noqa: F401
+from nn.combinators import Sequential  # noqa: F401
+from nn.summary import tabulate, param_count  # noqa: F401
+from nn.initializers import zeros_init, ones_init  # noqa: F401

@@ -1,0 +1,203 @@
+"""Normalization layers: BatchNorm, LayerNorm, GroupNorm and RMSNorm.
+
+Statistics are computed in at least float32 with the fast variance formula
+E[x^2] - E[x]^2 (clipped at 0), as Flax does by default.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import corejax.numpy as jnp
+from corejax import lax
+from corejax.nn import initializers
+from nn.linear import promote_dtype
+from nn.module import Module, compact, merge_param
+
+__all__ = ["BatchNorm", "LayerNorm", "GroupNorm", "RMSNorm"]
+
+
+def _canonical_axes(ndim: int, axes, module: Module) -> tuple:
+    axes = (axes,) if isinstance(axes, int) else tuple(axes)
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ValueError(f'{type(module).__name__} "{module.path}": axis {a} is out of range '
+                             f"for an input of rank {ndim}.")
+    return tuple(sorted({a % ndim for a in axes}))
+
+
+def _stats(x, axes, dtype, use_fast_variance: bool = True):
+    dt = jnp.promote_types(dtype or x.dtype, jnp.float32)
+    x = jnp.asarray(x, dt)
+    mean = jnp.mean(x, axes)
+    if use_fast_variance:
+        var = jnp.maximum(0.0, jnp.mean(jnp.square(x), axes) - jnp.square(mean))
+    else:
+        var = jnp.mean(jnp.square(x - jnp.expand_dims(mean, axes)), axes)
+    return mean, var
+
+
+def _normalize(module, x, mean, var, reduction_axes, feature_axes, dtype, param_dtype,
+               epsilon, use_bias, use_scale, bias_init, scale_init):
+    """(x - mean) / sqrt(var + eps) * scale + bias; stats lack `reduction_axes`, parameters
+    have the shape of x's `feature_axes`."""
+    feature_shape = [1] * x.ndim
+    param_shape = []
+    for ax in feature_axes:
+        feature_shape[ax] = x.shape[ax]
+        param_shape.append(x.shape[ax])
+    param_shape = tuple(param_shape)
+    mean = jnp.expand_dims(mean, reduction_axes)
+    var = jnp.expand_dims(var, reduction_axes)
+    y = x - mean
+    mul = lax.rsqrt(var + epsilon)
+    args = [x]
+    if use_scale:
+        scale = jnp.reshape(module.param("scale", scale_init, param_shape, param_dtype),
+                            feature_shape)
+        mul = mul * scale
+        args.append(scale)
+    y = y * mul
+    if use_bias:
+        bias = jnp.reshape(module.param("bias", bias_init, param_shape, param_dtype),
+                           feature_shape)
+        y = y + bias
+        args.append(bias)
+    (y,) = promote_dtype(y, dtype=dtype or jnp.result_type(*args))
+    return y
+
+
+class BatchNorm(Module):
+    """Normalizes with batch statistics (training) or running averages (evaluation); the
+    averages live in the 'batch_stats' collection as 'mean' and 'var'."""
+    use_running_average: Any = None
+    axis: int = -1
+    momentum: float = 0.99
+    epsilon: float = 1e-5
+    dtype: Any = None
+    param_dtype: Any = jnp.float32
+    use_bias: bool = True
+    use_scale: bool = True
+    bias_init: Callable = initializers.zeros
+    scale_init: Callable = initializers.ones
+    axis_name: Any = None
+    use_fast_variance: bool = True
+
+    @compact
+    def __call__(self, x, use_running_average=None):
+        use_running_average = merge_param("use_running_average", self.use_running_average,
+                                          use_running_average, f'BatchNorm "{self.path}"')
+        if self.axis_name is not None:
+            raise NotImplementedError(f'BatchNorm "{self.path}": axis_name (cross-device '
+                                      "statistics) is not supported.")
+        x = jnp.asarray(x)
+        feature_axes = _canonical_axes(x.ndim, self.axis, self)
+        reduction_axes = tuple(i for i in range(x.ndim) if i not in feature_axes)
+        feature_shape = tuple(x.shape[ax] for ax in feature_axes)
+        ra_mean = self.variable("batch_stats", "mean", lambda s: jnp.zeros(s, jnp.float32),
+                                feature_shape)
+        ra_var = self.variable("batch_stats", "var", lambda s: jnp.ones(s, jnp.float32),
+                               feature_shape)
+        if use_running_average:
+            mean, var = ra_mean.value, ra_var.value
+        else:
+            mean, var = _stats(x, reduction_axes, self.dtype, self.use_fast_variance)
+            if not self.is_initializing():
+                m = self.momentum
+                ra_mean.value = m * ra_mean.value + (1 - m) * mean
+                ra_var.value = m * ra_var.value + (1 - m) * var
+        return _normalize(self, x, mean, var, reduction_axes, feature_axes, self.dtype,
+                          self.param_dtype, self.epsilon, self.use_bias, self.use_scale,
+                          self.bias_init, self.scale_init)
+
+
+class LayerNorm(Module):
+    """Normalizes each example over `reduction_axes` (the features by default)."""
+    epsilon: float = 1e-6
+    dtype: Any = None
+    param_dtype: Any = jnp.float32
+    use_bias: bool = True
+    use_scale: bool = True
+    bias_init: Callable = initializers.zeros
+    scale_init: Callable = initializers.ones
+    reduction_axes: Any = -1
+    feature_axes: Any = -1
+    use_fast_variance: bool = True
+
+    @compact
+    def __call__(self, x):
+        x = jnp.asarray(x)
+        if x.ndim == 0:
+            raise ValueError(f'LayerNorm "{self.path}": inputs need at least one dimension.')
+        reduction_axes = _canonical_axes(x.ndim, self.reduction_axes, self)
+        feature_axes = _canonical_axes(x.ndim, self.feature_axes, self)
+        mean, var = _stats(x, reduction_axes, self.dtype, self.use_fast_variance)
+        return _normalize(self, x, mean, var, reduction_axes, feature_axes, self.dtype,
+                          self.param_dtype, self.epsilon, self.use_bias, self.use_scale,
+                          self.bias_init, self.scale_init)
+
+
+class RMSNorm(Module):
+    """x / sqrt(mean(x^2) + eps) * scale over `reduction_axes`."""
+    epsilon: float = 1e-6
+    dtype: Any = None
+    param_dtype: Any = jnp.float32
+    use_scale: bool = True
+    scale_init: Callable = initializers.ones
+    reduction_axes: Any = -1
+    feature_axes: Any = -1
+
+    @compact
+    def __call__(self, x):
+        x = jnp.asarray(x)
+        reduction_axes = _canonical_axes(x.ndim, self.reduction_axes, self)
+        feature_axes = _canonical_axes(x.ndim, self.feature_axes, self)
+        dt = jnp.promote_types(self.dtype or x.dtype, jnp.float32)
+        mean_sq = jnp.mean(jnp.square(jnp.asarray(x, dt)), reduction_axes)
+        return _normalize(self, x, jnp.zeros_like(mean_sq), mean_sq, reduction_axes,
+                          feature_axes, self.dtype, self.param_dtype, self.epsilon, False,
+                          self.use_scale, None, self.scale_init)
+
+
+class GroupNorm(Module):
+    """Normalizes each example over its spatial axes and groups of channels (the last axis);
+    the first axis is the batch."""
+    num_groups: Any = 32
+    group_size: Any = None
+    epsilon: float = 1e-6
+    dtype: Any = None
+    param_dtype: Any = jnp.float32
+    use_bias: bool = True
+    use_scale: bool = True
+    bias_init: Callable = initializers.zeros
+    scale_init: Callable = initializers.ones
+    use_fast_variance: bool = True
+
+    @compact
+    def __call__(self, x):
+        x = jnp.asarray(x)
+        if x.ndim < 2:
+            raise ValueError(f'GroupNorm "{self.path}": inputs need a batch axis and a feature '
+                             f"axis; got input of shape {tuple(x.shape)}.")
+        channels = x.shape[-1]
+        if (self.num_groups is None) == (self.group_size is None):
+            raise ValueError(f'GroupNorm "{self.path}": set exactly one of num_groups and '
+                             f"group_size (got {self.num_groups} and {self.group_size}).")
+        num_groups = self.num_groups
+        if num_groups is None:
+            if channels % self.group_size:
+                raise ValueError(f'GroupNorm "{self.path}": {channels} channels are not a '
+                                 f"multiple of group_size {self.group_size}.")
+            num_groups = channels // self.group_size
+        if channels % num_groups:
+            raise ValueError(f'GroupNorm "{self.path}": {channels} channels cannot be split '
+                             f"into {num_groups} groups.")
+        size = channels // num_groups
+        grouped = jnp.reshape(x, x.shape[:-1] + (num_groups, size))
+        spatial = tuple(range(1, x.ndim - 1))
+        mean, var = _stats(grouped, spatial + (x.ndim,), self.dtype, self.use_fast_variance)
+        # (N, groups) -> (N, channels): every channel of a group shares its statistics.
+        per_channel = lambda s: jnp.reshape(jnp.broadcast_to(s[..., None], s.shape + (size,)),
+                                            s.shape[:-1] + (channels,))
+        return _normalize(self, x, per_channel(mean), per_channel(var), spatial, (x.ndim - 1,),
+                          self.dtype, self.param_dtype, self.epsilon, self.use_bias,
+                          self.use_scale, self.bias_init, self.scale_init)
