@@ -201,7 +201,7 @@ class _JittedFunction:
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         _check_leaves(leaves, f"jit({_fun_name(self._fun)})")
         key = (in_tree, _signature_key(leaves), static_vals, self._backend_name(),
-               config.enable_x64)
+               config.enable_x64, config.threefry_partitionable)
         entry = self._cache.get(key)
         if entry is None:
             with self._lock:
@@ -240,7 +240,8 @@ class _JittedFunction:
             # Eager fast path for positional Array arguments: a signature of shapes/dtypes only.
             flags = _config_values
             fast_key = (tuple([(a._value.shape, a._value.dtype, a.weak_type) for a in args]),
-                        self._backend or flags["platform"], flags["enable_x64"])
+                        self._backend or flags["platform"], flags["enable_x64"],
+                        flags["threefry_partitionable"])
             hit = self._fast.get(fast_key)
             if hit is not None:
                 entry, exe = hit
@@ -342,6 +343,8 @@ def _explain_miss(jf: _JittedFunction, key) -> str:
         reasons.append(f"backend changed: {prev[3]} -> {key[3]}")
     if prev[4] != key[4]:
         reasons.append("the enable_x64 setting changed")
+    if prev[5] != key[5]:
+        reasons.append("the threefry_partitionable setting changed")
     return f"TRACING CACHE MISS at {name} because: " + "; ".join(reasons or ["a new signature"])
 
 

@@ -369,9 +369,6 @@ def test_shuffle_is_deprecated():
 
 
 
-@pytest.mark.xfail(strict=False, reason="core bug: jit's cache key (corejax/api.py) includes "
-                   "enable_x64 but not threefry_partitionable, so a function jitted before the "
-                   "flag changes keeps returning the old layout's bits")
 def test_jit_follows_a_layout_change():
     sample = corejax.jit(lambda k: random.bits(k, (3,)))
     key = random.PRNGKey(0)
