@@ -424,14 +424,12 @@ def test_grad_of_jit_of_scan():
     _close(jit(vmap(f))(jnp.stack([xs, xs])), [24.0, 24.0])
 
 
-@pytest.mark.xfail(raises=AssertionError, reason=(
-    "core: jit's partial-eval rule (transforms/jit.py _jit_partial_eval) splits its jaxpr with "
-    "the non-recursive ad.partial_eval_jaxpr, so a call-like equation inside jit (a nested jit, "
-    "cond or scan) goes wholly to the unknown side and its primal outputs become unknown; "
-    "grad(jit(lambda x: jnp.sin(jit(lambda y: y * y)(x))))(1.0) fails the same way"))
 def test_grad_of_jit_with_control_flow_inside():
     f = lambda xs: scan(lambda c, x: (c * x, c), 1.0, xs)[0]
     _close(grad(jit(f))(jnp.array([2.0, 3.0, 4.0])), [12.0, 8.0, 6.0])
+    g = lambda x: cond(x > 0, lambda y: fori_loop(0, 3, lambda i, c: c * y, 1.0), jnp.sin, x)
+    _close(grad(jit(g))(2.0), 12.0)
+    _close(grad(jit(g))(-1.0), np.cos(-1.0))
 
 
 def test_rnn_trains_with_sgd():

@@ -12,9 +12,7 @@ transformations) are passed as explicit leading operands, so every rule sees the
 
 Reverse mode follows JAX: the partial-evaluation rules split a loop into a known loop (which
 also emits the residuals the tangent computation needs, stacked per iteration for scan) and an
-unknown, linear loop; transposing that linear scan is a scan in the other direction. The jaxpr
-splitting (`_split`) traces the body under the partial evaluator, so control flow nested in a
-body is split by its own rule.
+unknown, linear loop; transposing that linear scan is a scan in the other direction.
 
 No compiled lowering is registered here yet: the compiler runs primitives without a lowering as
 host steps through their `impl`, which evaluates the sub-jaxprs with the NumPy impls.
@@ -220,41 +218,13 @@ class _Split(NamedTuple):
 
 
 def _split(closed: ClosedJaxpr, unknowns, instantiate=False) -> _Split:
-    """Partial evaluation of a jaxpr: what depends only on known inputs, and the rest.
-
-    The jaxpr is traced under the partial evaluator with its known inputs bound to staging
-    tracers, so nested control flow is split by its own partial-evaluation rule."""
+    """Partial evaluation of a jaxpr (ad.partial_eval_jaxpr, which re-traces it so nested
+    control flow is split by its own rule), built once per jaxpr and pattern."""
     if isinstance(instantiate, bool):
         instantiate = [instantiate] * len(closed.out_avals)
     key = (tuple(unknowns), tuple(instantiate))
-    return memoized("cf_split", closed, key,
-                    lambda: _build_split(closed, list(unknowns), list(instantiate)))
-
-
-def _build_split(closed, unknowns, instantiate):
-    box = {}
-
-    def known_fun(*known_args):
-        it = iter(known_args)
-        pvals = [PartialVal.unknown(a) if u else PartialVal.known(next(it))
-                 for a, u in zip(closed.in_avals, unknowns)]
-        jaxpr, pvals_out, res = ad.partial_eval_flat(partial(closed_call, closed), pvals)
-        out_uks = [not pv.is_known or inst for pv, inst in zip(pvals_out, instantiate)]
-        box.update(jaxpr=jaxpr, pvals_out=pvals_out, out_uks=out_uks)
-        # Known outputs that must be unknown anyway become residuals the unknown side returns.
-        forced = [pv.const for pv, u in zip(pvals_out, out_uks) if u and pv.is_known]
-        box["num_res"] = len(res) + len(forced)
-        return [*[pv.const for pv, u in zip(pvals_out, out_uks) if not u], *res, *forced]
-
-    known = stage(known_fun, [a for a, u in zip(closed.in_avals, unknowns) if not u], "known")
-    jaxpr, pvals_out, out_uks = box["jaxpr"], box["pvals_out"], box["out_uks"]
-    forced_vars = [core.Var(pv.aval) for pv, u in zip(pvals_out, out_uks) if u and pv.is_known]
-    unknown_outs, forced_it = iter(jaxpr.outvars), iter(forced_vars)
-    outvars = [next(forced_it) if pv.is_known else next(unknown_outs)
-               for pv, u in zip(pvals_out, out_uks) if u]
-    unknown = ClosedJaxpr(core.Jaxpr([], [*jaxpr.constvars, *forced_vars, *jaxpr.invars],
-                                     jaxpr.eqns, outvars), [])
-    return _Split(known, unknown, out_uks, box["num_res"])
+    return memoized("cf_split", closed, key, lambda: _Split(
+        *ad.partial_eval_jaxpr(closed, list(unknowns), list(instantiate))))
 
 
 def _stage_unknown(trace, prim, tracers_in, params):
@@ -358,11 +328,11 @@ def _cond_partial_eval(trace, tracers, branches):
         return stage(fun, [*all_res_avals, *[t.aval for t in ops if not t.pval.is_known]],
                      "unknown_branch")
 
-    key = (tuple(unknowns), tuple(out_uks))
-    known_branches = tuple(memoized("cond_known", b, key, partial(known_branch, i))
-                           for i, b in enumerate(branches))
-    unknown_branches = tuple(memoized("cond_unknown", b, key, partial(unknown_branch, i))
-                             for i, b in enumerate(branches))
+    # Keyed on the sibling branches too: the residual layout depends on all of them.
+    key = (tuple(unknowns), tuple(out_uks), branches[1:])
+    known_branches, unknown_branches = memoized("cond_pe", branches[0], key, lambda: (
+        tuple(known_branch(i) for i in range(len(branches))),
+        tuple(unknown_branch(i) for i in range(len(branches)))))
     known_outs = cond_p.bind(index.pval.const, *[t.pval.const for t in ops if t.pval.is_known],
                              branches=known_branches)
     n_known = len(known_outs) - len(all_res_avals)
