@@ -8,6 +8,9 @@ flow, Python callbacks for debug prints), in program order.
 """
 from __future__ import annotations
 
+import os
+import sys
+import threading
 import warnings
 
 import numpy as np
@@ -15,11 +18,41 @@ import numpy as np
 from corejax import core
 from corejax.array import Array, _NanChecks, to_numpy
 from corejax.core import Literal, Var
-from corejax.compiler import codegen, diskcache
+from corejax.compiler import codegen, diskcache, registry
 from corejax.compiler.fusion import FusedGroup, HostStep, Virtual, partition
 from corejax.compiler.passes import PASSES, run_passes
 
 __all__ = ["CpuExecutable"]
+
+# Buffers at least this big are kept and reused across calls: a fresh large np.empty costs a
+# page fault per 4 KiB on first write, which is most of an elementwise kernel's time.
+_POOL_MIN_BYTES = 1 << 16
+_POOL_PER_SLOT = 2
+
+
+class _BufferPool:
+    """Output buffers of one executable, reused once nothing outside the pool refers to them
+    (checked with the reference count, under a lock, so concurrent calls never share one)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._buffers: dict = {}
+
+    def get(self, slot, shape, dtype):
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if nbytes < _POOL_MIN_BYTES:
+            return np.empty(shape, dtype)
+        with self._lock:
+            bufs = self._buffers.setdefault(slot, [])
+            for b in bufs:
+                # References: the list, the loop variable and getrefcount's argument.
+                if sys.getrefcount(b) == 3:
+                    b.flags.writeable = True
+                    return b
+            b = np.empty(shape, dtype)
+            if len(bufs) < _POOL_PER_SLOT:
+                bufs.append(b)
+            return b
 
 
 def _materialize_virtual(vv: Virtual, base_val):
@@ -35,6 +68,41 @@ def _materialize_virtual(vv: Virtual, base_val):
     return np.broadcast_to(base_val.reshape(shape), vv.aval.shape)
 
 
+def _blas_dot_general(lhs, rhs, dimension_numbers, precision=None,
+                      preferred_element_type=None):
+    """dot_general as one np.matmul on (batch, m, k) @ (batch, k, n) operands. Transposed
+    operands stay views when they are 2-D (BLAS reads them with its transpose flag); only
+    operands that cannot be viewed that way are copied, so matmul never takes NumPy's
+    non-BLAS loop."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    lf = tuple(i for i in range(lhs.ndim) if i not in lc and i not in lb)
+    rf = tuple(i for i in range(rhs.ndim) if i not in rc and i not in rb)
+    batch = tuple(lhs.shape[i] for i in lb)
+    m_shape = tuple(lhs.shape[i] for i in lf)
+    n_shape = tuple(rhs.shape[i] for i in rf)
+    b = int(np.prod(batch, dtype=np.int64))
+    m = int(np.prod(m_shape, dtype=np.int64))
+    n = int(np.prod(n_shape, dtype=np.int64))
+    k = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
+    out_dtype = preferred_element_type or lhs.dtype
+    a = _as_matrices(np.transpose(lhs, lb + lf + lc), b, m, k, out_dtype)
+    c = _as_matrices(np.transpose(rhs, rb + rc + rf), b, k, n, out_dtype)
+    out = np.matmul(a, c)
+    return out.reshape(batch + m_shape + n_shape)
+
+
+def _as_matrices(x, b, rows, cols, dtype):
+    if x.dtype != dtype:
+        x = x.astype(dtype)
+    if b == 1:
+        x2 = x.reshape(rows, cols) if x.flags.c_contiguous or x.flags.f_contiguous \
+            else np.ascontiguousarray(x).reshape(rows, cols)
+        if x2.flags.c_contiguous or x2.flags.f_contiguous:
+            return x2
+        return np.ascontiguousarray(x2)
+    return np.ascontiguousarray(x).reshape(b, rows, cols)
+
+
 class CpuExecutable:
     def __init__(self, closed: core.ClosedJaxpr):
         self.closed = closed
@@ -43,6 +111,7 @@ class CpuExecutable:
         self.steps = partition(self.optimized.jaxpr)
         self.kernels: list = []          # (step, KernelPlan, cache key) for as_text
         self._slots: dict = {}
+        self._pool = _BufferPool()
         jaxpr = self.optimized.jaxpr
         template = []
         for v, c in zip(jaxpr.constvars, self.optimized.consts):
@@ -94,6 +163,8 @@ class CpuExecutable:
             r = plan.reduction_out
             outs.append((self._slot(r, template), r.aval.shape, r.aval.dtype))
 
+        pool = self._pool
+
         def run(env):
             args = list(sizes)
             for s, dt in in_slots:
@@ -102,7 +173,7 @@ class CpuExecutable:
                     a = a.astype(dt)
                 args.append(a.ravel())
             for s, shape, dt in outs:
-                o = np.empty(shape, dt)
+                o = pool.get(s, shape, dt)
                 env[s] = o
                 args.append(o.reshape(-1))
             fn(*args)
@@ -111,6 +182,11 @@ class CpuExecutable:
 
     def _host(self, eqn, template):
         prim, params = eqn.primitive, eqn.params
+        if registry.kernel_lowerings.get(prim) == ("dot_general",):
+            params = dict(params)
+            impl = _blas_dot_general
+        else:
+            impl = prim.impl
         getters = [(None, np.asarray(v.val, v.aval.dtype)) if type(v) is Literal else (self._slot(v, template),
                                                                           None)
                    for v in eqn.invars]
@@ -119,7 +195,7 @@ class CpuExecutable:
 
         def run(env):
             args = [env[s] if s is not None else c for s, c in getters]
-            outs = prim.impl(*args, **params)
+            outs = impl(*args, **params)
             if not multiple:
                 outs = (outs,)
             for (s, dt), o in zip(out_slots, outs):
@@ -174,7 +250,7 @@ class CpuExecutable:
         for i, step in enumerate(self.steps):
             if isinstance(step, HostStep):
                 name = step.eqn.primitive.name
-                kind = "BLAS (NumPy matmul)" if name == "dot_general" else "NumPy impl"
+                kind = "BLAS (np.matmul)" if name == "dot_general" else "NumPy impl"
                 outs = " ".join(f"{v.aval.str_short()}" for v in step.eqn.outvars)
                 lines.append(f"step {i}: host step {name} [{kind}] -> {outs}")
             elif id(step) in kernel_of:
@@ -189,3 +265,7 @@ class CpuExecutable:
 
 
 from numba import types as codegen_types  # noqa: E402  (numba's import is the slow part)
+import numba  # noqa: E402
+
+if "NUMBA_THREADING_LAYER" not in os.environ:
+    numba.config.THREADING_LAYER = "workqueue"

@@ -1,0 +1,274 @@
+"""The compiler's parts: IR passes, fusion decisions, generated source, the disk cache, the
+executor's buffers, every result checked against the reference executor."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import corejax as jax
+import corejax.numpy as jnp
+from corejax import lax
+from corejax.compiler import compile_jaxpr, kernel_stats, diskcache
+from corejax.compiler import passes
+from corejax.compiler.fusion import FusedGroup, HostStep, partition
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def staged(f, *args):
+    return jax.make_jaxpr(f)(*args)
+
+
+def prims(closed):
+    return [e.primitive.name for e in closed.jaxpr.eqns]
+
+
+def run_both(closed, *args):
+    ref = compile_jaxpr(closed, "reference")(*args)
+    got = compile_jaxpr(closed, "cpu")(*args)
+    for r, g in zip(ref, got):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-6, atol=1e-6)
+    return got
+
+
+# --- passes ----------------------------------------------------------------------------------
+
+def test_pass_list_is_named():
+    names = [n for n, _ in passes.PASSES]
+    assert {"inline", "simplify", "fold_constants", "cse", "dce"} <= set(names)
+
+
+def test_dce_and_cse():
+    def f(x):
+        unused = jnp.exp(x) * 3.0      # noqa: F841  (dead)
+        a = jnp.sin(x)
+        b = jnp.sin(x)
+        return a + b
+
+    closed = staged(f, jnp.ones(3))
+    out = passes.dce(passes.cse(closed))
+    assert prims(out).count("sin") == 1 and "exp" not in prims(out)
+    run_both(closed, jnp.arange(3.0))
+
+
+def test_algebraic_simplification():
+    def f(x):
+        y = x * 1.0
+        y = y - 0.0
+        y = jnp.transpose(jnp.transpose(y))
+        y = jnp.reshape(jnp.reshape(y, (6,)), (3, 2))
+        y = y.astype(jnp.float32)
+        return y / 1.0
+
+    x = jnp.arange(6.0).reshape(2, 3)
+    closed = staged(f, x)
+    out = passes.run_passes(closed)
+    assert prims(out) == ["reshape"], prims(out)
+    run_both(closed, x)
+
+
+def test_add_zero_kept_for_float_signed_zero():
+    # -0.0 + 0.0 is +0.0, so x + 0 is only an identity for integers.
+    closed = staged(lambda x: x + 0.0, jnp.ones(2))
+    assert "add" in prims(passes.run_passes(closed))
+    closed_i = staged(lambda x: x + 0, jnp.ones(2, jnp.int32))
+    assert "add" not in prims(passes.run_passes(closed_i))
+
+
+def test_constant_folding():
+    def f(x):
+        c = jnp.exp(jnp.float32(2.0)) * 3.0
+        return x * c
+
+    closed = staged(f, jnp.ones(3))
+    out = passes.run_passes(closed)
+    assert "exp" not in prims(out)
+    run_both(closed, jnp.arange(3.0))
+
+
+def test_inline_nested_jit_and_custom_jvp():
+    @jax.custom_jvp
+    def softplus(x):
+        return jnp.log1p(jnp.exp(x))
+
+    softplus.defjvp(lambda p, t: (softplus(p[0]), t[0] * jax.nn.sigmoid(p[0])))
+    inner = jax.jit(lambda x: softplus(x) * 2.0)
+    closed = staged(lambda x: inner(x) + inner(x), jnp.ones(4))
+    assert "jit" in prims(closed)
+    out = passes.run_passes(closed)
+    assert not {"jit", "custom_jvp_call"} & set(prims(out))
+    assert prims(out).count("exp") == 1          # inlined twice, then CSE'd
+    run_both(closed, jnp.linspace(-2.0, 2.0, 4))
+
+
+# --- fusion ----------------------------------------------------------------------------------
+
+def _groups(f, *args):
+    closed = passes.run_passes(staged(f, *args))
+    return partition(closed.jaxpr)
+
+
+def test_elementwise_chain_with_broadcasts_is_one_group():
+    def selu(x):
+        return 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)
+
+    steps = _groups(selu, jnp.ones(100))
+    assert len(steps) == 1 and isinstance(steps[0], FusedGroup)
+
+
+def test_reduction_terminates_group_and_dot_is_host_step():
+    def f(w, x):
+        h = jnp.tanh(x @ w + 1.0)
+        return jnp.sum(h * h, axis=1)
+
+    steps = _groups(f, jnp.ones((3, 4)), jnp.ones((5, 3)))
+    kinds = [type(s).__name__ for s in steps]
+    assert kinds == ["HostStep", "FusedGroup"], kinds
+    g = steps[1]
+    assert g.reduction is not None and [e.primitive.name for e in g.eqns] == ["add", "tanh", "mul"]
+    run_both(staged(f, jnp.ones((3, 4)), jnp.ones((5, 3))),
+             jnp.arange(12.0).reshape(3, 4) / 10, jnp.arange(15.0).reshape(5, 3) / 10)
+
+
+def test_shape_generic_kernels_are_shared():
+    f = jax.jit(lambda x, y: jnp.tanh(x) * y + 2.0)
+    f(jnp.ones(5), jnp.ones(5))
+    before = len(diskcache._kernels)
+    f(jnp.ones((7, 3)), jnp.ones((7, 3)))       # another shape, same kernel
+    f(jnp.ones(11), jnp.ones(11))
+    assert len(diskcache._kernels) == before
+    g = jax.jit(lambda a, b: jnp.tanh(a) * b + 2.0)    # another program, same kernel
+    g(jnp.ones(3), jnp.ones(3))
+    assert len(diskcache._kernels) == before
+
+
+def test_generated_source_indexes_broadcasts():
+    f = jax.jit(lambda x, row: x * row[None, :] + jnp.arange(4.0))
+    text = f.lower(jnp.ones((3, 4)), jnp.ones(4)).as_text()
+    assert "broadcast_in_dim" not in text.split("# execution plan:")[1].split("# kernel")[0] \
+        .replace("FusedGroup", "")
+    assert "for i0 in range(n0):" in text
+    x, r = np.arange(12.0, dtype=np.float32).reshape(3, 4), np.arange(4.0, dtype=np.float32)
+    np.testing.assert_allclose(f(x, r), x * r + np.arange(4.0))
+
+
+def test_unlowered_primitive_is_a_host_step_in_text():
+    f = jax.jit(lambda x: jnp.cumsum(jnp.exp(x)))
+    text = f.lower(jnp.ones(4)).as_text()
+    assert "host step cumsum [NumPy impl]" in text
+    np.testing.assert_allclose(f(jnp.zeros(4)), [1, 2, 3, 4])
+
+
+def test_output_buffers_are_reused_only_when_free():
+    f = jax.jit(lambda x: x * 2.0)
+    x = jnp.ones(50_000)
+    a = f(x)
+    b = f(x)                              # `a` is alive: a new buffer
+    assert np.shares_memory(np.asarray(a), np.asarray(b)) is False
+    np.testing.assert_allclose(a, 2.0)
+    a_id = id(np.asarray(a))
+    del a
+    c = f(x + 1.0)                        # `a`'s buffer is free again: reused
+    assert id(np.asarray(c)) == a_id
+    np.testing.assert_allclose(b, 2.0)
+    np.testing.assert_allclose(c, 4.0)
+
+
+# --- disk cache ------------------------------------------------------------------------------
+
+_CHILD = textwrap.dedent("""
+    import json
+    import corejax as jax, corejax.numpy as jnp
+    from corejax.compiler import kernel_stats
+    f = jax.jit(lambda x: jnp.sum(jnp.exp(x) * 3.0 - x, axis=0))
+    out = f(jnp.ones((4, 3)))
+    print(json.dumps(dict(kernel_stats(), out=[float(v) for v in out])))
+""")
+
+
+def _child(cache_dir):
+    env = dict(os.environ, COREJAX_CACHE_DIR=str(cache_dir), PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    import json
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_disk_cache_reused_by_a_fresh_process(tmp_path):
+    first = _child(tmp_path)
+    assert first["kernels_compiled"] >= 1
+    second = _child(tmp_path)
+    assert second["kernels_compiled"] == 0 and second["kernels_loaded"] >= 1
+    assert second["out"] == first["out"]
+
+
+def test_corrupted_cache_entry_is_rebuilt(tmp_path):
+    _child(tmp_path)
+    kdir = tmp_path / "kernels"
+    sources = sorted(kdir.glob("k_*.py"))
+    assert sources
+    for src in sources:
+        src.write_text(src.read_text() + "\nthis is not python\n")
+    for idx in (kdir / "__pycache__").glob("*.nbi"):
+        idx.write_bytes(b"garbage")
+    third = _child(tmp_path)
+    assert third["rebuilt"] >= 1 and third["out"] == pytest.approx(
+        [4 * (3 * np.e - 1)] * 3, rel=1e-5)
+    fourth = _child(tmp_path)                 # the rebuilt entry is valid again
+    assert fourth["kernels_compiled"] == 0
+
+
+@pytest.fixture
+def cache_dir(tmp_path):
+    prev = jax.config.cache_dir
+    jax.config.update("cache_dir", str(tmp_path))
+    try:
+        yield tmp_path
+    finally:
+        jax.config.update("cache_dir", prev)
+
+
+def test_corrupted_source_is_rebuilt_in_process(cache_dir):
+    tmp_path = cache_dir
+    body = ("import numpy as np\nfrom numba import njit\n\n"
+            "@njit(cache=True)\ndef kernel(n0, a0, o0):\n"
+            "    for i0 in range(n0):\n        o0[i0] = a0[i0] * np.float32(7.0)\n")
+    sig = [diskcache.types.int64, diskcache.numba_type(np.float32),
+           diskcache.numba_type(np.float32)]
+    key = diskcache.kernel_key(body)
+    path = tmp_path / "kernels" / f"k_{key}.py"
+    path.parent.mkdir(parents=True)
+    path.write_text("# corejax kernel sha256=0000\nsyntax error here(\n")
+    fn, _ = diskcache.load_kernel(body, sig)
+    out = np.empty(3, np.float32)
+    fn(3, np.ones(3, np.float32), out)
+    np.testing.assert_allclose(out, 7.0)
+    assert path.read_text().endswith(body)
+
+
+def test_cache_dir_from_environment(tmp_path):
+    env = dict(os.environ, COREJAX_CACHE_DIR=str(tmp_path / "c"), PYTHONPATH=ROOT)
+    code = "import corejax; print(corejax.config.cache_dir)"
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.stdout.strip() == str(tmp_path / "c")
+
+
+def test_kernel_stats_counts():
+    stats = kernel_stats()
+    assert set(stats) >= {"kernels_compiled", "kernels_loaded", "rebuilt"}
+
+
+# --- scalar lowering corner cases ------------------------------------------------------------
+
+def test_unsigned_and_shift_lowerings_match_reference():
+    x = jnp.array([0, 1, 2**31 - 1, 2**32 - 1, 12345], dtype=jnp.uint32)
+    s = jnp.array([0, 1, 31, 32, 5], dtype=jnp.uint32)
+    for f in (lax.shift_right_logical, lax.shift_left, lax.shift_right_arithmetic,
+              lambda a, b: lax.div(a, b + 1), lambda a, b: lax.rem(a, b + 1), lax.max):
+        closed = staged(f, x, s)
+        ref = compile_jaxpr(closed, "reference")(x, s)[0]
+        got = compile_jaxpr(closed, "cpu")(x, s)[0]
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
