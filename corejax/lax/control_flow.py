@@ -23,7 +23,6 @@ import builtins
 import operator
 from functools import partial
 from typing import NamedTuple
-from weakref import ref
 
 import numpy as np
 
@@ -36,8 +35,7 @@ from corejax.lax.reductions import reduce_or
 from corejax.lax.structural import (broadcast_in_dim, concatenate, pad, reshape, rev,
                                     slice_in_dim)
 from corejax.transforms import ad, batching
-from corejax.transforms.ad import (PartialEvalTracer, PartialVal, UndefinedPrimal, Zero,
-                                   _EqnRecipe, is_undefined_primal)
+from corejax.transforms.ad import UndefinedPrimal, Zero, is_undefined_primal
 from corejax.transforms.jit import closed_call, memoized, stage, transpose_jaxpr
 from corejax.transforms.staging import trace_to_jaxpr
 from corejax.tree_util import (tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten,
@@ -227,16 +225,6 @@ def _split(closed: ClosedJaxpr, unknowns, instantiate=False) -> _Split:
         *ad.partial_eval_jaxpr(closed, list(unknowns), list(instantiate))))
 
 
-def _stage_unknown(trace, prim, tracers_in, params):
-    """Records `prim` on unknown (and instantiated) tracers in the partial evaluator's jaxpr."""
-    avals_out = prim.abstract_eval(*[t.aval for t in tracers_in], **params)
-    outs = [PartialEvalTracer(trace, PartialVal.unknown(a), None) for a in avals_out]
-    recipe = _EqnRecipe(prim, tracers_in, params, avals_out, [ref(t) for t in outs])
-    for t in outs:
-        t.recipe = recipe
-    return outs
-
-
 def _fixpoint(mask, step):
     """Grows the boolean `mask` with `step(mask)` until it is stable (loop-carried facts)."""
     mask = list(mask)
@@ -337,10 +325,10 @@ def _cond_partial_eval(trace, tracers, branches):
                              branches=known_branches)
     n_known = len(known_outs) - len(all_res_avals)
     res_tracers = [trace.instantiate_const(trace.pure(r)) for r in known_outs[n_known:]]
-    unknown_outs = _stage_unknown(
-        trace, cond_p, [trace.instantiate_const(index), *res_tracers,
-                        *[t for t in ops if not t.pval.is_known]],
-        dict(branches=unknown_branches)) if any(out_uks) else []
+    unknown_in = [trace.instantiate_const(index), *res_tracers,
+                  *[t for t in ops if not t.pval.is_known]]
+    unknown_outs = trace.default_process(cond_p, unknown_in, dict(branches=unknown_branches)) \
+        if any(out_uks) else []
     known_it, unknown_it = iter(known_outs[:n_known]), iter(unknown_outs)
     return [next(unknown_it) if u else trace.pure(next(known_it)) for u in out_uks]
 
@@ -825,7 +813,7 @@ def _scan_partial_eval(trace, tracers, jaxpr, length, reverse, num_consts, num_c
                   *[trace.instantiate_const(t) for t, u in zip(carry, split.carry_uk) if u],
                   *[inst(r) for r in res_stacked],
                   *[t for t, u in zip(xs, xs_uk) if u]]
-    unknown_outs = iter(_stage_unknown(trace, scan_p, unknown_in, dict(
+    unknown_outs = iter(trace.default_process(scan_p, unknown_in, dict(
         jaxpr=split.unknown, length=length, reverse=reverse,
         num_consts=len(res_consts) + builtins.sum(const_uk),
         num_carry=builtins.sum(split.carry_uk))))
