@@ -96,6 +96,7 @@ UPDATE_INDICES = [
     np.array([0, 2, 0, 0]), (slice(None), [3, 1, 3]), ([0, 0, 2], slice(None), [1, 1, 4]),
     (1, [2, 2], slice(1, None, 2)), (slice(None, None, -1), 1), (slice(0, 3, 2), 1, slice(None)),
     (Ellipsis, slice(4, 0, -2)), 2, (-1, -2), X > 40, (slice(None), np.array([[0, 1], [1, 0]])),
+    (slice(None, None, -2), [1, 1, 3]), ([2, 0], slice(3, 0, -1), 1),
 ]
 
 
@@ -432,6 +433,7 @@ VMAP_FNS = {
     "at_set_unique": lambda x, i, v: x.at[i[:2], 0].set(v[:2, None], unique_indices=True),
     "at_max": lambda x, i, v: x.at[:, i, 1].max(v),
     "take_along_axis": lambda x, i, v: jnp.take_along_axis(x, i[None, :, None] % 4, axis=1),
+    "scalar_index": lambda x, i, v: x.at[i[2], 1].add(v[0])[i[0], :, i[1]],
     "dynamic_slice": lambda x, i, v: lax.dynamic_slice(x, (i[0], 1, i[1]), (1, 2, 2)),
     "dynamic_update_slice": lambda x, i, v: lax.dynamic_update_slice(
         x, jnp.reshape(v, (1, 1, 3)), (i[2], i[0], 1)),
@@ -479,6 +481,20 @@ def test_vmap_with_out_of_bound_modes_and_jit():
     h = corejax.jit(corejax.vmap(lambda r, k: lax.dynamic_slice(r, (k,), (2,))))
     np.testing.assert_array_equal(np.asarray(h(x, jnp.asarray([0, 3, -2]))),
                                   [[0, 1], [6, 7], [8, 9]])
+
+
+def test_grad_of_vmapped_dynamic_slices_with_batched_starts(x64):
+    rng = np.random.default_rng(6)
+    x, u = rng.normal(size=(3, 6)), rng.normal(size=(3, 2))
+    starts = jnp.asarray([4, 0, 9])
+
+    def f(x, u):
+        updated = corejax.vmap(lambda r, w, k: lax.dynamic_update_slice(r, w, (k,)))(x, u, starts)
+        sliced = corejax.vmap(lambda r, k: lax.dynamic_slice(r, (k,), (3,)))(updated, starts - 1)
+        return jnp.sum(jnp.sin(sliced) * updated[:, :3])
+
+    _check_grad(lambda x: f(x, jnp.asarray(u)), x)
+    _check_grad(lambda u: f(jnp.asarray(x), u), u)
 
 
 def test_vmap_of_batched_gather_is_one_primitive():
