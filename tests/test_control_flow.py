@@ -401,6 +401,24 @@ def test_associative_scan():
     _close(jit(lambda v: associative_scan(jnp.add, v))(jnp.asarray(x)), np.cumsum(x))
 
 
+def test_disable_jit_runs_python_loops():
+    seen = []
+
+    def body(c):
+        seen.append(float(c))  # concrete values: the loop runs in Python
+        return c * 2.0
+
+    with jax.disable_jit():
+        assert float(while_loop(lambda c: c < 10.0, body, 1.0)) == 16.0
+        c, ys = scan(lambda c, x: (c + x, c * x), 1.0, jnp.arange(3.0), reverse=True)
+        assert float(cond(True, lambda: 1.0, lambda: 2.0)) == 1.0
+        assert float(fori_loop(0, 3, lambda i, v: v + i, 0.0)) == 3.0
+    assert seen == [1.0, 2.0, 4.0, 8.0]
+    c_ref, ys_ref = scan(lambda c, x: (c + x, c * x), 1.0, jnp.arange(3.0), reverse=True)
+    _close(c, c_ref)
+    _close(ys, ys_ref)
+
+
 # --- jit, staging and training ---------------------------------------------------------------
 
 def test_jit_matches_eager_and_prints_primitives():

@@ -32,8 +32,8 @@ from corejax.core import ClosedJaxpr, Primitive, ShapedArray, Tracer, get_aval
 from corejax.lax.elementwise import (add, bitwise_or, clamp, convert_element_type, full, ne,
                                      select_n)
 from corejax.lax.reductions import reduce_or
-from corejax.lax.structural import (broadcast_in_dim, concatenate, pad, reshape, rev,
-                                    slice_in_dim)
+from corejax.lax.structural import (broadcast_in_dim, concatenate, expand_dims, index_in_dim,
+                                    pad, reshape, rev, slice_in_dim)
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import UndefinedPrimal, Zero, is_undefined_primal
 from corejax.transforms.jit import closed_call, memoized, stage, transpose_jaxpr
@@ -608,6 +608,14 @@ def while_loop(cond_fun, body_fun, init_val):
     it is not supported (use scan or a fori_loop with static bounds)."""
     if not (callable(cond_fun) and callable(body_fun)):
         raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
+    if config.disable_jit:  # debugging: a Python loop, unless the condition is traced
+        try:
+            val = init_val
+            while cond_fun(val):
+                val = body_fun(val)
+            return val
+        except core.ConcretizationTypeError:
+            pass
     path_leaves, in_tree = tree_flatten_with_path(init_val)
     paths = ["init_val" + keystr(p) for p, _ in path_leaves]
     init = [_canon(x) for _, x in path_leaves]
@@ -945,6 +953,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
             raise ValueError("scan got values with different leading axis sizes: "
                              + ", ".join(str(n) for n in lengths) + ".")
         length = lengths[0]
+    if config.disable_jit:
+        return _scan_python_loop(f, init, xs_flat, xs_tree, length, reverse)
     path_leaves, init_tree = tree_flatten_with_path(init)
     paths = ["carry" + keystr(p) for p, _ in path_leaves]
     init_flat = [_canon(x) for _, x in path_leaves]
@@ -979,6 +989,22 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
                        reverse=bool(reverse), num_consts=len(consts), num_carry=len(init_flat))
     nk = len(init_flat)
     return tree_unflatten(init_tree, outs[:nk]), tree_unflatten(y_store[-1], outs[nk:])
+
+
+def _scan_python_loop(f, init, xs_flat, xs_tree, length, reverse):
+    """scan under disable_jit: the loop runs in Python, one call of `f` per step."""
+    if length == 0:
+        raise ValueError("zero-length scan is not supported in disable_jit() mode because the "
+                         "output type is unknown.")
+    carry, ys = init, []
+    for i in (range(length - 1, -1, -1) if reverse else range(length)):
+        x = tree_unflatten(xs_tree, [index_in_dim(v, i, 0, keepdims=False) for v in xs_flat])
+        carry, y = f(carry, x)
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+    stack = lambda *leaves: concatenate([expand_dims(v, (0,)) for v in leaves], 0)
+    return carry, tree_map(stack, *ys)
 
 
 # --- loops built on the primitives -------------------------------------------------------------
