@@ -16,7 +16,7 @@ from corejax.errors import (ConcretizationTypeError, TracerBoolConversionError,
                             TracerIntegerConversionError, TracerArrayConversionError,
                             UnexpectedTracerError)
 from corejax.tree_util import tree_map, tree_leaves, tree_structure
-from corejax import nn, scipy
+from corejax import nn, scipy, random
 from corejax import debug
 
 stop_gradient = lax.stop_gradient

@@ -20,3 +20,41 @@ from corejax.lax.reductions import (
     cumsum,
 )
 from corejax.lax.dot import dot_general, dot
+from corejax.lax.sorting import sort, sort_key_val, top_k
+from corejax.lax.control_flow import (
+    cond, switch, while_loop, fori_loop, scan, map, associative_scan,
+)
+from corejax.lax.indexing import (
+    GatherDimensionNumbers, ScatterDimensionNumbers, GatherScatterMode, gather, scatter,
+    scatter_add, scatter_mul, scatter_min, scatter_max,
+)
+from corejax.lax.conv import (
+    ConvDimensionNumbers, conv_dimension_numbers, conv_general_dilated, conv,
+    conv_with_general_padding, conv_transpose, padtype_to_pads,
+)
+from corejax.lax.windowed import (
+    reduce_window, reduce_window_sum, reduce_window_max, reduce_window_min,
+)
+from corejax.lax.prng import threefry2x32
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
+    from corejax.core import get_aval
+    shape = get_aval(operand).shape
+    starts = [0] * len(shape)
+    starts[axis] = start_index
+    sizes = list(shape)
+    sizes[axis] = slice_size
+    return dynamic_slice(operand, starts, sizes)
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis):
+    from corejax.core import get_aval
+    starts = [0] * get_aval(operand).ndim
+    starts[axis] = start_index
+    return dynamic_update_slice(operand, update, starts)
+
+
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+    out = dynamic_slice_in_dim(operand, index, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))

@@ -38,6 +38,7 @@ from corejax.numpy._shape import (
     size,
 )
 from corejax.numpy._linalg_ops import dot, matmul, vdot, inner, outer, tensordot, einsum
+from corejax.numpy._sorting import sort, argsort, median
 from corejax.numpy import _methods  # noqa: F401  (installs operators on Array and Tracer)
 
 pi = _np.pi
