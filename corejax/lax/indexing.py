@@ -766,9 +766,11 @@ def scatter_update(arr, idx, values, op, mode=None, indices_are_sorted=False,
                             indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
 
 
-def take(a, indices, axis=None, mode=None, fill_value=None):
+def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False,
+         indices_are_sorted=False):
     from corejax.numpy import _indexing
-    return _indexing.take(a, indices, axis=axis, mode=mode, fill_value=fill_value)
+    return _indexing.take(a, indices, axis=axis, mode=mode, fill_value=fill_value,
+                          unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
 
 
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
