@@ -222,15 +222,25 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
         idx = tuple(slice(t * rd, t * rd + (m - 1) * s + 1, s) for t, rd, m, s in
                     zip(tap, rhs_dilation, out_sp, window_strides))
         taps.append(x[(slice(None),) + idx])
-    cols = np.stack(taps, axis=-1)  # (N, *out, C, K): the contraction axes last
+    # (N, *out, K, C): each tap writes whole channel rows, and the contraction axes are last.
+    cols = np.stack(taps, axis=-2)
     kk = len(taps)
     p = int(np.prod(out_sp))
-    wm = w.reshape(groups, o // groups, i * kk).transpose(0, 2, 1)  # (groups, I*K, O/groups)
+    # Kernel as (groups, O/groups, K*I), matching the (tap, channel) order of cols.
+    wm = np.moveaxis(w.reshape(o, i, kk), 1, 2).reshape(groups, o // groups, kk * i)
     if b > 1:
-        a = cols.reshape(b, (n // b) * p, c * kk)
+        a = cols.reshape(b, (n // b) * p, kk * c)
+        rows = lambda gi: a[gi]
+    elif g > 1:
+        a = cols.reshape(n * p, kk, g, c // g)
+        rows = lambda gi: a[:, :, gi].reshape(n * p, kk * (c // g))
     else:
-        a = cols.reshape(n * p, g, (c // g) * kk).transpose(1, 0, 2)
-    out = np.matmul(a, wm)  # (groups, rows, O/groups)
+        a = cols.reshape(1, n * p, kk * c)
+        rows = lambda gi: a[gi]
+    # One 2-D GEMM per group, which np.dot hands to BLAS.
+    out = np.empty((groups, (n // b) * p, o // groups), out_dtype)
+    for gi in range(groups):
+        np.dot(rows(gi), wm[gi].T, out=out[gi])
     out = out.transpose(1, 0, 2).reshape((n // b,) + out_sp + (o,))
     out = np.moveaxis(out, -1, 1)
     return np.ascontiguousarray(np.transpose(out, np.argsort(out_spec)))
