@@ -45,6 +45,19 @@ def _flatten_fun(f, in_tree, out_store: list):
     return flat
 
 
+def _canonical_leaves(leaves) -> list:
+    """NumPy arrays and scalars become Arrays of their canonical dtype (int64 -> int32 while x64
+    is off), as they would on transfer to a device; other leaves are kept."""
+    out = []
+    for x in leaves:
+        if isinstance(x, (np.ndarray, np.generic)):
+            val = np.asarray(x)
+            dt = dtypes.canonicalize_dtype(val.dtype)
+            x = Array(np.array(val, dtype=dt, copy=True))
+        out.append(x)
+    return out
+
+
 def _check_leaves(leaves, what: str):
     for x in leaves:
         if not core.valid_jaxtype(x) and not isinstance(x, Array):
@@ -200,6 +213,7 @@ class _JittedFunction:
         static_nums, static_vals, dyn_args, dyn_kwargs = self._split(args, kwargs)
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         _check_leaves(leaves, f"jit({_fun_name(self._fun)})")
+        leaves = _canonical_leaves(leaves)
         key = (in_tree, _signature_key(leaves), static_vals, self._backend_name(),
                config.enable_x64, config.threefry_partitionable)
         entry = self._cache.get(key)
@@ -392,6 +406,7 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
         raise TypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents.")
     p_leaves, p_tree = tree_flatten(tuple(primals))
     t_leaves, t_tree = tree_flatten(tuple(tangents))
+    p_leaves, t_leaves = _canonical_leaves(p_leaves), _canonical_leaves(t_leaves)
     if p_tree != t_tree:
         raise TypeError(f"primal and tangent arguments to jvp must have the same tree structure; "
                         f"primals have tree structure {p_tree} whereas tangents have {t_tree}.")
@@ -468,6 +483,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     """Returns `(fun(*primals), f_vjp)`; `f_vjp(cotangent)` returns cotangents of the primals."""
     p_leaves, p_tree = tree_flatten(primals)
     _check_leaves(p_leaves, "vjp")
+    p_leaves = _canonical_leaves(p_leaves)
     out_store: list = []
     aux_store: list = []
     flat = _aux_flat(fun, p_tree, out_store, aux_store, has_aux)
@@ -718,6 +734,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
                              f"corresponding to the positional arguments passed to the function, "
                              f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
         leaves, in_tree = tree_flatten((args, kwargs))
+        leaves = _canonical_leaves(leaves)
         axes = _flatten_axes("vmap in_axes", args,
                              in_axes if isinstance(in_axes, tuple) else
                              tuple([in_axes] * len(args)))

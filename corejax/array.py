@@ -115,7 +115,7 @@ class Array:
     def __iter__(self):
         if not self._value.ndim:
             raise TypeError("iteration over a 0-d array")
-        return (Array(row, self.weak_type) for row in self._value)
+        return (Array(np.asarray(row), self.weak_type) for row in self._value)
 
     def __hash__(self):
         raise TypeError("unhashable type: 'Array' (arrays are mutable-looking values; use a "

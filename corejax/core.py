@@ -234,6 +234,11 @@ class Tracer:
     def __array__(self, dtype=None, copy=None):
         raise TracerArrayConversionError(self)
 
+    def __setitem__(self, idx, value):
+        raise TypeError("'Tracer' object does not support item assignment: corejax arrays are "
+                        "immutable. Use x = x.at[idx].set(value) (or .add, .multiply, .min, .max) "
+                        "instead.")
+
     def __hash__(self):
         raise TypeError(f"unhashable type: {type(self).__name__} (traced arrays are not hashable;"
                         " mark the argument static if it must be a dictionary key)")

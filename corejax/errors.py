@@ -4,7 +4,7 @@ from __future__ import annotations
 __all__ = [
     "ConcretizationTypeError", "TracerBoolConversionError", "TracerIntegerConversionError",
     "TracerArrayConversionError", "UnexpectedTracerError", "NonConcreteShapeError",
-    "FloatingPointError",
+    "FloatingPointError", "NonConcreteBooleanIndexError",
 ]
 
 _FIXES = (
@@ -61,6 +61,20 @@ class UnexpectedTracerError(Exception):
 
 class NonConcreteShapeError(ConcretizationTypeError):
     pass
+
+
+class NonConcreteBooleanIndexError(IndexError):
+    """A boolean mask index whose value is unknown while tracing (its True count would decide
+    the output shape)."""
+
+    def __init__(self, aval):
+        super().__init__(
+            f"Array boolean indices must be concrete; got {aval.str_short()}. The number of True "
+            f"entries of a traced mask is unknown, so the result's shape would be too. Use "
+            f"jnp.where(mask, x, fill) to keep the shape, reduce with a masked operation such as "
+            f"jnp.sum(jnp.where(mask, x, 0)), or pass a static size: "
+            f"x[jnp.nonzero(mask, size=N)].")
+
 
 
 FloatingPointError = FloatingPointError

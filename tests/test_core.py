@@ -247,3 +247,24 @@ def test_primitive_bind_without_rules_reports_name():
     p = Primitive("mystery")
     with pytest.raises(NotImplementedError, match="mystery"):
         jax.grad(lambda x: p.bind(x))(1.0)
+
+
+def test_iteration_yields_arrays_usable_everywhere():
+    items = list(jnp.array([1.0, 2.0]))
+    assert all(type(i) is jax.Array and i.shape == () for i in items)
+    assert float(jax.jit(lambda y: y + items[0])(1.0)) == 2.0
+
+
+def test_numpy_inputs_are_canonicalized_by_transformations():
+    out = jax.vmap(lambda i: jnp.less(i, jnp.int32(1)))(np.array([0, 2]))
+    np.testing.assert_array_equal(np.asarray(out), [True, False])
+    assert jax.jit(lambda i: i + jnp.int32(1))(np.array([1, 2])).dtype == np.int32
+
+
+def test_item_assignment_on_tracers_points_to_at():
+    def f(x):
+        x[0] = 1.0
+        return x
+
+    with pytest.raises(TypeError, match=r"\.at\[idx\]\.set"):
+        jax.jit(f)(jnp.ones(2))

@@ -39,6 +39,10 @@ from corejax.numpy._shape import (
 )
 from corejax.numpy._linalg_ops import dot, matmul, vdot, inner, outer, tensordot, einsum
 from corejax.numpy._sorting import sort, argsort, median
+from corejax.numpy._indexing import (
+    unravel_index, ravel_multi_index, ix_, indices, diag_indices, tril_indices, triu_indices,
+    put, put_along_axis,
+)
 from corejax.numpy import _methods  # noqa: F401  (installs operators on Array and Tracer)
 
 pi = _np.pi

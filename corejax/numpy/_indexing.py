@@ -23,6 +23,7 @@ import numpy as np
 from corejax import dtypes, lax
 from corejax.array import Array
 from corejax.core import Tracer, get_aval
+from corejax.errors import NonConcreteBooleanIndexError
 from corejax.lax.indexing import (GatherDimensionNumbers, GatherScatterMode,
                                   ScatterDimensionNumbers, gather, scatter, scatter_add,
                                   scatter_max, scatter_min, scatter_mul)
@@ -33,21 +34,6 @@ __all__ = ["NonConcreteBooleanIndexError", "unravel_index", "ravel_multi_index",
 
 _SCALAR_INT = (int, np.integer)
 
-
-class NonConcreteBooleanIndexError(IndexError):
-    """A boolean mask index whose value is unknown while tracing (its True count would decide
-    the output shape)."""
-
-    def __init__(self, aval):
-        super().__init__(
-            f"Array boolean indices must be concrete; got {aval.str_short()}. The number of True "
-            f"entries of a traced mask is unknown, so the result's shape would be too. Use "
-            f"jnp.where(mask, x, fill) to keep the shape, reduce with a masked operation such as "
-            f"jnp.sum(jnp.where(mask, x, 0)), or pass a static size: "
-            f"x[jnp.nonzero(mask, size=N)].")
-
-
-# --- canonical index -------------------------------------------------------------------------
 
 class _Entry(NamedTuple):
     kind: str   # 'none', 'slice', 'int' (static), 'scalar' (0-d array), 'array' (ndim >= 1)
