@@ -272,3 +272,31 @@ def test_unsigned_and_shift_lowerings_match_reference():
         ref = compile_jaxpr(closed, "reference")(x, s)[0]
         got = compile_jaxpr(closed, "cpu")(x, s)[0]
         np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
+
+
+def test_transposed_matrix_product_is_swapped():
+    def f(a, b):
+        return jnp.transpose(a @ b) * 2.0
+
+    a, b = jnp.arange(6.0).reshape(2, 3), jnp.arange(12.0).reshape(3, 4)
+    closed = staged(f, a, b)
+    assert "transpose" not in prims(passes.run_passes(closed))
+    run_both(closed, a, b)
+    g = jax.grad(lambda w, x: jnp.sum(jnp.tanh(x @ w)))
+    np.testing.assert_allclose(jax.jit(g)(b, a), g(b, a), rtol=1e-5)
+
+
+def test_cheap_intermediate_is_recomputed_not_materialized():
+    def norm(x):
+        m = jnp.mean(x, axis=1, keepdims=True)
+        return (x - m) / jnp.std(x, axis=1, keepdims=True)
+
+    x = jnp.asarray(np.random.default_rng(1).standard_normal((6, 5)).astype(np.float32))
+    steps = _groups(norm, x)
+    groups = [s for s in steps if isinstance(s, FusedGroup)]
+    # Every full-size (6, 5) group writes at most the final result: x - mean is recomputed.
+    for g in groups:
+        if g.shape == (6, 5):
+            assert all(o.aval.shape != (6, 5) for o in g.outputs) or g is groups[-1]
+    assert len(groups[-1].outputs) == 1
+    run_both(staged(norm, x), x)

@@ -38,10 +38,11 @@ class _BufferPool:
         self._lock = threading.Lock()
         self._buffers: dict = {}
 
+    @staticmethod
+    def worth_pooling(shape, dtype) -> bool:
+        return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize >= _POOL_MIN_BYTES
+
     def get(self, slot, shape, dtype):
-        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        if nbytes < _POOL_MIN_BYTES:
-            return np.empty(shape, dtype)
         with self._lock:
             bufs = self._buffers.setdefault(slot, [])
             for b in bufs:
@@ -158,10 +159,9 @@ class CpuExecutable:
         self.kernels.append((step, plan, key))
         sizes = plan.sizes
         in_slots = [(self._slot(v, template), v.aval.dtype) for v in plan.arrays]
-        outs = [(self._slot(v, template), v.aval.shape, v.aval.dtype) for v in plan.outputs]
-        if plan.reduction_out is not None:
-            r = plan.reduction_out
-            outs.append((self._slot(r, template), r.aval.shape, r.aval.dtype))
+        out_vars = plan.outputs + ([plan.reduction_out] if plan.reduction_out is not None else [])
+        outs = [(self._slot(v, template), v.aval.shape, v.aval.dtype,
+                 _BufferPool.worth_pooling(v.aval.shape, v.aval.dtype)) for v in out_vars]
 
         pool = self._pool
 
@@ -172,8 +172,8 @@ class CpuExecutable:
                 if a.dtype != dt:
                     a = a.astype(dt)
                 args.append(a.ravel())
-            for s, shape, dt in outs:
-                o = pool.get(s, shape, dt)
+            for s, shape, dt, pooled in outs:
+                o = pool.get(s, shape, dt) if pooled else np.empty(shape, dt)
                 env[s] = o
                 args.append(o.reshape(-1))
             fn(*args)

@@ -161,7 +161,12 @@ def partition(jaxpr) -> list:
             else:
                 g = FusedGroup(shape)
             for v in eqn.invars:
-                if type(v) is Literal or (type(v) is Var and owner.get(v) is g):
+                if type(v) is Literal or (type(v) is Var and (owner.get(v) is g
+                                                             or v in g.internal)):
+                    continue
+                producer = owner.get(v)
+                if producer is not None and producer.shape == shape and _rematerialize(
+                        v, producer, g):
                     continue
                 if v in virtual:
                     g.inputs[v] = virtual[v]
@@ -206,21 +211,49 @@ def partition(jaxpr) -> list:
     return steps
 
 
+# Cheap elementwise ops a consumer group recomputes rather than reading a materialized
+# intermediate of a sealed group (as XLA duplicates cheap producers into consumer fusions):
+# (x - mean) / std then streams x once more instead of writing and re-reading x - mean.
+_CHEAP = {"add", "sub", "mul", "neg", "max", "min", "select_n", "convert_element_type", "abs",
+          "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "stop_gradient"}
+_REMAT_MAX_EQNS = 3
+
+
+def _rematerialize(v, producer: FusedGroup, g: FusedGroup) -> bool:
+    """Copies the chain computing `v` inside sealed group `producer` into `g`, if it is short
+    and cheap and reads only the producer's inputs."""
+    if not producer.sealed or producer is g:
+        return False
+    chain, need = [], {v}
+    for e in reversed(producer.eqns):
+        if e.outvars[0] in need:
+            if e.primitive.name not in _CHEAP or len(chain) == _REMAT_MAX_EQNS:
+                return False
+            chain.append(e)
+            need.discard(e.outvars[0])
+            need.update(x for x in e.invars if type(x) is Var and x in producer.internal)
+    if need:
+        return False
+    for e in reversed(chain):
+        for x in e.invars:
+            if type(x) is Var and x not in producer.internal and x not in g.internal:
+                g.inputs.setdefault(x, producer.inputs[x])
+        g.eqns.append(e)
+        g.internal.add(e.outvars[0])
+    return True
+
+
 def _merge(g, other, owner):
-    g.eqns = sorted(g.eqns + other.eqns, key=_order_key(g, other))
+    seen = {id(e) for e in g.eqns}
+    other_eqns = [e for e in other.eqns if id(e) not in seen]
+    g.eqns = g.eqns + other_eqns
     for k, v in other.inputs.items():
         if k not in g.internal:
             g.inputs.setdefault(k, v)
     g.internal |= other.internal
     for v in other.internal:
-        owner[v] = g
+        if owner.get(v) is other:
+            owner[v] = g
     for k in list(g.inputs):
         if k in g.internal:
             del g.inputs[k]
-
-
-def _order_key(g, other):
-    # Both lists are in program order and neither reads the other's values (they were
-    # separate open groups), so concatenation order is a valid order; keep it stable.
-    index = {id(e): i for i, e in enumerate(g.eqns + other.eqns)}
-    return lambda e: index[id(e)]

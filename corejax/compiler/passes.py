@@ -76,11 +76,20 @@ def _scalar_value(atom, known):
 
 
 def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
-    """Algebraic identities: x*1, 1*x, x+0, 0+x, x-0, x/1, double transpose, reshape of
-    reshape, conversion to the same dtype, no-op broadcasts and reshapes."""
+    """Algebraic identities: x*1, 1*x, x+0 (integers), x-0, x/1, double transpose, reshape
+    of reshape, conversion to the same dtype, no-op broadcasts and reshapes, and a transposed
+    matrix product computed as the product of the swapped operands."""
     env: dict = {}
     known: dict = {}          # var -> scalar value of a broadcast constant
     producer: dict = {}       # var -> the equation that defines it
+    uses: dict = {}
+    for eqn in closed.jaxpr.eqns:
+        for v in eqn.invars:
+            if type(v) is Var:
+                uses[v] = uses.get(v, 0) + 1
+    for v in closed.jaxpr.outvars:
+        if type(v) is Var:
+            uses[v] = uses.get(v, 0) + 1
     eqns = []
     for eqn in closed.jaxpr.eqns:
         invars = [_substitute(v, env) for v in eqn.invars]
@@ -93,7 +102,15 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
         if replacement is not None:
             env[out] = replacement
             continue
-        if name == "transpose" and type(invars[0]) is Var and invars[0] in producer \
+        if name == "transpose" and _is_swappable_dot(producer.get(invars[0]), eqn) \
+                and uses.get(invars[0]) == 1:
+            # transpose(a . b) = b . a for matrix products: no transposed copy afterwards.
+            dot = producer[invars[0]]
+            (lc, rc), _ = dot.params["dimension_numbers"]
+            swapped = {**dot.params, "dimension_numbers": ((rc, lc), ((), ()))}
+            eqns.remove(dot)
+            eqn = dot._replace(invars=dot.invars[::-1], params=swapped, outvars=eqn.outvars)
+        elif name == "transpose" and type(invars[0]) is Var and invars[0] in producer \
                 and producer[invars[0]].primitive.name == "transpose":
             inner = producer[invars[0]]
             p1, p2 = inner.params["permutation"], eqn.params["permutation"]
@@ -120,6 +137,15 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
         eqns.append(eqn)
     outs = [_substitute(v, env) for v in closed.jaxpr.outvars]
     return _rebuild(closed, eqns, outs)
+
+
+def _is_swappable_dot(dot, transpose_eqn) -> bool:
+    if dot is None or dot.primitive.name != "dot_general":
+        return False
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+    lhs, rhs = dot.invars
+    return (not lb and transpose_eqn.params["permutation"] == (1, 0)
+            and lhs.aval.ndim - len(lc) == 1 and rhs.aval.ndim - len(rc) == 1)
 
 
 def _same_aval(atom, out) -> bool:
@@ -152,11 +178,7 @@ def _identity(name, eqn, invars, out, known):
 
 def _is_neg_zero_sensitive(name, zero_atom, known) -> bool:
     # x + 0.0 is not x when x is -0.0 (the sum is +0.0); x - 0.0 and x * 1 are exact.
-    return name == "add" and invars_is_float(zero_atom)
-
-
-def invars_is_float(atom) -> bool:
-    return atom.aval.dtype.kind == "f"
+    return name == "add" and zero_atom.aval.dtype.kind == "f"
 
 
 # --- constant folding ----------------------------------------------------------------------
