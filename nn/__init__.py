@@ -14,7 +14,7 @@ from corejax.nn.functions import (  # noqa: F401
 )
 from nn import initializers  # noqa: F401
 from nn.module import (  # noqa: F401
-    Module, compact, nowrap, Variable, merge_param, NNError, ScopeParamNotFoundError,
+    Module, compact, nowrap, Variable, merge_param, DenyList, NNError, ScopeParamNotFoundError,
     ScopeParamShapeError, ScopeCollectionNotFound, ScopeVariableNotFound,
     ModifyScopeVariableError, InvalidRngError, NameInUseError, AssignSubModuleError,
     CallCompactUnboundModuleError, SetAttributeFrozenModuleError,

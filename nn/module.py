@@ -31,7 +31,7 @@ import numpy as np
 import corejax
 from corejax import random, tree_util
 
-__all__ = ["Module", "compact", "nowrap", "Variable", "merge_param", "NNError",
+__all__ = ["Module", "compact", "nowrap", "Variable", "merge_param", "DenyList", "NNError",
            "ScopeParamNotFoundError", "ScopeParamShapeError", "ScopeCollectionNotFound",
            "ScopeVariableNotFound", "ModifyScopeVariableError", "InvalidRngError",
            "NameInUseError", "AssignSubModuleError", "CallCompactUnboundModuleError",
@@ -108,9 +108,21 @@ def _path_text(path) -> str:
     return "/" + "/".join(path)
 
 
+class DenyList:
+    """`mutable=DenyList(cols)`: every collection except `cols` may change."""
+
+    def __init__(self, deny):
+        self.deny = frozenset((deny,) if isinstance(deny, str) else deny)
+
+    def __repr__(self):
+        return f"DenyList({sorted(self.deny)})"
+
+
 def _mutable_predicate(mutable) -> Callable[[str], bool]:
     if mutable is True:
         return lambda col: True
+    if isinstance(mutable, DenyList):
+        return lambda col: col not in mutable.deny
     if mutable is False or mutable is None:
         return lambda col: False
     if isinstance(mutable, str):
@@ -347,7 +359,6 @@ class Module:
     def __post_init__(self):
         set_ = object.__setattr__
         set_(self, "_scope", None)
-        set_(self, "_children", {})
         set_(self, "_autoname", {})
         set_(self, "_names_this_call", set())
         set_(self, "_compact_depth", 0)
@@ -381,7 +392,6 @@ class Module:
         self._names_this_call.add(name)
         object.__setattr__(child, "name", name)
         object.__setattr__(child, "parent", self)
-        self._children[name] = child
         if self._scope is not None:
             child._bind(self._scope.child(name))
 
@@ -604,14 +614,16 @@ class Module:
         fun = _resolve_method(root, method)
         return fun(*args, **kwargs)
 
-    def init_with_output(self, rngs, *args, method=None, mutable=True, **kwargs):
-        """Runs `method` (default `__call__`) creating every variable; returns
-        `(output, variables)`."""
+    def init_with_output(self, rngs, *args, method=None, mutable=DenyList("intermediates"),
+                         **kwargs):
+        """Runs `method` (default `__call__`) creating every variable (except sown
+        'intermediates', unless `mutable` says otherwise); returns `(output, variables)`."""
         store = _Store({}, _normalize_rngs(rngs, "init"), mutable, initializing=True)
         out = self._run(store, method, args, kwargs)
         return out, store.variables
 
-    def init(self, rngs, *args, method=None, mutable=True, **kwargs) -> dict:
+    def init(self, rngs, *args, method=None, mutable=DenyList("intermediates"),
+             **kwargs) -> dict:
         """The variables of every collection, e.g. {'params': ..., 'batch_stats': ...}."""
         return self.init_with_output(rngs, *args, method=method, mutable=mutable, **kwargs)[1]
 

@@ -208,7 +208,10 @@ def test_rngs_variables_sow_and_init_with_output():
 
     model = Noisy()
     out, v = model.init_with_output({"params": key(0), "noise": key(1)}, jnp.zeros(3))
-    assert out.shape == (3,) and set(v) == {"counters", "intermediates"}
+    assert out.shape == (3,) and set(v) == {"counters"}  # init leaves out intermediates
+    _, v_all = model.init_with_output({"params": key(0), "noise": key(1)}, jnp.zeros(3),
+                                      mutable=True)
+    assert set(v_all) == {"counters", "intermediates"}
     y1, upd = model.apply({"counters": v["counters"]}, jnp.zeros(3), rngs={"noise": key(2)},
                           mutable=["counters", "intermediates"])
     y2 = model.apply(v, jnp.zeros(3), rngs={"noise": key(2)}, mutable=True)[0]
