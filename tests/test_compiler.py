@@ -300,3 +300,12 @@ def test_cheap_intermediate_is_recomputed_not_materialized():
             assert all(o.aval.shape != (6, 5) for o in g.outputs) or g is groups[-1]
     assert len(groups[-1].outputs) == 1
     run_both(staged(norm, x), x)
+
+
+def test_two_processes_compiling_at_once(tmp_path):
+    env = dict(os.environ, COREJAX_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    procs = [subprocess.Popen([sys.executable, "-c", _CHILD], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate() for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
+    assert _child(tmp_path)["kernels_compiled"] == 0

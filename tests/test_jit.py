@@ -169,6 +169,7 @@ def test_reductions(axes):
     check_jit(lambda v: jnp.max(v, axis=axes), x)
     check_jit(lambda v: jnp.min(jnp.exp(v), axis=axes), x)
     check_jit(lambda v: jnp.sum(v, axis=axes), _i32(3, 4, 5))
+    check_jit(lambda v: (jnp.max(v, axis=axes), jnp.min(v * 2, axis=axes)), _i32(3, 4, 5))
 
 
 def test_other_reductions_run_on_host():
@@ -208,6 +209,9 @@ LAYOUT = {
 @pytest.mark.parametrize("name", sorted(LAYOUT))
 def test_layout(name):
     check_jit(LAYOUT[name], _f32(3, 4))
+    if name not in ("pad",):
+        check_jit(lambda x: LAYOUT[name](x.astype(jnp.float32)).astype(jnp.int32), _i32(3, 4))
+    check_jit(lambda x: jnp.transpose(x)[::-1] + 1, _i32(3, 4))
 
 
 @pytest.mark.parametrize("shapes", [((3,), (3,)), ((2, 3), (3,)), ((2, 3), (3, 4)),

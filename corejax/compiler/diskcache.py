@@ -1,5 +1,6 @@
 """The on-disk kernel cache: generated Numba source, keyed by a hash of the kernel's own source
-(its IR, with shapes passed as arguments) + corejax version + Numba version + CPU features.
+(its IR, with shapes passed as arguments) + corejax version + Numba version + CPU features +
+the source of the helper modules kernels inline (fastmath, kernel_lib).
 
 Each kernel is a module `<cache_dir>/kernels/k_<key>.py` loaded with importlib (registered in
 `sys.modules` before `exec_module`, which Numba's `cache=True` needs to find it again in the next
@@ -58,9 +59,26 @@ def _host_id() -> str:
     return _host_features
 
 
+_runtime_digest = None
+
+
+def _runtime_id() -> str:
+    """A digest of the modules kernels import functions from: Numba's cache does not notice
+    when an inlined callee changes, so the key must."""
+    global _runtime_digest
+    if _runtime_digest is None:
+        from corejax.compiler import fastmath, kernel_lib
+        h = hashlib.sha256()
+        for mod in (fastmath, kernel_lib):
+            with open(mod.__file__, "rb") as f:
+                h.update(f.read())
+        _runtime_digest = h.hexdigest()
+    return _runtime_digest
+
+
 def kernel_key(source: str) -> str:
     h = hashlib.sha256()
-    for part in (source, corejax.__version__, numba.__version__, _host_id()):
+    for part in (source, corejax.__version__, numba.__version__, _host_id(), _runtime_id()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:24]
