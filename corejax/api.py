@@ -519,6 +519,20 @@ def _check_argnums(argnums, nargs, name):
     return nums
 
 
+def _argnums_partial(fun, args, kwargs, argnums, name):
+    """`fun` as a function of only the arguments selected by `argnums`, and their values."""
+    nums = _check_argnums(argnums, len(args), name)
+    nums_n = tuple(a % len(args) for a in nums)
+
+    def partial_fun(*dargs):
+        full = list(args)
+        for i, d in zip(nums_n, dargs):
+            full[i] = d
+        return fun(*full, **kwargs)
+
+    return partial_fun, tuple(args[i] for i in nums_n)
+
+
 def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
                    allow_int: bool = False):
     """Returns a function computing `(fun(*args), grad of fun w.r.t. args[argnums])`."""
@@ -526,23 +540,15 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
 
     @functools.wraps(fun)
     def vg(*args, **kwargs):
-        nums = _check_argnums(argnums, len(args), name)
-        nums_n = tuple(a % len(args) for a in nums)
-        diff_args = tuple(args[i] for i in nums_n)
-        for i in nums_n:
-            for leaf in tree_leaves(args[i]):
+        partial_fun, diff_args = _argnums_partial(fun, args, kwargs, argnums, name)
+        for arg in diff_args:
+            for leaf in tree_leaves(arg):
                 dt = get_aval(leaf).dtype
                 if not allow_int and not dtypes.is_inexact(dt):
                     raise TypeError(f"grad requires real- or complex-valued inputs (input dtype "
                                     f"that is a sub-dtype of np.inexact), but got {dt.name}. If "
                                     "you want to use integer-valued inputs, use vjp or set "
                                     "allow_int to True.")
-
-        def partial_fun(*dargs):
-            full = list(args)
-            for i, d in zip(nums_n, dargs):
-                full[i] = d
-            return fun(*full, **kwargs)
 
         if has_aux:
             out, f_vjp, aux = vjp(partial_fun, *diff_args, has_aux=True)
@@ -602,15 +608,7 @@ def _std_basis(leaves):
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     """The Jacobian by forward mode: one jvp per input basis vector, vectorized with vmap."""
     def jac(*args, **kwargs):
-        nums = _check_argnums(argnums, len(args), "jacfwd")
-        nums_n = tuple(a % len(args) for a in nums)
-        dyn = tuple(args[i] for i in nums_n)
-
-        def partial_fun(*dargs):
-            full = list(args)
-            for i, d in zip(nums_n, dargs):
-                full[i] = d
-            return fun(*full, **kwargs)
+        partial_fun, dyn = _argnums_partial(fun, args, kwargs, argnums, "jacfwd")
 
         leaves, tree = tree_flatten(dyn)
         basis, total = _std_basis(leaves)
@@ -652,15 +650,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
            allow_int: bool = False):
     """The Jacobian by reverse mode: one vjp per output basis vector, vectorized with vmap."""
     def jac(*args, **kwargs):
-        nums = _check_argnums(argnums, len(args), "jacrev")
-        nums_n = tuple(a % len(args) for a in nums)
-        dyn = tuple(args[i] for i in nums_n)
-
-        def partial_fun(*dargs):
-            full = list(args)
-            for i, d in zip(nums_n, dargs):
-                full[i] = d
-            return fun(*full, **kwargs)
+        partial_fun, dyn = _argnums_partial(fun, args, kwargs, argnums, "jacrev")
 
         if has_aux:
             y, f_vjp, aux = vjp(partial_fun, *dyn, has_aux=True)

@@ -24,8 +24,29 @@ def _in_transformation(leaves) -> bool:
     return core._trace_state.dynamic_level > 0 or any(isinstance(x, Tracer) for x in leaves)
 
 
-def _resolve_nondiff(fun_args, nondiff_argnums):
-    return [a for i, a in enumerate(fun_args) if i in nondiff_argnums]
+class _FlatCall:
+    """`fun(*args)` with the `nondiff_argnums` arguments held static and the rest flattened."""
+
+    def __init__(self, fun, args, nondiff_argnums):
+        self.fun, self.nargs = fun, len(args)
+        self.static = {i: a for i, a in enumerate(args) if i in nondiff_argnums}
+        dyn = [a for i, a in enumerate(args) if i not in self.static]
+        self.leaves, self.in_tree = tree_flatten(dyn)
+        self.out_tree = None
+
+    def static_args(self) -> list:
+        return [self.static[i] for i in sorted(self.static)]
+
+    def dyn_args(self, flat) -> tuple:
+        return tuple(tree_unflatten(self.in_tree, flat))
+
+    def full_args(self, flat) -> list:
+        it = iter(self.dyn_args(flat))
+        return [self.static[i] if i in self.static else next(it) for i in range(self.nargs)]
+
+    def flat_fun(self, *flat):
+        out_leaves, self.out_tree = tree_flatten(self.fun(*self.full_args(flat)))
+        return out_leaves
 
 
 class custom_jvp:
@@ -59,41 +80,18 @@ class custom_jvp:
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {self.__name__} "
                                  "using defjvp.")
-        nondiff = {i for i in self.nondiff_argnums}
-        static = {i: a for i, a in enumerate(args) if i in nondiff}
-        dyn = [a for i, a in enumerate(args) if i not in nondiff]
-        leaves, in_tree = tree_flatten(dyn)
-        if not _in_transformation(leaves):
+        call = _FlatCall(self.fun, args, self.nondiff_argnums)
+        if not _in_transformation(call.leaves):
             return self.fun(*args)
 
-        def full_args(dyn_args):
-            it = iter(dyn_args)
-            return [static[i] if i in static else next(it) for i in range(len(args))]
-
-        out_store: list = []
-
-        def flat_fun(*xs):
-            out = self.fun(*full_args(tree_unflatten(in_tree, xs)))
-            out_leaves, out_tree = tree_flatten(out)
-            out_store.append(out_tree)
-            return out_leaves
-
         def flat_jvp(primals, tangents):
-            p_args = full_args(tree_unflatten(in_tree, primals))
-            t_dyn = tree_unflatten(in_tree, tangents)
-            t_it = iter(t_dyn)
-            t_args = [None if i in static else next(t_it) for i in range(len(args))]
-            p_dyn = tuple(a for i, a in enumerate(p_args) if i not in static)
-            t_dyn_t = tuple(a for i, a in enumerate(t_args) if i not in static)
-            if static:
-                out, tout = self.jvp(*[static[i] for i in sorted(static)], p_dyn, t_dyn_t)
-            else:
-                out, tout = self.jvp(p_dyn, t_dyn_t)
+            out, tout = self.jvp(*call.static_args(), call.dyn_args(primals),
+                                 call.dyn_args(tangents))
             return tree_flatten(out)[0], tree_flatten(tout)[0]
 
-        closed = stage(flat_fun, [get_aval(x) for x in leaves], self.__name__)
-        outs = custom_jvp_call_p.bind(*leaves, call_jaxpr=closed, jvp=flat_jvp)
-        return tree_unflatten(out_store[0], outs)
+        closed = stage(call.flat_fun, [get_aval(x) for x in call.leaves], self.__name__)
+        outs = custom_jvp_call_p.bind(*call.leaves, call_jaxpr=closed, jvp=flat_jvp)
+        return tree_unflatten(call.out_tree, outs)
 
 
 custom_jvp_call_p = Primitive("custom_jvp_call")
@@ -156,52 +154,36 @@ class custom_vjp:
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} "
                                  "using defvjp.")
-        static = {i: a for i, a in enumerate(args) if i in self.nondiff_argnums}
-        dyn = [a for i, a in enumerate(args) if i not in static]
-        leaves, in_tree = tree_flatten(dyn)
-        if not _in_transformation(leaves):
+        call = _FlatCall(self.fun, args, self.nondiff_argnums)
+        if not _in_transformation(call.leaves):
             return self.fun(*args)
-
-        def full_args(dyn_args):
-            it = iter(dyn_args)
-            return [static[i] if i in static else next(it) for i in range(len(args))]
-
-        out_store: list = []
-
-        def flat_fun(*xs):
-            out = self.fun(*full_args(tree_unflatten(in_tree, xs)))
-            out_leaves, out_tree = tree_flatten(out)
-            out_store.append(out_tree)
-            return out_leaves
-
         res_store: list = []
 
         def flat_fwd(*xs):
-            out, res = self.fwd(*full_args(tree_unflatten(in_tree, xs)))
+            out, res = self.fwd(*call.full_args(xs))
             res_leaves, res_tree = tree_flatten(res)
             res_store.append(res_tree)
             return [*tree_flatten(out)[0], *res_leaves]
 
         def flat_bwd(res_leaves, cts):
             res = tree_unflatten(res_store[-1], res_leaves)
-            ct_tree = out_store[0]
-            args_ct = self.bwd(*[static[i] for i in sorted(static)], res,
-                               tree_unflatten(ct_tree, cts))
+            args_ct = self.bwd(*call.static_args(), res, tree_unflatten(call.out_tree, cts))
             if not isinstance(args_ct, tuple):
                 raise TypeError(f"Custom VJP bwd rule for {self.__name__} must produce a tuple "
                                 f"of cotangents, got {type(args_ct).__name__}.")
             ct_leaves = []
-            for a, c in zip(dyn, args_ct):
+            for a, c in zip(call.dyn_args(call.leaves), args_ct):
                 if c is None:
-                    ct_leaves.extend(Zero(get_aval(x).to_tangent_aval()) for x in tree_flatten(a)[0])
+                    ct_leaves.extend(Zero(get_aval(x).to_tangent_aval())
+                                     for x in tree_flatten(a)[0])
                 else:
                     ct_leaves.extend(tree_flatten(c)[0])
             return ct_leaves
 
-        closed = stage(flat_fun, [get_aval(x) for x in leaves], self.__name__)
-        outs = custom_vjp_call_p.bind(*leaves, call_jaxpr=closed, fwd=flat_fwd, bwd=flat_bwd,
-                                      num_outs=len(closed.out_avals))
-        return tree_unflatten(out_store[0], outs)
+        closed = stage(call.flat_fun, [get_aval(x) for x in call.leaves], self.__name__)
+        outs = custom_vjp_call_p.bind(*call.leaves, call_jaxpr=closed, fwd=flat_fwd,
+                                      bwd=flat_bwd, num_outs=len(closed.out_avals))
+        return tree_unflatten(call.out_tree, outs)
 
 
 custom_vjp_call_p = Primitive("custom_vjp_call")

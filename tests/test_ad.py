@@ -281,3 +281,27 @@ def test_convert_element_type_derivatives(x64):
 def test_stop_gradient():
     g = jax.grad(lambda x: x * lax.stop_gradient(x))(3.0)
     assert float(g) == 3.0
+
+
+def test_custom_rules_with_nondiff_argnums_and_pytrees():
+    import functools
+
+    @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+    def power(n, x):
+        return x ** n
+
+    @power.defjvp
+    def power_jvp(n, primals, tangents):
+        (x,), (t,) = primals, tangents
+        return power(n, x), n * x ** (n - 1) * t
+
+    assert float(jax.grad(lambda x: power(3, x))(2.0)) == 12.0
+    assert float(jax.jit(jax.grad(lambda x: power(3, x)))(2.0)) == 12.0
+
+    @jax.custom_vjp
+    def scaled(p):
+        return p["a"] * p["b"]
+
+    scaled.defvjp(lambda p: (scaled(p), p), lambda p, g: ({"a": g * p["b"] * 2, "b": None},))
+    g = jax.grad(lambda p: jax.jit(scaled)(p))({"a": 3.0, "b": 4.0})
+    assert float(g["a"]) == 8.0 and float(g["b"]) == 0.0

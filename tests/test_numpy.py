@@ -232,3 +232,12 @@ def test_masked_reductions_and_softmax():
     np.testing.assert_allclose(np.asarray(out), [np.log(0.5), -np.inf, np.log(0.5)], rtol=1e-6)
     np.testing.assert_allclose(np.asarray(jax.nn.softmax(jnp.array([0.0, 100.0, 0.0]),
                                                          where=mask)), [0.5, 0.0, 0.5])
+
+
+def test_mean_and_var_with_where():
+    x = R.normal(size=(4, 5)).astype(np.float32)
+    m = x > 0
+    np.testing.assert_allclose(np.asarray(jnp.mean(x, axis=1, where=m)),
+                               np.mean(x, axis=1, where=m), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(jnp.var(x, axis=0, where=m, ddof=1)),
+                               np.var(x, axis=0, where=m, ddof=1), rtol=1e-4)

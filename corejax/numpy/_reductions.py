@@ -98,39 +98,42 @@ def _count(shape, axes):
     return int(np.prod([shape[i] for i in axes], dtype=np.int64))
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-    check_arraylike("mean", a)
+def _inexact_operand(name, a, axis, dtype):
+    """`a` converted to the floating dtype a mean-like reduction accumulates in, and its axes."""
+    check_arraylike(name, a)
     a = asarray(a)
     aval = get_aval(a)
     axes = canonicalize_axes(axis, aval.ndim)
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else (
         aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.default_float_dtype())
-    a = lax.convert_element_type(a, dt, weak_type=aval.weak_type)
-    if where is None:
-        total = sum(a, axes, keepdims=keepdims)
-        return lax.div(total, lax.full((), _count(aval.shape, axes), dt))
-    total = sum(a, axes, keepdims=keepdims, where=where)
+    return lax.convert_element_type(a, dt, weak_type=aval.weak_type), aval.shape, axes, dt
+
+
+def _where_count(where, shape, axes, dt, keepdims):
     from corejax.numpy._core import broadcast_to_shape
-    n = sum(broadcast_to_shape(asarray(where), aval.shape), axes, dtype=dt, keepdims=keepdims)
-    return lax.div(total, n)
+    return sum(broadcast_to_shape(asarray(where), shape), axes, dtype=dt, keepdims=keepdims)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    a, shape, axes, dt = _inexact_operand("mean", a, axis, dtype)
+    total = sum(a, axes, keepdims=keepdims, where=where)
+    if where is None:
+        return lax.div(total, lax.full((), _count(shape, axes), dt))
+    return lax.div(total, _where_count(where, shape, axes, dt, keepdims))
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         correction=None):
     if correction is not None:
         ddof = correction
-    a = asarray(a)
-    aval = get_aval(a)
-    axes = canonicalize_axes(axis, aval.ndim)
-    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else (
-        aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.default_float_dtype())
-    a = lax.convert_element_type(a, dt, weak_type=aval.weak_type)
-    centered = lax.sub(a, lax.broadcast_in_dim(mean(a, axes, keepdims=True), aval.shape,
-                                               tuple(range(aval.ndim))))
-    sq = lax.mul(centered, centered)
-    n = _count(aval.shape, axes) - ddof
-    total = sum(sq, axes, keepdims=keepdims)
-    return lax.div(total, lax.full((), n, dt))
+    a, shape, axes, dt = _inexact_operand("var", a, axis, dtype)
+    centered = lax.sub(a, lax.broadcast_in_dim(mean(a, axes, keepdims=True, where=where), shape,
+                                               tuple(range(len(shape)))))
+    total = sum(lax.mul(centered, centered), axes, keepdims=keepdims, where=where)
+    if where is None:
+        return lax.div(total, lax.full((), _count(shape, axes) - ddof, dt))
+    n = _where_count(where, shape, axes, dt, keepdims)
+    return lax.div(total, lax.sub(n, lax.full((), ddof, dt)))
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
