@@ -349,3 +349,91 @@ def test_reduce_window_generic_and_errors():
         reduce_window(x, 1.0, lax.mul, (2,), (2,), "VALID")
     with pytest.raises(TypeError, match=r"window_dimensions.*\(6,\)"):
         reduce_window_sum(x, (2, 2), (1, 1), [(0, 0), (0, 0)])
+
+
+# --- property-based sweep ----------------------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@st.composite
+def conv_configs(draw):
+    nsp = draw(st.integers(1, 2))
+    groups = draw(st.sampled_from([1, 2]))
+    batch_groups = 1 if groups > 1 else draw(st.sampled_from([1, 2]))
+    n = batch_groups * draw(st.integers(1, 2))
+    c_in = groups * draw(st.integers(1, 2))
+    c_out = groups * batch_groups * draw(st.integers(1, 2))
+    spatial = [draw(st.integers(1, 6)) for _ in range(nsp)]
+    kernel = [draw(st.integers(1, 3)) for _ in range(nsp)]
+    strides = [draw(st.integers(1, 3)) for _ in range(nsp)]
+    lhs_dil = [draw(st.integers(1, 2)) for _ in range(nsp)]
+    rhs_dil = [draw(st.integers(1, 2)) for _ in range(nsp)]
+    pads = [(draw(st.integers(-1, 2)), draw(st.integers(-1, 2))) for _ in range(nsp)]
+    channels_last = draw(st.booleans())
+    seed = draw(st.integers(0, 2 ** 16))
+    return nsp, groups, batch_groups, n, c_in, c_out, spatial, kernel, strides, lhs_dil, \
+        rhs_dil, pads, channels_last, seed
+
+
+@settings(max_examples=100, deadline=None)
+@given(conv_configs())
+def test_conv_property_sweep(config):
+    (nsp, groups, batch_groups, n, c_in, c_out, spatial, kernel, strides, lhs_dil, rhs_dil,
+     pads, channels_last, seed) = config
+    sp = "HW"[:nsp]
+    dn = (f"N{sp}C", f"{sp}IO", f"N{sp}C") if channels_last else (f"NC{sp}", f"OI{sp}",
+                                                                  f"NC{sp}")
+    lshape = (n, *spatial, c_in) if channels_last else (n, c_in, *spatial)
+    rshape = ((*kernel, c_in // groups, c_out) if channels_last
+              else (c_out, c_in // groups, *kernel))
+    rng = np.random.default_rng(seed)
+    x, w = rng.standard_normal(lshape), rng.standard_normal(rshape)
+    f = lambda x, w: conv_general_dilated(x, w, strides, pads, lhs_dil, rhs_dil, dn, groups,
+                                          batch_groups)
+    padded = [(s - 1) * d + 1 + lo + hi for s, d, (lo, hi) in zip(spatial, lhs_dil, pads)]
+    if any(p < 0 for p in padded):
+        return
+    dnums = conv_dimension_numbers(lshape, rshape, dn)
+    y = f(x.astype(np.float32), w.astype(np.float32))
+    ref = naive_conv(x, w, strides, pads, lhs_dil, rhs_dil, dnums, groups, batch_groups)
+    np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-4, atol=1e-4)
+    if y.size == 0:
+        return
+    xf, wf = x.astype(np.float32), w.astype(np.float32)
+    out, f_vjp = corejax.vjp(f, xf, wf)
+    ct = rng.standard_normal(out.shape).astype(np.float32)
+    gx, gw = f_vjp(ct)
+    tx, tw = rng.standard_normal(lshape), rng.standard_normal(rshape)
+    _, ty = corejax.jvp(f, (xf, wf), (tx.astype(np.float32), tw.astype(np.float32)))
+    lhs = float(np.sum(np.asarray(ty, np.float64) * ct))
+    rhs = float(np.sum(np.asarray(gx, np.float64) * tx) + np.sum(np.asarray(gw, np.float64) * tw))
+    assert abs(lhs - rhs) <= 1e-3 * (1 + abs(lhs))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 3), st.data())
+def test_reduce_window_property_sweep(ndim, data):
+    shape = tuple(data.draw(st.integers(1, 5)) for _ in range(ndim))
+    dims = tuple(data.draw(st.integers(1, 3)) for _ in range(ndim))
+    strides = tuple(data.draw(st.integers(1, 3)) for _ in range(ndim))
+    pads = tuple((data.draw(st.integers(0, 2)), data.draw(st.integers(0, 2)))
+                 for _ in range(ndim))
+    base = tuple(data.draw(st.integers(1, 2)) for _ in range(ndim))
+    wdil = tuple(data.draw(st.integers(1, 2)) for _ in range(ndim))
+    kind = data.draw(st.sampled_from(sorted(KINDS)))
+    padded = [(n - 1) * b + 1 + lo + hi for n, b, (lo, hi) in zip(shape, base, pads)]
+    if any(p < (d - 1) * w + 1 for p, d, w in zip(padded, dims, wdil)):
+        return
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 16)))
+    x = rng.standard_normal(shape).astype(np.float32)
+    f = lambda x: KINDS[kind](x, dims, strides, pads, base, wdil)
+    np.testing.assert_allclose(np.asarray(f(x)), naive_window(x, kind, dims, strides, pads,
+                                                                base, wdil), rtol=1e-5, atol=1e-5)
+    y, f_vjp = corejax.vjp(f, x)
+    ct = rng.standard_normal(y.shape).astype(np.float32)
+    t = rng.standard_normal(shape).astype(np.float32)
+    (gx,) = f_vjp(ct)
+    _, ty = corejax.jvp(f, (x,), (t,))
+    lhs, rhs = float(np.sum(np.asarray(ty) * ct)), float(np.sum(np.asarray(gx) * t))
+    assert abs(lhs - rhs) <= 1e-4 * (1 + abs(lhs))

@@ -496,9 +496,10 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
     la, ra = get_aval(lhs), get_aval(rhs)
     nsp = la.ndim - 2
     if dimension_numbers is None:
-        if nsp not in (1, 2, 3):
-            raise ValueError("conv_transpose needs dimension_numbers for this rank.")
-        sp = "HWD"[:nsp] if nsp < 3 else "HWD"
+        if nsp > 3:
+            raise ValueError(f"conv_transpose has no default dimension_numbers for {nsp} "
+                             "spatial dimensions; pass them explicitly.")
+        sp = "HWD"[:nsp]
         dimension_numbers = (f"N{sp}C", f"{sp}IO", f"N{sp}C")
     dnums = conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)
     rhs_dil = _int_tuple(rhs_dilation, nsp, "rhs_dilation")
