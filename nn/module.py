@@ -24,7 +24,7 @@ import inspect
 import threading
 import zlib
 import weakref
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import numpy as np
 

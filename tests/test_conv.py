@@ -147,7 +147,8 @@ def test_conv_jvp_vjp_and_finite_differences(name, rng, x64):
     np.testing.assert_allclose(np.asarray(ty), fd, rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("name", ["nhwc-same-stride", "feature-groups", "batch-groups-mixed-layout"])
+@pytest.mark.parametrize("name", ["nhwc-same-stride", "feature-groups",
+                                  "batch-groups-mixed-layout"])
 def test_conv_second_order_finite_differences(name, rng, x64):
     f = _conv_fn(CONV_CASES[name])
     x, w = rng.standard_normal(CONV_CASES[name][0]), rng.standard_normal(CONV_CASES[name][1])
@@ -238,6 +239,15 @@ def test_conv_preferred_element_type_and_ints():
                                dimension_numbers=("NHWC", "HWIO", "NHWC"),
                                preferred_element_type=np.float32)
     assert y16.dtype == np.float32
+    x16, w16 = np.cos(np.arange(2 * 4 * 4)).reshape(2, 4, 4, 1), np.ones((2, 2, 1, 3))
+    loss = lambda x, w: jnp.sum(conv_general_dilated(
+        x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        preferred_element_type=np.float32) ** 2)
+    g16 = corejax.grad(loss, argnums=(0, 1))(x16.astype(np.float16), w16.astype(np.float16))
+    g32 = corejax.grad(loss, argnums=(0, 1))(x16.astype(np.float32), w16.astype(np.float32))
+    for a, b in zip(g16, g32):
+        assert a.dtype == np.float16
+        np.testing.assert_allclose(np.asarray(a, np.float32), np.asarray(b), rtol=1e-2, atol=1e-2)
 
 
 def test_conv_transpose_shapes_and_adjointness(rng):

@@ -18,7 +18,7 @@ preallocated buffer (prange over output rows), then a BLAS GEMM through `np.dot`
 from __future__ import annotations
 
 import operator
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -277,7 +277,7 @@ def _split_axis_into(x, src: int, groups: int, dst: int):
     return reshape(x, s[:dst] + (s[dst] * s[dst + 1],) + s[dst + 2:])
 
 
-def _transpose_params(ct, other, aval, params):
+def _transpose_params(ct, other, params):
     """Operands and dtype for a transpose conv: the cotangent's dtype rules, cast back after."""
     other_dt = get_aval(other).dtype
     ct_dt = get_aval(ct).dtype
@@ -348,9 +348,9 @@ def _conv_transpose(ct, lhs, rhs, **params):
     if type(ct) is Zero:
         return [None, None]
     if is_undefined_primal(lhs):
-        rhs_, p = _transpose_params(ct, rhs, lhs.aval, params)
+        rhs_, p = _transpose_params(ct, rhs, params)
         return [_finish(_conv_transpose_lhs(ct, rhs_, lhs.aval, **p), lhs.aval), None]
-    lhs_, p = _transpose_params(ct, lhs, rhs.aval, params)
+    lhs_, p = _transpose_params(ct, lhs, params)
     return [None, _finish(_conv_transpose_rhs(ct, lhs_, rhs.aval, **p), rhs.aval)]
 
 

@@ -264,6 +264,6 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
               window_dilation)
 
 
-from corejax.lax.elementwise import (add, bitwise_and, bitwise_not, bitwise_or, eq, full,  # noqa: E402
-                                     select)
+from corejax.lax.elementwise import (  # noqa: E402
+    add, bitwise_and, bitwise_not, bitwise_or, eq, full, select)
 from corejax.lax.structural import pad, slice as lax_slice  # noqa: E402

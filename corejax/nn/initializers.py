@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from corejax import dtypes, lax
+from corejax import dtypes
 import corejax.numpy as jnp
 
 __all__ = ["zeros", "ones", "constant", "normal", "uniform", "truncated_normal",
