@@ -25,5 +25,9 @@ from nn.normalization import BatchNorm, LayerNorm, GroupNorm, RMSNorm  # noqa: F
 from nn.stochastic import Dropout  # noqa: F401
 from nn.pooling import pool, avg_pool, max_pool, min_pool  # noqa: F401
 from nn.combinators import Sequential  # noqa: F401
+from nn.attention import (  # noqa: F401
+    dot_product_attention_weights, dot_product_attention, MultiHeadDotProductAttention,
+    MultiHeadAttention, SelfAttention, make_attention_mask, make_causal_mask, combine_masks,
+)
 from nn.summary import tabulate, param_count  # noqa: F401
 from nn.initializers import zeros_init, ones_init  # noqa: F401

@@ -661,3 +661,59 @@ def test_cnn_learns(rng):
     losses = _sgd_train(model, model.init(key(), images), images,
                         jnp.asarray(labels, jnp.int32), 30, 0.2, mutable=["batch_stats"])
     assert losses[-1] < 0.5 * losses[0], losses[::6]
+
+
+# --- attention ---------------------------------------------------------------------------------
+
+def _np_softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_multi_head_attention_matches_numpy(rng):
+    x = rng.standard_normal((2, 5, 6)).astype(np.float32)
+    kv = rng.standard_normal((2, 3, 6)).astype(np.float32)
+    mha = nn.MultiHeadDotProductAttention(num_heads=2, qkv_features=8, out_features=7)
+    mask = nn.make_attention_mask(jnp.ones((2, 5)), jnp.asarray([[1, 1, 0], [1, 1, 1]]))
+    v = mha.init(key(), x, kv, mask=mask)
+    assert shapes(v["params"]) == {
+        "query": {"kernel": (6, 2, 4), "bias": (2, 4)}, "key": {"kernel": (6, 2, 4),
+                                                              "bias": (2, 4)},
+        "value": {"kernel": (6, 2, 4), "bias": (2, 4)}, "out": {"kernel": (2, 4, 7),
+                                                              "bias": (7,)}}
+    p = tree_util.tree_map(np.asarray, v["params"])
+    proj = lambda name, a: np.einsum("bld,dhk->blhk", a, p[name]["kernel"]) + p[name]["bias"]
+    q, k, val = proj("query", x), proj("key", kv), proj("value", kv)
+    logits = np.einsum("bqhd,bkhd->bhqk", q / 2.0, k)
+    logits = np.where(np.asarray(mask) > 0, logits, np.finfo(np.float32).min)
+    att = np.einsum("bhqk,bkhd->bqhd", _np_softmax(logits), val)
+    ref = np.einsum("bqhd,hdo->bqo", att, p["out"]["kernel"]) + p["out"]["bias"]
+    np.testing.assert_allclose(np.asarray(mha.apply(v, x, kv, mask=mask)), ref, rtol=1e-4,
+                               atol=1e-5)
+    # Self-attention with a causal mask: position 0 sees only itself.
+    causal = nn.make_causal_mask(jnp.ones((2, 5)))
+    assert causal.shape == (2, 1, 5, 5) and float(causal[0, 0, 0, 1]) == 0.0
+    sa = nn.SelfAttention(num_heads=2, qkv_features=8)
+    vs = sa.init(key(), x, mask=causal)
+    y = np.asarray(sa.apply(vs, x, mask=causal))
+    later_zeroed = np.concatenate([x[:, :1], np.zeros_like(x[:, 1:])], 1)
+    y2 = np.asarray(sa.apply(vs, later_zeroed, mask=causal))
+    np.testing.assert_allclose(y[:, 0], y2[:, 0], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="num_heads"):
+        nn.MultiHeadDotProductAttention(num_heads=3, qkv_features=8).init(key(), x)
+
+
+def test_attention_dropout_and_gradients(rng, x64):
+    x = rng.standard_normal((2, 4, 6))
+    mha = nn.MultiHeadDotProductAttention(num_heads=2, dropout_rate=0.5)
+    v = mha.init(key(), x, deterministic=True)
+    params = tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), v["params"])
+    with pytest.raises(nn.InvalidRngError, match="dropout"):
+        mha.apply({"params": params}, x, deterministic=False)
+    loss = lambda p, x: jnp.sum(jnp.sin(mha.apply({"params": p}, x, deterministic=False,
+                                                  rngs={"dropout": key(3)})))
+    gp, gx = corejax.grad(loss, argnums=(0, 1))(params, x)
+    dx = rng.standard_normal(x.shape)
+    eps = 1e-6
+    fd = (float(loss(params, x + eps * dx)) - float(loss(params, x - eps * dx))) / (2 * eps)
+    np.testing.assert_allclose(float(jnp.sum(gx * dx)), fd, rtol=1e-6)
