@@ -309,3 +309,21 @@ def test_two_processes_compiling_at_once(tmp_path):
     outs = [p.communicate() for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
     assert _child(tmp_path)["kernels_compiled"] == 0
+
+
+def test_every_core_primitive_has_a_lowering():
+    from corejax.core import Primitive
+    from corejax.compiler import registry
+    from corejax.lax import dot, elementwise, reductions, structural
+    missing = [f"{mod.__name__}.{name}" for mod in (elementwise, structural, reductions, dot)
+               for name, p in vars(mod).items()
+               if isinstance(p, Primitive) and p not in registry.elementwise_lowerings
+               and p not in registry.kernel_lowerings]
+    assert not missing, missing
+
+
+def test_prod_reduction_is_fused():
+    f = jax.jit(lambda x: jnp.prod(x * 0.5 + 1.0, axis=1))
+    x = jnp.asarray(np.random.default_rng(2).uniform(-1, 1, (4, 6)).astype(np.float32))
+    assert "reduce_prod" in f.lower(x).as_text().split("# kernel")[0].split("plan:")[1]
+    np.testing.assert_allclose(f(x), np.prod(np.asarray(x) * 0.5 + 1.0, axis=1), rtol=1e-5)

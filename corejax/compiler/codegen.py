@@ -55,6 +55,8 @@ def _monoid(name, dt):
     dt = np.dtype(dt)
     if name == "add":
         return literal(0, dt), "({a} + {b})"
+    if name == "mul":
+        return literal(1, dt), "({a} * {b})"
     if name in ("and", "or"):
         return literal(name == "and", dt), "({a} & {b})" if name == "and" else "({a} | {b})"
     big = np.inf if dt.kind == "f" else (True if dt == np.bool_ else np.iinfo(dt).max)

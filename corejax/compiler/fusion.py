@@ -2,7 +2,7 @@
 
 - `FusedGroup`: a chain of elementwise equations of one shape, whose operands may be
   broadcasts, unit-dimension reshapes, iotas and scalar literals (folded into the loop's
-  indexing, never materialized), optionally ending in one reduction (sum/max/min/and/or over
+  indexing, never materialized), optionally ending in one reduction (sum/prod/max/min/and/or over
   any axes). Becomes one loop nest (compiler/codegen.py).
 - `HostStep`: any other equation, run by its NumPy impl (dot_general there is BLAS matmul;
   layout ops are NumPy views/copies; control flow evaluates its sub-jaxprs).
@@ -19,7 +19,7 @@ from corejax.compiler import registry
 
 __all__ = ["FusedGroup", "HostStep", "Virtual", "partition"]
 
-_REDUCE_MONOIDS = {"add", "max", "min", "and", "or"}
+_REDUCE_MONOIDS = {"add", "mul", "max", "min", "and", "or"}
 
 
 class Virtual:

@@ -3,8 +3,12 @@
 - `elementwise_lowerings[prim](ctx, *operand_exprs, **params) -> str`: a scalar Numba expression
   for one element, which the fusion pass inlines into a loop nest. `ctx` tells the operand and
   result dtypes and the backend, and names the math functions to call (`ctx.math('exp', x)`).
-- `kernel_lowerings[prim]`: for primitives that are not elementwise (dot, reductions, layout
-  changes, control flow); their form is defined by the compiler's code generator.
+- `kernel_lowerings[prim]`: for primitives that are not elementwise, a tuple the CPU compiler
+  dispatches on: ("reduce", monoid) fuses as a group's trailing reduction (add/mul/max/min/
+  and/or); ("dot_general",) is one BLAS matmul; ("layout",) is a NumPy view or copy in the
+  executor (broadcast_in_dim, unit-dimension reshapes and iota are also folded into kernel
+  indexing); any other entry, and any primitive without one, runs its NumPy impl as a host
+  step (control flow evaluates its sub-jaxprs there).
 """
 from __future__ import annotations
 

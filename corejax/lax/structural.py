@@ -9,6 +9,7 @@ import numpy as np
 
 from corejax import core, dtypes
 from corejax.core import Primitive, ShapedArray, get_aval
+from corejax.compiler import registry
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero, deflinear, is_undefined_primal
 from corejax.lax._factories import shape_str
@@ -71,6 +72,7 @@ def _broadcast_in_dim_abstract(x, shape, broadcast_dimensions):
 
 
 broadcast_in_dim_p = _define("broadcast_in_dim", _broadcast_in_dim_impl, _broadcast_in_dim_abstract)
+registry.def_kernel(broadcast_in_dim_p, ("layout",))
 
 
 def _broadcast_in_dim_transpose(ct, x, shape, broadcast_dimensions):
@@ -127,6 +129,7 @@ def _reshape_impl(x, new_sizes, dimensions):
 
 
 reshape_p = _define("reshape", _reshape_impl, _reshape_abstract)
+registry.def_kernel(reshape_p, ("layout",))
 
 
 def _reshape_transpose(ct, x, new_sizes, dimensions):
@@ -166,6 +169,7 @@ def _transpose_abstract(x, permutation):
 
 transpose_p = _define("transpose", lambda x, permutation: np.transpose(x, permutation),
                       _transpose_abstract)
+registry.def_kernel(transpose_p, ("layout",))
 
 
 def _transpose_transpose(ct, x, permutation):
@@ -204,6 +208,7 @@ def _squeeze_abstract(x, dimensions):
 
 squeeze_p = _define("squeeze", lambda x, dimensions: np.squeeze(x, axis=dimensions),
                     _squeeze_abstract)
+registry.def_kernel(squeeze_p, ("layout",))
 
 
 def _squeeze_batch(vals, dims, dimensions):
@@ -238,6 +243,7 @@ def expand_dims(x, dimensions):
 
 rev_p = _define("rev", lambda x, dimensions: np.flip(x, dimensions),
                 lambda x, dimensions: ShapedArray(x.shape, x.dtype, x.weak_type))
+registry.def_kernel(rev_p, ("layout",))
 deflinear(rev_p, lambda ct, x, dimensions: [None if type(ct) is Zero else rev(ct, dimensions)])
 batching.primitive_batchers[rev_p] = lambda vals, dims, dimensions: (
     rev(vals[0], tuple(a + (a >= dims[0]) for a in dimensions)), dims[0])
@@ -269,6 +275,7 @@ def _slice_abstract(x, start_indices, limit_indices, strides):
 
 
 slice_p = _define("slice", _slice_impl, _slice_abstract)
+registry.def_kernel(slice_p, ("layout",))
 
 
 def _slice_transpose(ct, x, start_indices, limit_indices, strides):
@@ -358,6 +365,7 @@ def _pad_abstract(x, padding_value, padding_config):
 
 
 pad_p = _define("pad", _pad_impl, _pad_abstract)
+registry.def_kernel(pad_p, ("layout",))
 
 
 def _pad_transpose(ct, x, padding_value, padding_config):
@@ -440,6 +448,7 @@ def _concatenate_abstract(*xs, dimension):
 
 
 concatenate_p = Primitive("concatenate")
+registry.def_kernel(concatenate_p, ("layout",))
 concatenate_p.def_impl(lambda *xs, dimension: np.concatenate(xs, axis=dimension))
 concatenate_p.def_abstract_eval(_concatenate_abstract)
 
@@ -483,6 +492,7 @@ def _iota_impl(dtype, shape, dimension):
 
 
 iota_p = Primitive("iota")
+registry.def_kernel(iota_p, ("layout",))
 iota_p.def_impl(_iota_impl)
 iota_p.def_abstract_eval(lambda dtype, shape, dimension: ShapedArray(shape, dtype))
 iota_p.weak_type_rule = lambda **params: False
@@ -525,6 +535,7 @@ def _dynamic_slice_abstract(x, *starts, slice_sizes):
 
 
 dynamic_slice_p = _define("dynamic_slice", _dynamic_slice_impl, _dynamic_slice_abstract)
+registry.def_kernel(dynamic_slice_p, ("layout",))
 
 
 def _dynamic_slice_transpose(ct, x, *starts, slice_sizes):
@@ -563,6 +574,7 @@ def _dynamic_update_slice_abstract(x, update, *starts):
 
 dynamic_update_slice_p = _define("dynamic_update_slice", _dynamic_update_slice_impl,
                                  _dynamic_update_slice_abstract)
+registry.def_kernel(dynamic_update_slice_p, ("layout",))
 
 
 def _dynamic_update_slice_transpose(ct, x, update, *starts):
