@@ -327,3 +327,25 @@ def test_prod_reduction_is_fused():
     x = jnp.asarray(np.random.default_rng(2).uniform(-1, 1, (4, 6)).astype(np.float32))
     assert "reduce_prod" in f.lower(x).as_text().split("# kernel")[0].split("plan:")[1]
     np.testing.assert_allclose(f(x), np.prod(np.asarray(x) * 0.5 + 1.0, axis=1), rtol=1e-5)
+
+
+def test_uncachable_kernel_warns():
+    import warnings as _w
+    from numba import njit
+
+    @njit
+    def kernel(n0):
+        return n0
+
+    class Warns:
+        """Stands in for a dispatcher whose compile reports Numba's cannot-cache warning."""
+        overloads = kernel.overloads
+        stats = kernel.stats
+
+        def compile(self, sig):
+            _w.warn("Cannot cache compiled function \"kernel\" as it uses dynamic globals")
+            return kernel.compile(sig)
+
+    with pytest.warns(diskcache.CacheWarning, match="cannot be cached"):
+        fn = diskcache._compile(Warns(), (diskcache.types.int64,))
+    assert fn(5) == 5

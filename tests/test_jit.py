@@ -433,3 +433,50 @@ def test_debug_nans_names_the_op():
         np.testing.assert_allclose(f(jnp.array([1.0])), [1.0])
     finally:
         jax.config.update("debug_nans", False)
+
+
+_SHAPES = {"full": (3, 4), "row": (4,), "col": (3, 1), "scalar": ()}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(prog=st.lists(st.tuples(st.sampled_from(["add", "mul", "max", "tanh", "sum0", "sum1",
+                                                "max1", "T", "dot", "reshape", "select"]),
+                               st.integers(0, 20), st.integers(0, 20)),
+                     min_size=2, max_size=8))
+def test_random_dags_with_reductions_and_layout(prog):
+    """Programs whose values are read by several later ops, across reductions, re-broadcasts,
+    transposes and matmuls: exercises group merging, sealing and recomputation."""
+    def f(full, row, col, s):
+        vals = [full, row, col, s]
+        for op, i, j in prog:
+            a, b = vals[i % len(vals)], vals[j % len(vals)]
+            try:
+                if op == "add":
+                    r = a + b
+                elif op == "mul":
+                    r = jnp.clip(a * b, -5.0, 5.0)
+                elif op == "max":
+                    r = jnp.maximum(a, b)
+                elif op == "tanh":
+                    r = jnp.tanh(a)
+                elif op == "sum0":
+                    r = jnp.sum(a, axis=0, keepdims=True) if jnp.ndim(a) else a
+                elif op == "sum1":
+                    r = jnp.mean(a, axis=-1, keepdims=True) if jnp.ndim(a) else a
+                elif op == "max1":
+                    r = jnp.max(a, axis=-1) if jnp.ndim(a) else a
+                elif op == "T":
+                    r = jnp.transpose(a) * 0.5
+                elif op == "dot":
+                    r = jnp.tanh(a @ jnp.transpose(a)) if jnp.ndim(a) == 2 else a
+                elif op == "reshape":
+                    r = jnp.reshape(a, (-1,)) + 1.0 if jnp.ndim(a) else a
+                else:
+                    r = jnp.where(a > 0, a, b * 2.0)
+            except (TypeError, ValueError):   # incompatible shapes: skip the op
+                continue
+            vals.append(r)
+        return vals[4:] or [full]
+
+    args = [_f32(*_SHAPES[k], lo=-1.0, hi=1.0) for k in ("full", "row", "col", "scalar")]
+    check_jit(f, *args, rtol=1e-5, atol=1e-5)
