@@ -410,25 +410,12 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     if p_tree != t_tree:
         raise TypeError(f"primal and tangent arguments to jvp must have the same tree structure; "
                         f"primals have tree structure {p_tree} whereas tangents have {t_tree}.")
-    out_store: list = []
-    aux_store: list = []
-
-    def flat(*leaves):
-        args = tree_unflatten(p_tree, leaves)
-        out = fun(*args)
-        if has_aux:
-            out, aux = out
-            aux_store.append(aux)
-        out_leaves, out_tree = tree_flatten(out)
-        out_store.append(out_tree)
-        return out_leaves
-
+    flat = _FlatWithAux(fun, p_tree, has_aux)
     outs, touts = ad.jvp_flat(flat, p_leaves, [_as_tangent(t) for t in t_leaves])
-    out_tree = out_store[0]
-    result = (tree_unflatten(out_tree, outs), tree_unflatten(out_tree, touts))
-    if has_aux:
-        return result + (tree_map(core.full_lower, aux_store[0]),)
-    return result
+    outs, aux = flat.split(outs)
+    result = (tree_unflatten(flat.out_tree, outs),
+              tree_unflatten(flat.out_tree, touts[:flat.num_out]))
+    return result + (aux,) if has_aux else result
 
 
 def _as_tangent(t):
@@ -441,11 +428,10 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
     """Returns `(fun(*primals), f_jvp)` where `f_jvp` evaluates the JVP at the same point
     without recomputing the primal computation."""
     p_leaves, p_tree = tree_flatten(primals)
-    out_store: list = []
-    aux_store: list = []
-    flat = _aux_flat(fun, p_tree, out_store, aux_store, has_aux)
+    p_leaves = _canonical_leaves(p_leaves)
+    flat = _FlatWithAux(fun, p_tree, has_aux)
     outs, jaxpr, consts, tangent_pvals = ad.linearize_flat(flat, p_leaves)
-    out_tree = out_store[0]
+    outs, aux = flat.split(outs)
 
     def f_jvp(*tangents):
         t_leaves, t_tree = tree_flatten(tangents)
@@ -454,29 +440,47 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
                             f"expected {p_tree}.")
         touts = iter(core.eval_jaxpr(jaxpr, consts, *t_leaves))
         vals = [next(touts) if not pv.is_known else pv.const for pv in tangent_pvals]
-        return tree_unflatten(out_tree, vals)
+        return tree_unflatten(flat.out_tree, vals[:flat.num_out])
 
-    result = (tree_unflatten(out_tree, outs), f_jvp)
-    return result + (aux_store[0],) if has_aux else result
+    result = (tree_unflatten(flat.out_tree, outs), f_jvp)
+    return result + (aux,) if has_aux else result
 
 
-def _aux_flat(fun, in_tree, out_store, aux_store, has_aux):
-    def flat(*leaves):
-        out = fun(*tree_unflatten(in_tree, leaves))
-        if has_aux:
+class _FlatWithAux:
+    """`fun` on flat leaves. With has_aux, the array leaves of its auxiliary data travel as
+    extra outputs, so they leave the transformation as values rather than leaked tracers."""
+
+    def __init__(self, fun, in_tree, has_aux):
+        self.fun, self.in_tree, self.has_aux = fun, in_tree, has_aux
+        self.out_tree = self.aux_tree = None
+        self.num_out = 0
+        self.aux_static: list = []
+
+    def __call__(self, *leaves):
+        out = self.fun(*tree_unflatten(self.in_tree, leaves))
+        aux_arrays = []
+        if self.has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise TypeError("has_aux=True requires the function to return a pair "
                                 "(output, auxiliary data).")
             out, aux = out
-            aux_store.append(aux)
-        out_leaves, out_tree = tree_flatten(out)
-        out_store.append(out_tree)
-        return out_leaves
-    return flat
+            aux_leaves, self.aux_tree = tree_flatten(aux)
+            is_array = [isinstance(x, (Tracer, Array, np.ndarray)) for x in aux_leaves]
+            self.aux_static = [None if a else x for x, a in zip(aux_leaves, is_array)]
+            aux_arrays = [x for x, a in zip(aux_leaves, is_array) if a]
+        out_leaves, self.out_tree = tree_flatten(out)
+        self.num_out = len(out_leaves)
+        return out_leaves + aux_arrays
 
-
-def _strip_aux(aux):
-    return tree_map(core.full_lower, aux)
+    def split(self, flat_outs):
+        """The main outputs, and the auxiliary data rebuilt with its array leaves' values."""
+        main = flat_outs[:self.num_out]
+        if not self.has_aux:
+            return main, None
+        arrays = iter(flat_outs[self.num_out:])
+        aux = tree_unflatten(self.aux_tree, [next(arrays) if x is None else x
+                                             for x in self.aux_static])
+        return main, aux
 
 
 def vjp(fun: Callable, *primals, has_aux: bool = False):
@@ -484,11 +488,12 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     p_leaves, p_tree = tree_flatten(primals)
     _check_leaves(p_leaves, "vjp")
     p_leaves = _canonical_leaves(p_leaves)
-    out_store: list = []
-    aux_store: list = []
-    flat = _aux_flat(fun, p_tree, out_store, aux_store, has_aux)
-    outs, pullback = ad.vjp_flat(flat, p_leaves)
-    out_tree = out_store[0]
+    flat = _FlatWithAux(fun, p_tree, has_aux)
+    flat_outs, pullback = ad.vjp_flat(flat, p_leaves)
+    # The auxiliary outputs get zero cotangents.
+    aux_zeros = [Zero(get_aval(o).to_tangent_aval()) for o in flat_outs[flat.num_out:]]
+    outs, aux = flat.split(flat_outs)
+    out_tree = flat.out_tree
     out_avals = [get_aval(o) for o in outs]
 
     def f_vjp(ct):
@@ -501,11 +506,11 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
                 raise ValueError(f"Shape of cotangent input to vjp pullback function "
                                  f"{get_aval(c).shape} must be the same as the shape of "
                                  f"corresponding primal input {a.shape}.")
-        cts = pullback(*ct_leaves)
+        cts = pullback(*ct_leaves, *aux_zeros)
         return tree_unflatten(p_tree, cts)
 
     result = (tree_unflatten(out_tree, outs), f_vjp)
-    return result + (_strip_aux(aux_store[0]),) if has_aux else result
+    return result + (aux,) if has_aux else result
 
 
 def _check_argnums(argnums, nargs, name):

@@ -305,3 +305,13 @@ def test_custom_rules_with_nondiff_argnums_and_pytrees():
     scaled.defvjp(lambda p: (scaled(p), p), lambda p, g: ({"a": g * p["b"] * 2, "b": None},))
     g = jax.grad(lambda p: jax.jit(scaled)(p))({"a": 3.0, "b": 4.0})
     assert float(g["a"]) == 8.0 and float(g["b"]) == 0.0
+
+
+def test_aux_values_do_not_leak_tracers():
+    f = lambda w: (jnp.sum(w ** 2), {"twice": w * 2, "n": 3})
+    (v, aux), g = jax.value_and_grad(f, has_aux=True)(jnp.ones(3))
+    assert type(aux["twice"]) is jax.Array and aux["n"] == 3
+    (v, aux), g = jax.jit(jax.value_and_grad(f, has_aux=True))(jnp.ones(3))
+    np.testing.assert_array_equal(np.asarray(aux["twice"]), 2.0)
+    _, _, aux = jax.jvp(lambda w: (w * 3, w + 1), (1.0,), (1.0,), has_aux=True)
+    assert type(aux) is jax.Array and float(aux) == 2.0
