@@ -38,7 +38,8 @@ NOT_BATCHABLE = {
 LINEAR = {"add", "sub", "neg", "add_any", "mul", "div", "reduce_sum", "broadcast_in_dim",
           "reshape", "transpose", "squeeze", "rev", "slice", "pad", "concatenate",
           "dynamic_slice", "dynamic_update_slice", "select_n", "convert_element_type", "cumsum",
-          "dot_general", "jit", "custom_lin"}
+          "dot_general", "jit", "custom_lin", "conv_general_dilated", "reduce_window_sum",
+          "gather", "scatter-add", "sort", "cond", "scan"}
 
 
 def test_primitives_were_found():
