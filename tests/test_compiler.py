@@ -349,3 +349,26 @@ def test_uncachable_kernel_warns():
     with pytest.warns(diskcache.CacheWarning, match="cannot be cached"):
         fn = diskcache._compile(Warns(), (diskcache.types.int64,))
     assert fn(5) == 5
+
+
+def test_pooled_buffers_under_concurrent_calls():
+    import threading
+    f = jax.jit(lambda x, c: jnp.tanh(x) * 0.0 + c)
+    x = jnp.ones(40_000)
+    errors = []
+
+    def worker(c):
+        try:
+            for _ in range(30):
+                out = f(x, jnp.float32(c))
+                if not np.all(np.asarray(out) == c):
+                    errors.append(c)
+        except Exception as e:  # pragma: no cover
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(float(i),)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
