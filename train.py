@@ -324,7 +324,7 @@ class _StopRequested(Exception):
 def _progress(total, initial, desc, enabled):
     from tqdm import tqdm
     return tqdm(total=total, initial=initial, desc=desc, unit="batch", disable=not enabled,
-                leave=False, dynamic_ncols=True, file=sys.stderr)
+                leave=False, file=sys.stderr)
 
 
 def train(cfg: dict, resume: bool = False, quiet: bool = False) -> int:
