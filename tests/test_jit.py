@@ -480,3 +480,19 @@ def test_random_dags_with_reductions_and_layout(prog):
 
     args = [_f32(*_SHAPES[k], lo=-1.0, hi=1.0) for k in ("full", "row", "col", "scalar")]
     check_jit(f, *args, rtol=1e-5, atol=1e-5)
+
+
+def test_control_flow_sub_jaxprs_run_compiled():
+    def f(x):
+        def body(c, xi):
+            c = jnp.tanh(c * 0.9 + xi)
+            return c, c * 2.0
+        c, ys = lax.scan(body, jnp.zeros(3), x)
+        n = lax.fori_loop(0, 4, lambda i, v: v * 1.5 + 1.0, c)
+        return lax.cond(jnp.sum(n) > 0, lambda v: v + 1.0, lambda v: v - 1.0, n), ys
+
+    x = _f32(5, 3)
+    check_jit(f, x)
+    text = jax.jit(f).lower(x).as_text()
+    assert "host step scan [sub-jaxprs compiled]" in text
+    check_jit(jax.grad(lambda v: jnp.sum(f(v)[1])), x, rtol=1e-5, atol=1e-5)

@@ -4,7 +4,8 @@ The executor is a list of closures over a flat environment (a Python list indexe
 fused groups call their compiled kernel with preallocated output buffers; every other
 equation is a *host step* running the primitive's NumPy impl (BLAS matmul for dot_general,
 NumPy views and copies for layout ops, the impl's own evaluation of sub-jaxprs for control
-flow, Python callbacks for debug prints), in program order.
+flow, Python callbacks for debug prints), in program order. cond / while / scan host steps
+run their sub-jaxprs as compiled executables of their own.
 """
 from __future__ import annotations
 
@@ -90,6 +91,50 @@ def _blas_dot_general(lhs, rhs, dimension_numbers, precision=None,
     c = _as_matrices(np.transpose(rhs, rb + rc + rf), b, k, n, out_dtype)
     out = np.matmul(a, c)
     return out.reshape(batch + m_shape + n_shape)
+
+
+def _control_flow(name, params):
+    """cond / while / scan host steps whose sub-jaxprs run compiled (the primitives' own
+    impls interpret them op by op); None for anything else, which then runs its impl."""
+    from corejax.compiler import compile_jaxpr
+
+    def sub(closed):
+        return compile_jaxpr(closed, "cpu").run_numpy
+
+    keys = set(params)
+    if name == "cond" and keys == {"branches"}:
+        branches = [sub(b) for b in params["branches"]]
+
+        def cond(index, *ops):
+            return branches[min(max(int(index), 0), len(branches) - 1)](*ops)
+        return cond
+    if name == "while" and keys == {"cond_jaxpr", "body_jaxpr", "cond_nconsts", "body_nconsts"}:
+        cond_fn, body_fn = sub(params["cond_jaxpr"]), sub(params["body_jaxpr"])
+        nc, nb = params["cond_nconsts"], params["body_nconsts"]
+
+        def while_loop(*args):
+            cconsts, bconsts, carry = args[:nc], args[nc:nc + nb], list(args[nc + nb:])
+            while bool(cond_fn(*cconsts, *carry)[0]):
+                carry = body_fn(*bconsts, *carry)
+            return carry
+        return while_loop
+    if name == "scan" and keys == {"jaxpr", "length", "reverse", "num_consts", "num_carry"}:
+        body, closed = sub(params["jaxpr"]), params["jaxpr"]
+        length, reverse = params["length"], params["reverse"]
+        nc, nk = params["num_consts"], params["num_carry"]
+        y_avals = closed.out_avals[nk:]
+
+        def scan(*args):
+            consts, carry, xs = args[:nc], list(args[nc:nc + nk]), args[nc + nk:]
+            ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
+            for i in (range(length - 1, -1, -1) if reverse else range(length)):
+                out = body(*consts, *carry, *[x[i] for x in xs])
+                carry = out[:nk]
+                for y, o in zip(ys, out[nk:]):
+                    y[i] = o
+            return [*carry, *ys]
+        return scan
+    return None
 
 
 def _as_matrices(x, b, rows, cols, dtype):
@@ -182,9 +227,12 @@ class CpuExecutable:
 
     def _host(self, eqn, template):
         prim, params = eqn.primitive, eqn.params
+        compiled_control_flow = _control_flow(prim.name, params)
         if registry.kernel_lowerings.get(prim) == ("dot_general",):
             params = dict(params)
             impl = _blas_dot_general
+        elif compiled_control_flow is not None:
+            impl, params = compiled_control_flow, {}
         else:
             impl = prim.impl
         getters = [(None, np.asarray(v.val, v.aval.dtype)) if type(v) is Literal else (self._slot(v, template),
@@ -222,6 +270,15 @@ class CpuExecutable:
 
     # --- running ---------------------------------------------------------------------------
 
+    def run_numpy(self, *args) -> list:
+        """The outputs as NumPy arrays (for host steps running sub-programs)."""
+        env = list(self._template)
+        for s, x in zip(self._in_slots, args):
+            env[s] = x._value if type(x) is Array else to_numpy(x)
+        for step in self._program:
+            step(env)
+        return [env[s] if s is not None else c for s, c in self._outs]
+
     def __call__(self, *args) -> list:
         env = list(self._template)
         for s, x in zip(self._in_slots, args):
@@ -250,7 +307,9 @@ class CpuExecutable:
         for i, step in enumerate(self.steps):
             if isinstance(step, HostStep):
                 name = step.eqn.primitive.name
-                kind = "BLAS (np.matmul)" if name == "dot_general" else "NumPy impl"
+                kind = ("BLAS (np.matmul)" if name == "dot_general" else
+                        "sub-jaxprs compiled" if _control_flow(name, step.eqn.params) else
+                        "NumPy impl")
                 outs = " ".join(f"{v.aval.str_short()}" for v in step.eqn.outvars)
                 lines.append(f"step {i}: host step {name} [{kind}] -> {outs}")
             elif id(step) in kernel_of:
