@@ -43,7 +43,8 @@ _HOW_TO_PROVIDE = (
     "Provide MNIST in one of these ways:\n"
     "  * a folder with train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz,\n"
     "    t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz (gzip or raw): pass it as\n"
-    f"    --data-dir PATH (train.py), data.dir in the config, or the environment variable {ENV_VAR};\n"
+    "    --data-dir PATH (train.py), data.dir in the config, or the environment variable\n"
+    f"    {ENV_VAR};\n"
     "  * tensorflow-datasets: pip install '.[tfds]' (then MNIST is downloaded on first use, or\n"
     "    read from an already prepared copy in ~/tensorflow_datasets or $TFDS_DATA_DIR).")
 

@@ -137,6 +137,10 @@ def test_model_and_optimizer_argument_errors():
     with pytest.raises(train.ConfigError, match="no argument 'featurs'; did you mean "
                                                 "'features'"):
         train.build_model(train.load_config(None, ["model.args.featurs=[3]"]))
+    from corejax import random
+    model = train.build_model(train.load_config(None, ["model.args.activation=rel"]))
+    with pytest.raises(train.ConfigError, match="unknown activation 'rel'"):
+        model.init(random.PRNGKey(0), np.zeros((1, 784), np.float32))
 
 
 def test_cli_errors_and_help(capsys, tmp_path):
