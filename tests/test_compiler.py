@@ -372,3 +372,18 @@ def test_pooled_buffers_under_concurrent_calls():
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_parallel_kernels(monkeypatch):
+    from corejax.compiler import codegen
+    monkeypatch.setattr(codegen, "PARALLEL_MIN", 16)
+
+    def f(x):
+        return jnp.sum(jnp.exp(x) * 2.0, axis=1), x * 3.0
+
+    x = jnp.asarray(np.random.default_rng(3).standard_normal((8, 5)).astype(np.float32))
+    text = jax.jit(f).lower(x).as_text()
+    assert "prange(n0)" in text and "parallel=True" in text
+    got = jax.jit(f)(x)
+    np.testing.assert_allclose(got[0], np.sum(np.exp(np.asarray(x)) * 2, axis=1), rtol=1e-5)
+    np.testing.assert_allclose(got[1], np.asarray(x) * 3, rtol=1e-6)
