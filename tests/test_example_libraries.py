@@ -81,6 +81,18 @@ def test_init_output_shape_matches_apply(name):
     assert tree_structure(batch_params) == tree_structure(params)
 
 
+def test_unknown_batch_size_on_a_non_leading_axis():
+    init_fun, apply_fun = stax.serial(
+        stax.GeneralConv(("HWCN", "OIHW", "NHWC"), 4, (3, 3), padding="SAME"),
+        stax.AvgPool((2, 2), (2, 2)), stax.Flatten)
+    assert init_fun(KEY, (6, 6, 3, -1))[0] == (-1, 36)
+    out_shape, params = init_fun(KEY, (6, 6, 3, 2))
+    assert out_shape == (2, 36)
+    assert apply_fun(params, jnp.ones((6, 6, 3, 2))).shape == (2, 36)
+    with pytest.raises(ValueError, match="batch"):
+        init_fun(KEY, (-1, 6, 3, 2))
+
+
 def test_parallel_returns_shapes_and_outputs_per_branch():
     init_fun, apply_fun = stax.parallel(stax.Dense(3), stax.Flatten)
     shapes, params = init_fun(KEY, [(2, 5), (2, 3, 4)])
@@ -221,6 +233,19 @@ def test_dropout_test_mode_is_identity_and_rng_is_required():
     _, apply_train = stax.Dropout(0.5)
     with pytest.raises(ValueError, match="PRNG key"):
         apply_train((), x)
+
+
+def test_dropout_under_jit_and_grad_matches_eager():
+    init_fun, apply_fun = stax.serial(stax.Dense(8), stax.Dropout(0.7), stax.Dense(1))
+    _, params = init_fun(KEY, (-1, 4))
+    x = random.normal(KEY, (5, 4))
+    key = random.PRNGKey(7)
+    np.testing.assert_allclose(_np(jax.jit(apply_fun)(params, x, rng=key)),
+                               _np(apply_fun(params, x, rng=key)), rtol=1e-5, atol=1e-6)
+    loss = lambda p, k: jnp.sum(apply_fun(p, x, rng=k) ** 2)
+    for a, b in zip(tree_leaves(jax.grad(loss)(params, key)),
+                    tree_leaves(jax.jit(jax.grad(loss))(params, key))):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-4, atol=1e-5)
 
 
 def test_serial_splits_rng_per_layer():
