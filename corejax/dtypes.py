@@ -77,8 +77,9 @@ config.watch("enable_x64", lambda v: setattr(_X64, "enabled", bool(v)))
 
 def canonicalize_dtype(dt) -> np.dtype:
     """The dtype arrays of `dt` actually get: 64-bit types narrow to 32 bits while x64 is off."""
-    dt = dtype(dt)
-    if _X64.enabled or dt == float0:
+    if not isinstance(dt, np.dtype):
+        dt = dtype(dt)
+    if _X64.enabled:
         return dt
     return _X32_CANONICAL.get(dt, dt)
 
@@ -250,10 +251,34 @@ def _dtype_and_weakness(x) -> tuple[np.dtype, bool]:
     return dt, is_weakly_typed(x)
 
 
+_promotion_cache: dict = {}
+
+
+def _promotion_key(x):
+    t = type(x)
+    if t in (int, float, complex, bool):
+        return t
+    dt = getattr(x, "dtype", None)
+    if isinstance(dt, np.dtype) and not isinstance(x, (np.dtype, type)):
+        return (dt, bool(getattr(x, "weak_type", False)))
+    return None
+
+
 def result_type_and_weakness(*args) -> tuple[np.dtype, bool]:
     """The promoted (canonical) dtype of `args` and whether the result is weakly typed."""
     if not args:
         raise ValueError("at least one array or dtype is required")
+    key = tuple(map(_promotion_key, args))
+    if None not in key:
+        key = (key, _X64.enabled)
+        hit = _promotion_cache.get(key)
+        if hit is None:
+            hit = _promotion_cache[key] = _result_type_and_weakness(args)
+        return hit
+    return _result_type_and_weakness(args)
+
+
+def _result_type_and_weakness(args) -> tuple[np.dtype, bool]:
     nodes = tuple(_lattice_node(*_dtype_and_weakness(a)) for a in args)
     if len(nodes) == 1:
         return _node_to_dtype(nodes[0])

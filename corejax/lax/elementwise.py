@@ -46,17 +46,19 @@ def full(shape, fill_value, dtype=None, weak_type: bool = False):
     """An array of `shape` filled with `fill_value` (lax.full)."""
     from corejax.lax.structural import broadcast_in_dim as _bid
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else None
-    shape = tuple(int(d) for d in shape)
+    shape = tuple(map(int, shape))
     if isinstance(fill_value, core.Tracer):
         val = fill_value if dt is None else convert_element_type(fill_value, dt)
         return val if shape == () else _bid(val, shape, ())
     if dt is None:
         dt, weak_type = dtypes.result_type_and_weakness(fill_value)
-    scalar = np.asarray(fill_value, dt)
     if shape == () or core._trace_state.dynamic_level == 0:
-        # Outside staging a constant is just data: a broadcast view, no primitive to run.
-        return Array(np.broadcast_to(scalar, shape), weak_type)
-    return _bid(Array(scalar, weak_type), shape, ())
+        # Outside staging a constant is just data, no primitive to run: small ones are filled
+        # (cheaper than NumPy's broadcast_to), large ones are a broadcast view.
+        if len(shape) <= 1 and (not shape or shape[0] <= 4096):
+            return Array(np.full(shape, fill_value, dt), weak_type)
+        return Array(np.broadcast_to(np.asarray(fill_value, dt), shape), weak_type)
+    return _bid(Array(np.asarray(fill_value, dt), weak_type), shape, ())
 
 
 def broadcast_in_dim(x, shape, dims):
