@@ -387,3 +387,16 @@ def test_parallel_kernels(monkeypatch):
     got = jax.jit(f)(x)
     np.testing.assert_allclose(got[0], np.sum(np.exp(np.asarray(x)) * 2, axis=1), rtol=1e-5)
     np.testing.assert_allclose(got[1], np.asarray(x) * 3, rtol=1e-6)
+
+
+def test_transposed_operands_are_read_in_place():
+    def f(x, y):
+        return jnp.tanh(jnp.transpose(x, (2, 0, 1))) + y[None, :, :1]
+
+    x = jnp.asarray(np.random.default_rng(4).standard_normal((3, 4, 5)).astype(np.float32))
+    y = jnp.asarray(np.random.default_rng(5).standard_normal((3, 2)).astype(np.float32))
+    text = jax.jit(f).lower(x, y).as_text()
+    assert "host step transpose" not in text
+    run_both(staged(f, x, y), x, y)
+    g = jax.vmap(lambda a: jnp.exp(a) * 2.0, in_axes=1)
+    run_both(staged(g, x), x)

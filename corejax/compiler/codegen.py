@@ -3,9 +3,9 @@
 Kernels are shape-generic: loop sizes are arguments, so one kernel serves every shape with the
 same structure (and its source, the kernel's IR, is the disk-cache key). Dimensions are
 collapsed first: output dims of size 1 are dropped and adjacent dims that every operand spans
-alike (and that are alike reduced or kept) merge into one loop. Every array is passed flat
-(1-D, C-contiguous) and indexed with offsets over the loop indices of the dims it spans, so a
-broadcast operand is read without being materialized, and loads are placed at the outermost
+alike, in the same memory order (and that are alike reduced or kept), merge into one loop. Every array is passed flat
+(1-D, C-contiguous) and indexed with offsets over the loop indices of the dims it spans, in its
+own memory order, so a broadcast or transposed operand is read without being materialized, and loads are placed at the outermost
 loop level they depend on.
 
 Reductions: a trailing run of reduced loops accumulates in a scalar; reduced loops outside it
@@ -74,8 +74,10 @@ def generate(group: FusedGroup) -> KernelPlan:
     red_axes = set(red.params["axes"]) if red is not None else set()
     loop_dims = [d for d in range(len(S)) if S[d] != 1]
 
-    # Operands: arrays (deduplicated by base Var and spanned dims) and iotas.
-    arrays: list = []        # (base Var, frozenset of spanned S dims)
+    # Operands: arrays (deduplicated by base Var and spanned dims) and iotas. An array's spans
+    # are the S dims its own non-unit dims map to, in its memory order (not increasing when it
+    # is a transposed view).
+    arrays: list = []        # (base Var, tuple of spanned S dims in the base's dim order)
     operand: dict = {}       # atom -> ("array", index) | ("iota", S dim, dtype)
     for atom, src in group.inputs.items():
         if isinstance(src, Virtual) and type(src.src) is Literal:
@@ -86,10 +88,10 @@ def generate(group: FusedGroup) -> KernelPlan:
             continue
         if isinstance(src, Virtual):
             base = src.src
-            spans = frozenset(d for k, d in enumerate(src.dims)
-                              if d is not None and base.aval.shape[k] != 1 and S[d] != 1)
+            spans = tuple(d for k, d in enumerate(src.dims)
+                          if d is not None and base.aval.shape[k] != 1 and S[d] != 1)
         else:
-            base, spans = atom, frozenset(loop_dims)
+            base, spans = atom, tuple(loop_dims)
         key = (base, spans)
         if key not in arrays:
             arrays.append(key)
@@ -97,13 +99,21 @@ def generate(group: FusedGroup) -> KernelPlan:
 
     iota_dims = {o[1] for o in operand.values() if o[0] == "iota"}
 
-    def signature(d):
-        return (tuple(d in spans for _, spans in arrays), d in red_axes,
-                d if d in iota_dims else None)
+    def mergeable(a, b):
+        """Loop dims a < b (adjacent) become one loop if every array spans both, a right
+        before b in its memory order, or neither, and both are alike reduced or kept."""
+        if (a in red_axes) != (b in red_axes) or a in iota_dims or b in iota_dims:
+            return False
+        for _, spans in arrays:
+            if (a in spans) != (b in spans):
+                return False
+            if a in spans and spans.index(b) != spans.index(a) + 1:
+                return False
+        return True
 
     collapsed: list[list[int]] = []
     for d in loop_dims:
-        if collapsed and d not in iota_dims and signature(collapsed[-1][-1]) == signature(d):
+        if collapsed and mergeable(collapsed[-1][-1], d):
             collapsed[-1].append(d)
         else:
             collapsed.append([d])
@@ -122,7 +132,7 @@ def generate(group: FusedGroup) -> KernelPlan:
     loads: list[list[str]] = [[] for _ in range(k + 1)]
     names: dict = {}
     for j, (base, spans) in enumerate(arrays):
-        cdims = sorted({cdim_of[d] for d in spans})
+        cdims = list(dict.fromkeys(cdim_of[d] for d in spans))     # memory order, merged once
         level = (max(cdims) + 1) if cdims else 0
         loads[level].append(f"x{j} = a{j}[{offset(cdims)}]")
     for atom, op in operand.items():

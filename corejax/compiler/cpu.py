@@ -63,11 +63,14 @@ def _materialize_virtual(vv: Virtual, base_val):
         return vv.eqn.primitive.impl(**vv.eqn.params)
     if type(vv.src) is Literal:
         return np.full(vv.aval.shape, vv.src.val, vv.aval.dtype)
-    kept = [k for k, d in enumerate(vv.dims) if d is not None]
+    kept = sorted((d, k) for k, d in enumerate(vv.dims) if d is not None)
+    x = np.transpose(base_val.reshape([base_val.shape[k] for k, d in enumerate(vv.dims)
+                                       if d is not None]),
+                     np.argsort([d for k, d in enumerate(vv.dims) if d is not None]))
     shape = [1] * len(vv.aval.shape)
-    for k in kept:
-        shape[vv.dims[k]] = base_val.shape[k]
-    return np.broadcast_to(base_val.reshape(shape), vv.aval.shape)
+    for d, k in kept:
+        shape[d] = base_val.shape[k]
+    return np.broadcast_to(x.reshape(shape), vv.aval.shape)
 
 
 def _blas_dot_general(lhs, rhs, dimension_numbers, precision=None,

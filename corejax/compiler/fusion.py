@@ -1,8 +1,8 @@
 """Fusion: partitions an optimized Jaxpr into steps the executor runs in order.
 
 - `FusedGroup`: a chain of elementwise equations of one shape, whose operands may be
-  broadcasts, unit-dimension reshapes, iotas and scalar literals (folded into the loop's
-  indexing, never materialized), optionally ending in one reduction (sum/prod/max/min/and/or over
+  broadcasts, transposes, unit-dimension reshapes, iotas and scalar literals (folded into the
+  loop's indexing, never materialized), optionally ending in one reduction (sum/prod/max/min/and/or over
   any axes). Becomes one loop nest (compiler/codegen.py).
 - `HostStep`: any other equation, run by its NumPy impl (dot_general there is BLAS matmul;
   layout ops are NumPy views/copies; control flow evaluates its sub-jaxprs).
@@ -139,6 +139,21 @@ def partition(jaxpr) -> list:
                     seal_use(x)
                     virtual[out] = Virtual(x, list(dims), out.aval, eqn)
                 continue
+
+        if name == "transpose" and _fusible_dtype(out.aval) and type(eqn.invars[0]) is Var:
+            x = eqn.invars[0]
+            perm = eqn.params["permutation"]
+            dims = [perm.index(k) for k in range(len(perm))]   # x dim -> output dim
+            inner = virtual.get(x)
+            if inner is not None and type(inner.src) is Literal:
+                virtual[out] = Virtual(inner.src, [], out.aval, eqn)
+            elif inner is not None and type(inner.src) is Var:
+                comp = [None if d is None else dims[d] for d in inner.dims]
+                virtual[out] = Virtual(inner.src, comp, out.aval, eqn)
+            else:
+                seal_use(x)
+                virtual[out] = Virtual(x, dims, out.aval, eqn)
+            continue
 
         if name == "iota" and _fusible_dtype(out.aval):
             virtual[out] = Virtual(None, [], out.aval, eqn, iota_dim=eqn.params["dimension"])
