@@ -400,3 +400,18 @@ def test_transposed_operands_are_read_in_place():
     run_both(staged(f, x, y), x, y)
     g = jax.vmap(lambda a: jnp.exp(a) * 2.0, in_axes=1)
     run_both(staged(g, x), x)
+
+
+def test_group_without_scalar_lowering_runs_on_host(monkeypatch):
+    from corejax.compiler import registry
+    from corejax.lax import elementwise
+
+    def no_lowering(ctx, x):
+        raise NotImplementedError("no kernel for this one")
+
+    monkeypatch.setitem(registry.elementwise_lowerings, elementwise.sin_p, no_lowering)
+    f = jax.jit(lambda x, r: jnp.sin(x * r[None, :]) + jnp.arange(3.0))
+    x, r = jnp.ones((2, 3)), jnp.arange(3.0)
+    assert "host-evaluated group" in f.lower(x, r).as_text()
+    want = np.broadcast_to(np.sin(np.arange(3.0)) + np.arange(3.0), (2, 3))
+    np.testing.assert_allclose(f(x, r), want, rtol=1e-6)
