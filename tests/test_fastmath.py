@@ -11,16 +11,12 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
 from numba import njit
 
 from corejax.compiler import fastmath as fm
-
-F32_MAX = float(np.finfo(np.float32).max)
-
 
 def _inputs(bits, stride_log2, n_random):
     """Every 2**stride_log2-th bit pattern, the same shifted by an odd offset, random patterns."""
@@ -106,6 +102,7 @@ def _logistic_ref(x):
 _erf = np.frompyfunc(math.erf, 1, 1)
 _erfc = np.frompyfunc(math.erfc, 1, 1)
 
+
 def _logistic_ref_long(x):
     x = x.astype(np.longdouble)
     e = np.exp(-np.abs(x))
@@ -186,11 +183,10 @@ def _pow_loop(x, y, out):
 
 def test_pow_f32_ulp_bound_and_special_cases():
     x, y = _pow_inputs()
-    apply = _pow_loop
     with np.errstate(all="ignore"):
         ref = np.power(x.astype(np.float64), y.astype(np.float64))
     got = np.empty_like(x)
-    apply(x, y, got)
+    _pow_loop(x, y, got)
     nan_ref = np.isnan(ref)
     assert np.array_equal(nan_ref, np.isnan(got)), (x[nan_ref != np.isnan(got)][:5],
                                                     y[nan_ref != np.isnan(got)][:5])
@@ -234,6 +230,18 @@ SPECIAL = [
     (fm.softplus_f32, [(np.inf, np.inf), (-np.inf, 0.0), (np.nan, np.nan), (1e4, 1e4)]),
     (fm.erf_f32, [(np.inf, 1.0), (-np.inf, -1.0), (np.nan, np.nan), (-0.0, -0.0), (0.0, 0.0)]),
     (fm.erfc_f32, [(np.inf, 0.0), (-np.inf, 2.0), (np.nan, np.nan), (0.0, 1.0), (11.0, 0.0)]),
+    (fm.sin_f32, [(np.inf, np.nan), (-np.inf, np.nan), (np.nan, np.nan), (-0.0, -0.0),
+                  (1e-45, 1e-45)]),
+    (fm.cos_f32, [(np.inf, np.nan), (np.nan, np.nan), (-0.0, 1.0), (1e-45, 1.0)]),
+    (fm.exp_f64, [(np.inf, np.inf), (-np.inf, 0.0), (np.nan, np.nan), (709.8, np.inf),
+                  (-746.0, 0.0), (5e-324, 1.0)]),
+    (fm.expm1_f64, [(-np.inf, -1.0), (-0.0, -0.0), (5e-324, 5e-324), (-50.0, -1.0)]),
+    (fm.log_f64, [(0.0, -np.inf), (-5e-324, np.nan), (np.inf, np.inf), (1.0, 0.0),
+                  (np.nan, np.nan)]),
+    (fm.log1p_f64, [(-1.0, -np.inf), (-2.0, np.nan), (-0.0, -0.0), (np.inf, np.inf)]),
+    (fm.tanh_f64, [(np.inf, 1.0), (-np.inf, -1.0), (-0.0, -0.0), (np.nan, np.nan)]),
+    (fm.logistic_f64, [(np.inf, 1.0), (-np.inf, 0.0), (np.nan, np.nan)]),
+    (fm.softplus_f64, [(np.inf, np.inf), (-np.inf, 0.0), (np.nan, np.nan)]),
 ]
 
 
@@ -308,7 +316,7 @@ def selu_kernel(x, out):
     for i in range(x.size):
         v = x[i]
         out[i] = np.float32(1.0507009873554805) * (
-            v if v > 0 else np.float32(1.6732632423543772) * expm1_f32(v))
+            v if v > 0 else np.float32(1.6732632423543772) * expm1_f32(v)) + sin_f32(v)
 '''
 
 LOADER = '''
@@ -328,7 +336,7 @@ print(len(stats.cache_hits), len(stats.cache_misses), repr(float(out[0])), repr(
 
 def test_generated_kernel_caches_across_processes(tmp_path):
     source = tmp_path / "gen_selu_kernel.py"
-    source.write_text(GENERATED.format(imports=fm.import_line(fm.expm1_f32)))
+    source.write_text(GENERATED.format(imports=fm.import_line(fm.expm1_f32, fm.sin_f32)))
     loader = tmp_path / "loader.py"
     loader.write_text(LOADER)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
@@ -344,5 +352,6 @@ def test_generated_kernel_caches_across_processes(tmp_path):
     assert (hits0, misses0) == ("0", "1")
     assert (hits1, misses1) == ("1", "0")
     assert values0 == values1
-    want = 1.0507009873554805 * 1.6732632423543772 * math.expm1(-5.0)
+    want = 1.0507009873554805 * 1.6732632423543772 * math.expm1(-5.0) + math.sin(-5.0)
     assert abs(float(values0[0]) - want) <= 1e-6
+    assert abs(float(values0[1]) - (1.0507009873554805 * 5.0 + math.sin(5.0))) <= 1e-6
