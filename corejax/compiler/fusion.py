@@ -60,7 +60,9 @@ class HostStep:
 
 
 def _fusible_dtype(aval) -> bool:
-    return aval.dtype.kind in "biuf" and aval.dtype.itemsize > 2 or aval.dtype.kind in "biu"
+    """Numba kernels handle bool, integers, float32 and float64 (no float16, no complex)."""
+    dt = aval.dtype
+    return dt.kind in "biu" or (dt.kind == "f" and dt.itemsize >= 4)
 
 
 def _unit_reshape_dims(in_shape, out_shape):
