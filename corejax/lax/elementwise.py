@@ -332,7 +332,8 @@ not_p = unop("not", lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.i
 defjvp_zero(not_p)
 
 population_count_p = unop("population_count",
-                          lambda x: np.bitwise_count(x).astype(x.dtype), INTEGRAL,
+                          lambda x: np.bitwise_count(x.view(f"u{x.dtype.itemsize}"))
+                          .astype(x.dtype), INTEGRAL,
                           _math("popcount"))
 defjvp_zero(population_count_p)
 
@@ -582,10 +583,11 @@ def _convert_impl(x, new_dtype, weak_type=False):
         return x != 0
     if x.dtype.kind == "f" and new_dtype.kind in "iu":
         # Float to integer conversion: truncate; NaN gives 0 and out-of-range values saturate.
+        # Clipped in float64, where the integer bounds are exact (2**31 - 1 is not in float32).
         info = np.iinfo(new_dtype)
         with np.errstate(invalid="ignore"):
-            clipped = np.clip(np.nan_to_num(x, nan=0.0), info.min, info.max)
-            return np.trunc(clipped).astype(new_dtype)
+            wide = np.nan_to_num(x.astype(np.float64), nan=0.0)
+            return np.trunc(np.clip(wide, info.min, info.max)).astype(new_dtype)
     if x.dtype.kind == "c" and new_dtype.kind != "c":
         x = x.real
     return x.astype(new_dtype)
