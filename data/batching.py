@@ -47,14 +47,11 @@ def num_batches(n: int, batch_size: int, drop_remainder: bool) -> int:
 
 
 def epoch_permutation(key, epoch: int, n: int) -> np.ndarray:
-    """The example order of `epoch`: range(n) sorted by n random uint32 words drawn from
-    `random.fold_in(key, epoch)` (a stable sort, so ties keep their order).
-
-    It depends only on the key and the epoch, so a resumed run replays the same order.
-    """
+    """The example order of `epoch`: `random.permutation(random.fold_in(key, epoch), n)`, the
+    same order JAX gives for the same key. It depends only on the key and the epoch, so a
+    resumed run replays the same order."""
     from corejax import random
-    words = np.asarray(random.bits(random.fold_in(key, epoch), (n,), dtype=np.uint32))
-    return np.argsort(words, kind="stable")
+    return np.asarray(random.permutation(random.fold_in(key, epoch), n))
 
 
 _END = object()
