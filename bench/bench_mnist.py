@@ -1,0 +1,280 @@
+"""MNIST MLP training-epoch time: corejax vs JAX vs PyTorch (CPU) vs hand-written NumPy.
+
+    python bench/bench_mnist.py --data-dir ../shared/data/mnist [--epochs 3] [--only corejax,numpy]
+
+The model, loss and step are those of configs/mlp.yaml: MLP 784-512-512-10, relu, log-softmax,
+loss -mean(logp * onehot) over the (batch, 10) array, plain SGD 0.01, batch 128 (the last batch
+of 96 kept: 469 batches), raw 0..255 pixels, stored order. Every framework starts from the same
+float32 parameters (N(0, 0.01^2), NumPy seed 0) and sees the same batches.
+
+Timed: the loop over the 469 batches calling the update step only (no evaluation, no per-step
+host sync; the parameters are synchronized once at the end of the epoch). One warm-up epoch
+(compilation) is run first, then the median over --epochs timed epochs is reported.
+JAX and PyTorch are imported inside their measuring functions: missing ones are skipped.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+SIZES = (784, 512, 512, 10)
+LR = 0.01
+BATCH = 128
+
+
+# --------------------------------------------------------------------------- data
+
+def read_idx_gz(path: str) -> np.ndarray:
+    with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as f:
+        raw = f.read()
+    ndim = raw[3]
+    shape = tuple(int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim))
+    return np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim).reshape(shape)
+
+
+def load_batches(data_dir: str):
+    def find(stem):
+        for name in (stem + ".gz", stem):
+            p = os.path.join(data_dir, name)
+            if os.path.exists(p):
+                return p
+        raise SystemExit(f"bench_mnist: {stem}(.gz) not found in {data_dir!r}")
+    images = read_idx_gz(find("train-images-idx3-ubyte"))
+    labels = read_idx_gz(find("train-labels-idx1-ubyte"))
+    x = images.reshape(images.shape[0], -1).astype(np.float32)       # raw 0..255, as the seed
+    y = np.eye(10, dtype=np.float32)[labels]
+    return [(np.ascontiguousarray(x[i:i + BATCH]), np.ascontiguousarray(y[i:i + BATCH]))
+            for i in range(0, x.shape[0], BATCH)]
+
+
+def init_params():
+    rng = np.random.default_rng(0)
+    out = []
+    for m, n in zip(SIZES[:-1], SIZES[1:]):
+        out.append((rng.normal(0, 0.01, (m, n)).astype(np.float32),
+                    rng.normal(0, 0.01, (n,)).astype(np.float32)))
+    return out
+
+
+def run_epochs(step_epoch, n_timed):
+    """step_epoch() runs one epoch and returns the last loss (synchronized)."""
+    t = time.perf_counter()
+    loss0 = step_epoch()
+    warm = time.perf_counter() - t
+    times = []
+    for _ in range(n_timed):
+        t = time.perf_counter()
+        loss = step_epoch()
+        times.append(time.perf_counter() - t)
+    return {"median": statistics.median(times), "times": times, "warmup": warm,
+            "loss_after_warmup": float(loss0), "last_loss": float(loss)}
+
+
+# --------------------------------------------------------------------------- frameworks
+
+def bench_corejax(batches, n_timed):
+    import corejax as cj
+    import corejax.numpy as cjnp
+    import optim
+    import train
+
+    cfg = train.load_config(os.path.join(ROOT, "configs", "mlp.yaml"))
+    cj.config.update("platform", "cpu")
+    model = train.build_model(cfg)              # the same model, optimizer and loss as train.py
+    tx = train.build_optimizer(cfg)
+    loss_of = train.make_loss(cfg["loss"])
+
+    def loss_fn(params, x, y):
+        return loss_of(model.apply(params, x), y)
+
+    @cj.jit
+    def train_step(params, opt_state, x, y):    # train.py's step, verbatim
+        loss, grads = cj.value_and_grad(loss_fn)(params, x, y)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optim.apply_updates(params, updates), opt_state, loss
+
+    params = {"params": {f"Dense_{i}": {"kernel": cjnp.asarray(w), "bias": cjnp.asarray(b)}
+                         for i, (w, b) in enumerate(init_params())}}
+    state = {"p": params, "o": tx.init(params)}
+    dev = [(cjnp.asarray(x), cjnp.asarray(y)) for x, y in batches]
+
+    def epoch():
+        p, o = state["p"], state["o"]
+        loss = None
+        for x, y in dev:
+            p, o, loss = train_step(p, o, x, y)
+        cj.tree_util.tree_map(lambda a: a.block_until_ready(), p)
+        state["p"], state["o"] = p, o
+        return np.asarray(loss)
+    return run_epochs(epoch, n_timed)
+
+
+def bench_jax(batches, n_timed):
+    import jax
+    import jax.numpy as jnp
+
+    def predict(params, x):
+        for w, b in params[:-1]:
+            x = jax.nn.relu(x @ w + b)
+        w, b = params[-1]
+        return jax.nn.log_softmax(x @ w + b)
+
+    def loss_fn(params, x, y):
+        return -jnp.mean(predict(params, x) * y)
+
+    @jax.jit
+    def train_step(params, x, y):
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        return jax.tree_util.tree_map(lambda p, g: p - LR * g, params, grads), loss
+
+    cpu = jax.devices("cpu")[0]
+    state = {"p": jax.device_put([(w, b) for w, b in init_params()], cpu)}
+    dev = [(jax.device_put(x, cpu), jax.device_put(y, cpu)) for x, y in batches]
+
+    def epoch():
+        p = state["p"]
+        loss = None
+        for x, y in dev:
+            p, loss = train_step(p, x, y)
+        jax.block_until_ready(p)
+        state["p"] = p
+        return np.asarray(loss)
+    return run_epochs(epoch, n_timed)
+
+
+def bench_torch(batches, n_timed):
+    import torch
+    torch.set_num_threads(2)
+    layers = [torch.nn.Linear(m, n) for m, n in zip(SIZES[:-1], SIZES[1:])]
+    with torch.no_grad():
+        for lin, (w, b) in zip(layers, init_params()):
+            lin.weight.copy_(torch.from_numpy(w.T.copy()))
+            lin.bias.copy_(torch.from_numpy(b))
+    model = torch.nn.Sequential(layers[0], torch.nn.ReLU(), layers[1], torch.nn.ReLU(),
+                                layers[2], torch.nn.LogSoftmax(dim=-1))
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    dev = [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in batches]
+
+    def epoch():
+        loss = None
+        for x, y in dev:
+            opt.zero_grad(set_to_none=True)
+            loss = -(model(x) * y).mean()
+            loss.backward()
+            opt.step()
+        return loss.detach().numpy()
+    return run_epochs(epoch, n_timed)
+
+
+def bench_numpy(batches, n_timed):
+    state = {"p": [(w.copy(), b.copy()) for w, b in init_params()]}
+    lr = np.float32(LR)
+
+    def step(params, x, y):
+        (w1, b1), (w2, b2), (w3, b3) = params
+        h1 = np.maximum(x @ w1 + b1, 0)
+        h2 = np.maximum(h1 @ w2 + b2, 0)
+        z = h2 @ w3 + b3
+        z = z - z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        s = e.sum(axis=1, keepdims=True)
+        logp = z - np.log(s)
+        n = np.float32(y.size)
+        loss = -(logp * y).sum() / n
+        g_logp = -y / n                                        # d loss / d logp
+        dz = g_logp - (e / s) * g_logp.sum(axis=1, keepdims=True)
+        dw3, db3 = h2.T @ dz, dz.sum(0)
+        dh2 = (dz @ w3.T) * (h2 > 0)
+        dw2, db2 = h1.T @ dh2, dh2.sum(0)
+        dh1 = (dh2 @ w2.T) * (h1 > 0)
+        dw1, db1 = x.T @ dh1, dh1.sum(0)
+        for (w, b), (dw, db) in zip(params, ((dw1, db1), (dw2, db2), (dw3, db3))):
+            w -= lr * dw
+            b -= lr * db
+        return loss
+
+    def epoch():
+        loss = None
+        for x, y in batches:
+            loss = step(state["p"], x, y)
+        return loss
+    return run_epochs(epoch, n_timed)
+
+
+FRAMEWORKS = {"corejax": bench_corejax, "jax": bench_jax, "pytorch": bench_torch,
+              "numpy": bench_numpy}
+
+
+def machine_line() -> str:
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return (f"machine: nproc={os.cpu_count()} (affinity {len(os.sched_getaffinity(0))}), "
+            f"CPU {model}, Python {platform.python_version()}, NumPy {np.__version__}")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data-dir", default=os.environ.get("COREJAX_DATA_DIR"),
+                   help="folder of MNIST IDX files (default $COREJAX_DATA_DIR)")
+    p.add_argument("--epochs", type=int, default=3, help="timed epochs after the warm-up one")
+    p.add_argument("--only", default=",".join(FRAMEWORKS),
+                   help="comma-separated subset of " + ",".join(FRAMEWORKS))
+    args = p.parse_args(argv)
+    if not args.data_dir:
+        p.error("give --data-dir or set COREJAX_DATA_DIR")
+    if args.epochs < 1:
+        p.error("--epochs must be >= 1")
+    batches = load_batches(args.data_dir)
+    print(machine_line())
+    print(f"{len(batches)} batches per epoch; 1 warm-up epoch + median of {args.epochs}")
+    results, versions = {}, {}
+    for name in args.only.split(","):
+        name = name.strip()
+        if name not in FRAMEWORKS:
+            p.error(f"unknown framework {name!r}")
+        try:
+            results[name] = FRAMEWORKS[name](batches, args.epochs)
+        except ImportError as e:
+            print(f"  {name}: skipped ({e})", file=sys.stderr)
+            continue
+        mod = {"jax": "jax", "pytorch": "torch", "numpy": "numpy"}.get(name)
+        versions[name] = sys.modules[mod].__version__ if mod in sys.modules else "repo"
+        r = results[name]
+        print(f"  {name}: warm-up {r['warmup']:.2f} s, epochs "
+              + ", ".join(f"{t:.2f}" for t in r["times"]), file=sys.stderr, flush=True)
+
+    jx = results.get("jax", {}).get("median")
+    pt = results.get("pytorch", {}).get("median")
+    print(f"{'framework':<10} {'version':<14} {'median epoch s':>14} {'vs JAX':>8} "
+          f"{'vs PyTorch':>10} {'warm-up s':>9} {'loss@ep0':>10} {'loss@last':>10}")
+    for name, r in results.items():
+        m = r["median"]
+        rj = f"{m / jx:.2f}x" if jx else "n/a"
+        rp = f"{m / pt:.2f}x" if pt else "n/a"
+        print(f"{name:<10} {versions[name]:<14} {m:>14.3f} {rj:>8} {rp:>10} "
+              f"{r['warmup']:>9.2f} {r['loss_after_warmup']:>10.6f} {r['last_loss']:>10.6f}")
+    print("ratios: framework median / peer median (below 1 is faster than the peer); losses are "
+          "the last batch's after the warm-up epoch and after the last epoch (same init, same "
+          "batches: they should agree)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
