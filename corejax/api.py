@@ -7,7 +7,7 @@ import functools
 import inspect
 import logging
 import threading
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from corejax.transforms.ad import Zero
 from corejax.transforms.jit import jit_p
 from corejax.transforms.staging import trace_to_jaxpr, convert_constvars
 from corejax.tree_util import (tree_flatten, tree_unflatten, tree_map, tree_structure,
-                               tree_leaves, tree_flatten_with_path, keystr, tree_transpose)
+                               tree_leaves, tree_flatten_with_path, keystr)
 
 __all__ = ["jit", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev",
            "jacobian", "hessian", "vmap", "make_jaxpr", "eval_shape", "ShapeDtypeStruct",
@@ -630,7 +630,6 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         y = partial_fun(*dyn)
         if has_aux:
             y = y[0]
-        from corejax import numpy as jnp
         out = tree_map(lambda p: _split_jac(p, leaves, tree, isinstance(argnums, int)), pushed)
         return (out, aux) if has_aux else out
 

@@ -11,7 +11,7 @@ import functools
 from typing import Callable
 
 from corejax import core
-from corejax.core import ClosedJaxpr, Primitive, Tracer, get_aval
+from corejax.core import Primitive, Tracer, get_aval
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero
 from corejax.transforms.jit import closed_call, stage

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from corejax import core
-from corejax.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from corejax.core import ClosedJaxpr, Jaxpr, Literal, Var
 from corejax.compiler import registry
 
 __all__ = ["PASSES", "run_passes", "inline_calls", "simplify", "fold_constants", "cse", "dce"]

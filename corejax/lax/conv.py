@@ -253,18 +253,6 @@ conv_general_dilated_p.weak_type_rule = lambda lhs, rhs, **p: (dtypes.is_weakly_
                                                                and dtypes.is_weakly_typed(rhs))
 
 
-def _conv_jvp(primals, tangents, **params):
-    lhs, rhs = primals
-    tl, tr = tangents
-    out = conv_general_dilated_p.bind(lhs, rhs, **params)
-    t = Zero(get_aval(out).to_tangent_aval())
-    if type(tl) is not Zero:
-        t = ad.add_tangents(t, conv_general_dilated_p.bind(tl, rhs, **params))
-    if type(tr) is not Zero:
-        t = ad.add_tangents(t, conv_general_dilated_p.bind(lhs, tr, **params))
-    return out, t
-
-
 def _split_axis_into(x, src: int, groups: int, dst: int):
     """Splits axis `src` (size groups*m, group-major) and makes the group factor the major
     factor of axis `dst`; the result has the same rank, with `src` of size m."""
@@ -402,8 +390,7 @@ def _conv_batch(axis_size, vals, dims, **params):
 
 
 _conv_batch.needs_axis_size = True
-ad.primitive_jvps[conv_general_dilated_p] = _conv_jvp
-ad.primitive_transposes[conv_general_dilated_p] = _conv_transpose
+ad.defbilinear(conv_general_dilated_p, _conv_transpose)
 batching.primitive_batchers[conv_general_dilated_p] = _conv_batch
 
 

@@ -78,18 +78,6 @@ dot_general_p.weak_type_rule = lambda lhs, rhs, **p: (dtypes.is_weakly_typed(lhs
                                                       and dtypes.is_weakly_typed(rhs))
 
 
-def _dot_general_jvp(primals, tangents, **params):
-    lhs, rhs = primals
-    tl, tr = tangents
-    out = dot_general_p.bind(lhs, rhs, **params)
-    t = Zero(get_aval(out).to_tangent_aval())
-    if type(tl) is not Zero:
-        t = ad.add_tangents(t, dot_general_p.bind(tl, rhs, **params))
-    if type(tr) is not Zero:
-        t = ad.add_tangents(t, dot_general_p.bind(lhs, tr, **params))
-    return out, t
-
-
 def _ranges_like(*xs):
     start = 0
     for x in xs:
@@ -159,8 +147,7 @@ def _dot_general_batch(vals, dims, dimension_numbers, precision=None, preferred_
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params), len(lb) + n_lhs_free
 
 
-ad.primitive_jvps[dot_general_p] = _dot_general_jvp
-ad.primitive_transposes[dot_general_p] = _dot_general_transpose
+ad.defbilinear(dot_general_p, _dot_general_transpose)
 batching.primitive_batchers[dot_general_p] = _dot_general_batch
 registry.def_kernel(dot_general_p, ("dot_general",))
 

@@ -15,7 +15,7 @@ from corejax.compiler import registry
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero, defjvp, defjvp_zero, deflinear, is_undefined_primal
 from corejax.lax._factories import (ANY, BOOL_OR_INT, FLOATING, INTEGRAL, NUMERIC, bool_result,
-                                    check_dtype, naryop, unop)
+                                    naryop, unop)
 
 __all__ = []  # the public functions are re-exported by corejax.lax
 
@@ -88,14 +88,6 @@ def _math(name):
 
 # --- numpy references for functions NumPy lacks ----------------------------------------------
 
-def _vectorize_math(fn):
-    ufunc = np.frompyfunc(fn, 1, 1)
-
-    def impl(x):
-        return np.asarray(ufunc(x.astype(np.float64)), dtype=np.float64).astype(x.dtype)
-
-    return impl
-
 
 def _erf_taylor(x):
     """erf by its Maclaurin series; accurate to ~1e-13 relative for |x| < 3."""
@@ -144,7 +136,11 @@ def _erfc_np(x):
     return _erf_and_erfc(x)[1].astype(x.dtype)
 
 
-_lgamma_np = _vectorize_math(math.lgamma)
+_lgamma_ufunc = np.frompyfunc(math.lgamma, 1, 1)
+
+
+def _lgamma_np(x):
+    return np.asarray(_lgamma_ufunc(x.astype(np.float64)), np.float64).astype(x.dtype)
 
 
 _GILES_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
@@ -370,18 +366,6 @@ deflinear(sub_p, lambda ct, x, y: [ct, neg(ct) if type(ct) is not Zero else ct])
 mul_p = naryop("mul", np.multiply, (NUMERIC, NUMERIC), lambda ctx, x, y: f"({x} * {y})")
 
 
-def _mul_jvp(primals, tangents):
-    x, y = primals
-    tx, ty = tangents
-    out = mul(x, y)
-    t = Zero(get_aval(out).to_tangent_aval())
-    if type(tx) is not Zero:
-        t = ad.add_tangents(t, mul(tx, y))
-    if type(ty) is not Zero:
-        t = ad.add_tangents(t, mul(x, ty))
-    return out, t
-
-
 def _mul_transpose(ct, x, y):
     if type(ct) is Zero:
         return [None, None]
@@ -390,8 +374,7 @@ def _mul_transpose(ct, x, y):
     return [None, mul(x, ct)]
 
 
-ad.primitive_jvps[mul_p] = _mul_jvp
-ad.primitive_transposes[mul_p] = _mul_transpose
+ad.defbilinear(mul_p, _mul_transpose)
 
 div_p = naryop("div", _int_div, (NUMERIC, NUMERIC),
                lambda ctx, x, y: ctx.math("div", x, y), quiet=True)

@@ -654,7 +654,7 @@ def _scatter_extremal_jvp(prim, primals, tangents, **params):
                              mode=_transpose_mode(mode, of_gather=False), fill_value=0, unique_indices=False,
                              indices_are_sorted=params["indices_are_sorted"])
 
-    one, zero = full((), 1, dt), full((), 0, dt)
+    one = full((), 1, dt)
     # An update contributes where it equals the result and was not dropped out of bounds.
     landed = read_back(full(op_aval.shape, 1, dt))
     won = convert_element_type(eq(updates, read_back(out)), dt)

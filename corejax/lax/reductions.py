@@ -8,7 +8,7 @@ from corejax.core import Primitive, ShapedArray, get_aval
 from corejax.compiler import registry
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero, deflinear
-from corejax.lax._factories import ANY, BOOL_OR_INT, NUMERIC, check_dtype
+from corejax.lax._factories import ANY, NUMERIC, check_dtype
 
 __all__ = []
 

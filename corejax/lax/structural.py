@@ -7,7 +7,7 @@ import operator
 
 import numpy as np
 
-from corejax import core, dtypes
+from corejax import dtypes
 from corejax.core import Primitive, ShapedArray, get_aval
 from corejax.compiler import registry
 from corejax.transforms import ad, batching

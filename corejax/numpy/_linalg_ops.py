@@ -9,7 +9,7 @@ import numpy as np
 from corejax import lax
 from corejax.core import get_aval
 from corejax.lax._factories import shape_str
-from corejax.numpy._core import (asarray, broadcast_shapes, broadcast_to_shape, check_arraylike,
+from corejax.numpy._core import (broadcast_shapes, broadcast_to_shape, check_arraylike,
                                  promote_dtypes)
 
 __all__ = []

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from corejax import lax
 from corejax.array import Array
-from corejax.core import Tracer, get_aval
+from corejax.core import Tracer
 from corejax.numpy import _creation, _indexing, _linalg_ops, _reductions, _shape, _ufuncs
 
 __all__ = ["install"]

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import builtins
-import operator
 
 import numpy as np
 
 from corejax import core, dtypes, lax
 from corejax.core import get_aval
 from corejax.numpy._core import (asarray, broadcast_shapes, broadcast_to_shape,
-                                 canonicalize_axes, canonicalize_axis, check_arraylike,
+                                 canonicalize_axes, canonicalize_axis,
                                  concrete_int, promote_dtypes)
 
 __all__ = []
@@ -422,10 +421,6 @@ def diag(v, k=0):
         padded = lax.pad(v, lax.full((), 0, aval.dtype),
                          [(builtins.max(-k, 0), builtins.max(k, 0), 0)])
         src = lax.broadcast_in_dim(padded, (n, n), (1,) if k >= 0 else (0,))
-        if k >= 0:
-            src = lax.broadcast_in_dim(padded, (n, n), (1,))
-        else:
-            src = lax.broadcast_in_dim(padded, (n, n), (0,))
         return lax.select(mask, src, lax.full((n, n), 0, aval.dtype))
     if aval.ndim == 2:
         return diagonal(v, k)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from corejax import dtypes, lax
+from corejax import lax
 from corejax.core import get_aval
 from corejax.numpy._core import (asarray, check_arraylike, promote_and_broadcast,
                                  promote_dtypes, promote_dtypes_inexact)

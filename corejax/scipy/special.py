@@ -1,12 +1,10 @@
 """Special functions: logsumexp, erf, erfc, erfinv, expit, logit, gammaln, xlogy."""
 from __future__ import annotations
 
-import numpy as np
-
-from corejax import dtypes, lax
+from corejax import lax
 from corejax.core import get_aval
 from corejax.custom_derivatives import custom_jvp
-from corejax.numpy._core import asarray, canonicalize_axes, promote_dtypes_inexact
+from corejax.numpy._core import canonicalize_axes, promote_dtypes_inexact
 import corejax.numpy as jnp
 
 __all__ = ["logsumexp", "erf", "erfc", "erfinv", "expit", "logit", "gammaln", "xlogy", "xlog1py",

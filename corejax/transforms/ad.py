@@ -22,7 +22,7 @@ from corejax.core import Primitive, ShapedArray, Tracer, Trace, get_aval
 
 __all__ = [
     "Zero", "UndefinedPrimal", "primitive_jvps", "primitive_transposes", "defjvp",
-    "defjvp_zero", "deflinear", "jvp_flat", "linearize_flat", "vjp_flat", "backward_pass",
+    "defjvp_zero", "deflinear", "defbilinear", "jvp_flat", "linearize_flat", "vjp_flat", "backward_pass",
     "partial_eval_flat", "partial_eval_jaxpr", "partial_eval_rules", "instantiate_zeros",
     "zeros_like_aval", "add_tangents", "is_undefined_primal",
 ]
@@ -118,6 +118,25 @@ def deflinear(prim: Primitive, transpose_rule: Callable, linear_args=None) -> No
         args = [instantiate_zeros(tangents[i]) if i in lin else primals[i]
                 for i in range(len(primals))]
         return out, prim.bind(*args, **params)
+
+    primitive_jvps[prim] = jvp
+    primitive_transposes[prim] = transpose_rule
+
+
+def defbilinear(prim: Primitive, transpose_rule: Callable) -> None:
+    """`prim(lhs, rhs)` is linear in each operand separately (mul, dot, conv): its JVP is
+    prim(t_lhs, rhs) + prim(lhs, t_rhs), and `transpose_rule` handles either operand."""
+
+    def jvp(primals, tangents, **params):
+        lhs, rhs = primals
+        t_lhs, t_rhs = tangents
+        out = prim.bind(lhs, rhs, **params)
+        total = Zero(get_aval(out).to_tangent_aval())
+        if type(t_lhs) is not Zero:
+            total = add_tangents(total, prim.bind(t_lhs, rhs, **params))
+        if type(t_rhs) is not Zero:
+            total = add_tangents(total, prim.bind(lhs, t_rhs, **params))
+        return out, total
 
     primitive_jvps[prim] = jvp
     primitive_transposes[prim] = transpose_rule

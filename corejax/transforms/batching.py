@@ -71,7 +71,7 @@ class BatchTrace(Trace):
         return BatchTracer(self, out, out_dim)
 
 
-def vmap_flat(fun: Callable, axis_size: int, in_dims, out_dims_hint=None, args=()):
+def vmap_flat(fun: Callable, axis_size: int, in_dims, args=()):
     """Runs `fun` on flat `args` mapped along `in_dims`; returns `(outs, out_dims)`."""
     with core.new_main(BatchTrace, axis_size) as main:
         trace = BatchTrace(main)

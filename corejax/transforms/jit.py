@@ -9,7 +9,7 @@ from __future__ import annotations
 import weakref
 
 from corejax import core
-from corejax.core import ClosedJaxpr, Primitive, get_aval
+from corejax.core import ClosedJaxpr, Primitive
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import UndefinedPrimal, Zero, is_undefined_primal
 from corejax.transforms.staging import trace_to_jaxpr

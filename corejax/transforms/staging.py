@@ -78,9 +78,7 @@ class _Builder:
             return t
         aval = get_aval(val)
         if _is_literal(val):
-            lit_val = val.to_concrete_value() if isinstance(val, Tracer) else val
-            if type(val) not in (int, float, bool, complex):
-                lit_val = np.asarray(val).item()
+            lit_val = val if type(val) in (int, float, bool, complex) else np.asarray(val).item()
             t = self.new_tracer(trace, aval, core.Literal(lit_val, aval))
         else:
             var = core.Var(aval)
