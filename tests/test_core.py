@@ -268,3 +268,13 @@ def test_item_assignment_on_tracers_points_to_at():
 
     with pytest.raises(TypeError, match=r"\.at\[idx\]\.set"):
         jax.jit(f)(jnp.ones(2))
+
+
+def test_config_names_and_errors():
+    assert jax.config.jax_enable_x64 is False and jax.config.enable_x64 is False
+    with pytest.raises(AttributeError, match="Unrecognized config option: 'jax_no_such_flag'"):
+        jax.config.update("jax_no_such_flag", True)
+    with pytest.raises(AttributeError, match="config.update"):
+        jax.config.enable_x64 = True
+    with pytest.raises(ValueError, match="platform"):
+        jax.config.update("platform", "tpu")

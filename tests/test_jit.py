@@ -492,3 +492,29 @@ def test_control_flow_sub_jaxprs_run_compiled():
     text = jax.jit(f).lower(x).as_text()
     assert "host step scan [sub-jaxprs compiled]" in text
     check_jit(jax.grad(lambda v: jnp.sum(f(v)[1])), x, rtol=1e-5, atol=1e-5)
+
+
+def test_explain_cache_misses_names_the_changed_argument(caplog):
+    f = jax.jit(lambda x, y: x * y)
+    jax.config.update("explain_cache_misses", True)
+    try:
+        with caplog.at_level("WARNING", logger="corejax"):
+            f(jnp.ones(3), jnp.ones(3))
+            f(jnp.ones(3), jnp.ones(1))
+            f(jnp.ones(3), jnp.ones(1))  # a hit: no third message
+    finally:
+        jax.config.update("explain_cache_misses", False)
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2
+    assert "never seen" in messages[0]
+    assert "argument leaf 1 changed shape: f32[3] -> f32[1]" in messages[1]
+
+
+def test_disable_jit_runs_python_eagerly():
+    seen = []
+    f = jax.jit(lambda x: seen.append(type(x).__name__) or x + 1)
+    with jax.disable_jit():
+        f(jnp.ones(2))
+    assert seen == ["Array"]
+    f(jnp.ones(2))
+    assert seen[-1] != "Array"  # traced under jit again

@@ -242,3 +242,16 @@ def test_mean_and_var_with_where():
                                np.mean(x, axis=1, where=m), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(jnp.var(x, axis=0, where=m, ddof=1)),
                                np.var(x, axis=0, where=m, ddof=1), rtol=1e-4)
+
+
+def test_lax_dynamic_in_dim_helpers():
+    from corejax import lax
+    x = jnp.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(np.asarray(lax.dynamic_slice_in_dim(x, 1, 2, axis=1)),
+                                  np.asarray(x)[:, 1:3])
+    np.testing.assert_array_equal(np.asarray(lax.dynamic_index_in_dim(x, 2, 0, False)),
+                                  np.asarray(x)[2])
+    out = lax.dynamic_update_slice_in_dim(x, jnp.zeros((3, 1)), 3, 1)
+    np.testing.assert_array_equal(np.asarray(out)[:, 3], 0.0)
+    f = jax.jit(lambda x, i: lax.dynamic_slice_in_dim(x, i, 2, 0))
+    np.testing.assert_array_equal(np.asarray(f(x, 1)), np.asarray(x)[1:3])

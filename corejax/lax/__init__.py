@@ -13,7 +13,8 @@ from corejax.lax.elementwise import bitwise_and as and_, bitwise_or as or_, bitw
 from corejax.lax.structural import (
     broadcast_in_dim, broadcast, reshape, transpose, squeeze, expand_dims, rev, slice,
     slice_in_dim, index_in_dim, pad, concatenate, iota, broadcasted_iota, dynamic_slice,
-    dynamic_update_slice,
+    dynamic_update_slice, dynamic_slice_in_dim, dynamic_update_slice_in_dim,
+    dynamic_index_in_dim,
 )
 from corejax.lax.reductions import (
     reduce_sum, reduce_max, reduce_min, reduce_prod, reduce_and, reduce_or, argmax, argmin,
@@ -37,24 +38,3 @@ from corejax.lax.windowed import (
 )
 from corejax.lax.prng import threefry2x32
 
-
-def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
-    from corejax.core import get_aval
-    shape = get_aval(operand).shape
-    starts = [0] * len(shape)
-    starts[axis] = start_index
-    sizes = list(shape)
-    sizes[axis] = slice_size
-    return dynamic_slice(operand, starts, sizes)
-
-
-def dynamic_update_slice_in_dim(operand, update, start_index, axis):
-    from corejax.core import get_aval
-    starts = [0] * get_aval(operand).ndim
-    starts[axis] = start_index
-    return dynamic_update_slice(operand, update, starts)
-
-
-def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
-    out = dynamic_slice_in_dim(operand, index, 1, axis)
-    return out if keepdims else squeeze(out, (axis,))

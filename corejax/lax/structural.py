@@ -595,6 +595,26 @@ def dynamic_update_slice(x, update, start_indices):
     return dynamic_update_slice_p.bind(x, update, *starts)
 
 
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
+    shape = get_aval(operand).shape
+    starts = [0] * len(shape)
+    starts[axis] = start_index
+    sizes = list(shape)
+    sizes[axis] = slice_size
+    return dynamic_slice(operand, starts, sizes)
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis):
+    starts = [0] * get_aval(operand).ndim
+    starts[axis] = start_index
+    return dynamic_update_slice(operand, update, starts)
+
+
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+    out = dynamic_slice_in_dim(operand, index, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))
+
+
 def _index_scalar(s):
     if type(s) is int or isinstance(s, np.integer):
         return full((), int(s), dtypes.default_int_dtype())
