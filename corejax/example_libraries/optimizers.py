@@ -112,6 +112,11 @@ def optimizer(opt_maker):
 
 # --- optimizers ------------------------------------------------------------------------------
 
+def _first(state):
+    """get_params of optimizers whose per-array state is (params, *statistics)."""
+    return state[0]
+
+
 @optimizer
 def sgd(step_size):
     """Stochastic gradient descent: x <- x - step_size(i) * g."""
@@ -142,10 +147,7 @@ def momentum(step_size: Schedule, mass: float):
         velocity = mass * velocity + g
         return x - step_size(i) * velocity, velocity
 
-    def get_params(state):
-        return state[0]
-
-    return init, update, get_params
+    return init, update, _first
 
 
 @optimizer
@@ -161,10 +163,7 @@ def nesterov(step_size: Schedule, mass: float):
         velocity = mass * velocity + g
         return x - step_size(i) * (mass * velocity + g), velocity
 
-    def get_params(state):
-        return state[0]
-
-    return init, update, get_params
+    return init, update, _first
 
 
 @optimizer
@@ -183,10 +182,7 @@ def adagrad(step_size, momentum=0.9):
         m = (1. - momentum) * (g * g_sq_inv_sqrt) + momentum * m
         return x - step_size(i) * m, g_sq, m
 
-    def get_params(state):
-        return state[0]
-
-    return init, update, get_params
+    return init, update, _first
 
 
 @optimizer
@@ -202,10 +198,7 @@ def rmsprop(step_size, gamma=0.9, eps=1e-8):
         avg_sq_grad = avg_sq_grad * gamma + jnp.square(g) * (1. - gamma)
         return x - step_size(i) * g / jnp.sqrt(avg_sq_grad + eps), avg_sq_grad
 
-    def get_params(state):
-        return state[0]
-
-    return init, update, get_params
+    return init, update, _first
 
 
 @optimizer
@@ -223,10 +216,7 @@ def rmsprop_momentum(step_size, gamma=0.9, eps=1e-8, momentum=0.9):
         mom = momentum * mom + step_size(i) * g / jnp.sqrt(avg_sq_grad + eps)
         return x - mom, avg_sq_grad, mom
 
-    def get_params(state):
-        return state[0]
-
-    return init, update, get_params
+    return init, update, _first
 
 
 @optimizer
@@ -245,10 +235,7 @@ def adam(step_size, b1=0.9, b2=0.999, eps=1e-8):
         vhat = v / (1 - jnp.asarray(b2, m.dtype) ** (i + 1))
         return x - step_size(i) * mhat / (jnp.sqrt(vhat) + eps), m, v
 
-    def get_params(state):
-        return state[0]
-
-    return init, update, get_params
+    return init, update, _first
 
 
 @optimizer
@@ -266,10 +253,7 @@ def adamax(step_size, b1=0.9, b2=0.999, eps=1e-8):
         corrected = step_size(i) / (1 - jnp.asarray(b1, m.dtype) ** (i + 1))
         return x - corrected * m / (u + eps), m, u
 
-    def get_params(state):
-        return state[0]
-
-    return init, update, get_params
+    return init, update, _first
 
 
 @optimizer
@@ -300,10 +284,7 @@ def sm3(step_size, momentum=0.9):
               for axis in range(ndim)]
         return x, m, vs
 
-    def get_params(state):
-        return state[0]
-
-    return init, update, get_params
+    return init, update, _first
 
 
 # --- learning-rate schedules -----------------------------------------------------------------
