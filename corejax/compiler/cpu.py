@@ -21,6 +21,7 @@ from corejax.array import Array, _NanChecks, to_numpy
 from corejax.core import Literal, Var
 from corejax.compiler import codegen, diskcache, registry
 from corejax.compiler.fusion import FusedGroup, HostStep, Virtual, partition
+from corejax.compiler.control_flow import host_control_flow
 from corejax.compiler.passes import PASSES, run_passes
 
 __all__ = ["CpuExecutable"]
@@ -94,50 +95,6 @@ def _blas_dot_general(lhs, rhs, dimension_numbers, precision=None,
     c = _as_matrices(np.transpose(rhs, rb + rc + rf), b, k, n, out_dtype)
     out = np.matmul(a, c)
     return out.reshape(batch + m_shape + n_shape)
-
-
-def _control_flow(name, params):
-    """cond / while / scan host steps whose sub-jaxprs run compiled (the primitives' own
-    impls interpret them op by op); None for anything else, which then runs its impl."""
-    from corejax.compiler import compile_jaxpr
-
-    def sub(closed):
-        return compile_jaxpr(closed, "cpu").run_numpy
-
-    keys = set(params)
-    if name == "cond" and keys == {"branches"}:
-        branches = [sub(b) for b in params["branches"]]
-
-        def cond(index, *ops):
-            return branches[min(max(int(index), 0), len(branches) - 1)](*ops)
-        return cond
-    if name == "while" and keys == {"cond_jaxpr", "body_jaxpr", "cond_nconsts", "body_nconsts"}:
-        cond_fn, body_fn = sub(params["cond_jaxpr"]), sub(params["body_jaxpr"])
-        nc, nb = params["cond_nconsts"], params["body_nconsts"]
-
-        def while_loop(*args):
-            cconsts, bconsts, carry = args[:nc], args[nc:nc + nb], list(args[nc + nb:])
-            while bool(cond_fn(*cconsts, *carry)[0]):
-                carry = body_fn(*bconsts, *carry)
-            return carry
-        return while_loop
-    if name == "scan" and keys == {"jaxpr", "length", "reverse", "num_consts", "num_carry"}:
-        body, closed = sub(params["jaxpr"]), params["jaxpr"]
-        length, reverse = params["length"], params["reverse"]
-        nc, nk = params["num_consts"], params["num_carry"]
-        y_avals = closed.out_avals[nk:]
-
-        def scan(*args):
-            consts, carry, xs = args[:nc], list(args[nc:nc + nk]), args[nc + nk:]
-            ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
-            for i in (range(length - 1, -1, -1) if reverse else range(length)):
-                out = body(*consts, *carry, *[x[i] for x in xs])
-                carry = out[:nk]
-                for y, o in zip(ys, out[nk:]):
-                    y[i] = o
-            return [*carry, *ys]
-        return scan
-    return None
 
 
 def _as_matrices(x, b, rows, cols, dtype):
@@ -230,7 +187,7 @@ class CpuExecutable:
 
     def _host(self, eqn, template):
         prim, params = eqn.primitive, eqn.params
-        compiled_control_flow = _control_flow(prim.name, params)
+        compiled_control_flow = host_control_flow(prim.name, params)
         if registry.kernel_lowerings.get(prim) == ("dot_general",):
             params = dict(params)
             impl = _blas_dot_general
@@ -311,7 +268,7 @@ class CpuExecutable:
             if isinstance(step, HostStep):
                 name = step.eqn.primitive.name
                 kind = ("BLAS (np.matmul)" if name == "dot_general" else
-                        "sub-jaxprs compiled" if _control_flow(name, step.eqn.params) else
+                        "sub-jaxprs compiled" if host_control_flow(name, step.eqn.params) else
                         "NumPy impl")
                 outs = " ".join(f"{v.aval.str_short()}" for v in step.eqn.outvars)
                 lines.append(f"step {i}: host step {name} [{kind}] -> {outs}")
