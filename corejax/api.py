@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from corejax import core, dtypes
-from corejax.array import Array
+from corejax.array import Array, backend_for, operands_for
 from corejax.config import config
 from corejax.core import ClosedJaxpr, ShapedArray, Tracer, get_aval
 from corejax.transforms import ad, batching
@@ -206,15 +206,15 @@ class _JittedFunction:
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
         return static_nums, tuple(static_vals), dyn_args, dyn_kwargs
 
-    def _backend_name(self):
-        return self._backend or config.platform
+    def _backend_name(self, leaves=()):
+        return backend_for(leaves, self._backend)
 
     def _lookup(self, args, kwargs):
         static_nums, static_vals, dyn_args, dyn_kwargs = self._split(args, kwargs)
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         _check_leaves(leaves, f"jit({_fun_name(self._fun)})")
         leaves = _canonical_leaves(leaves)
-        key = (in_tree, _signature_key(leaves), static_vals, self._backend_name(),
+        key = (in_tree, _signature_key(leaves), static_vals, self._backend_name(leaves),
                config.enable_x64, config.threefry_partitionable)
         entry = self._cache.get(key)
         if entry is None:
@@ -254,12 +254,13 @@ class _JittedFunction:
             # Eager fast path for positional Array arguments: a signature of shapes/dtypes only.
             flags = _config_values
             fast_key = (tuple([(a._value.shape, a._value.dtype, a.weak_type) for a in args]),
-                        self._backend or flags["platform"], flags["enable_x64"],
+                        backend_for(args, self._backend), flags["enable_x64"],
                         flags["threefry_partitionable"])
             hit = self._fast.get(fast_key)
             if hit is not None:
                 entry, exe = hit
-                return tree_unflatten(entry.out_tree, exe(*entry.consts, *args))
+                return tree_unflatten(entry.out_tree,
+                                      exe(*operands_for(fast_key[1], [*entry.consts, *args])))
         else:
             fast_key = None
         entry, leaves = self._lookup(args, kwargs)
@@ -270,18 +271,19 @@ class _JittedFunction:
             exe = entry.executable
             if exe is None:
                 from corejax.compiler import compile_jaxpr
-                exe = compile_jaxpr(entry.jaxpr, self._backend_name())
+                exe = compile_jaxpr(entry.jaxpr, self._backend_name(leaves))
                 entry.executable = exe
             if fast_key is not None and not self._static_argnums and not self._static_argnames:
                 self._fast[fast_key] = (entry, exe)
-            return tree_unflatten(entry.out_tree, exe(*operands))
+            return tree_unflatten(entry.out_tree,
+                                  exe(*operands_for(self._backend_name(leaves), operands)))
         outs = jit_p.bind(*operands, jaxpr=entry.jaxpr, name=_fun_name(self._fun),
-                          backend=self._backend_name())
+                          backend=self._backend)
         return tree_unflatten(entry.out_tree, outs)
 
     def lower(self, *args, **kwargs):
-        entry, _ = self._lookup(args, kwargs)
-        return Lowered(entry, self._backend_name(), _fun_name(self._fun))
+        entry, leaves = self._lookup(args, kwargs)
+        return Lowered(entry, self._backend_name(leaves), _fun_name(self._fun))
 
     def _cache_size(self) -> int:
         return len(self._cache)

@@ -38,9 +38,13 @@ CPU = Device("cpu", 0)
 
 
 class Array:
-    """An immutable n-dimensional array, the value type of corejax."""
+    """An immutable n-dimensional array, the value type of corejax.
 
-    __slots__ = ("_value", "weak_type", "_aval", "__weakref__")
+    `_value` is the buffer: a read-only NumPy array on the CPU, a numba.cuda device array on a
+    CUDA device (`_device`). Reading values on the host (`np.asarray(x)`, `x.item()`, printing)
+    copies a device buffer back; computing with it never does."""
+
+    __slots__ = ("_value", "weak_type", "_aval", "_device", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, value: np.ndarray, weak_type: bool = False):
@@ -49,6 +53,7 @@ class Array:
         self._value = value
         self.weak_type = weak_type
         self._aval = None
+        self._device = CPU
 
     @property
     def aval(self) -> core.ShapedArray:
@@ -59,63 +64,72 @@ class Array:
 
     shape = property(lambda self: self._value.shape)
     dtype = property(lambda self: self._value.dtype)
-    ndim = property(lambda self: self._value.ndim)
-    size = property(lambda self: self._value.size)
-    nbytes = property(lambda self: self._value.nbytes)
-    itemsize = property(lambda self: self._value.itemsize)
+    ndim = property(lambda self: len(self._value.shape))
+    size = property(lambda self: int(np.prod(self._value.shape, dtype=np.int64)))
+    nbytes = property(lambda self: self.size * self._value.dtype.itemsize)
+    itemsize = property(lambda self: self._value.dtype.itemsize)
 
     @property
     def device(self) -> Device:
-        return CPU
+        return self._device
 
     def devices(self) -> set:
-        return {CPU}
+        return {self._device}
+
+    def _host(self) -> np.ndarray:
+        """The value as a NumPy array (a copy from a device buffer)."""
+        v = self._value
+        return v if type(v) is np.ndarray else v.copy_to_host()
 
     def block_until_ready(self) -> "Array":
+        if self._device is not CPU:
+            _cuda_module().synchronize()
         return self
 
     def is_fully_addressable(self) -> bool:
         return True
 
     def __array__(self, dtype=None, copy=None):
-        v = self._value
-        if copy:
+        v = self._host()
+        if copy and v is self._value:
             v = v.copy()
         return v if dtype is None else v.astype(dtype, copy=False)
 
     def item(self, *args):
-        return self._value.item(*args)
+        return self._host().item(*args)
 
     def tolist(self):
-        return self._value.tolist()
+        return self._host().tolist()
 
     def __bool__(self):
-        return bool(self._value)
+        return bool(self._host())
 
     def __int__(self):
-        return int(self._value)
+        return int(self._host())
 
     def __float__(self):
-        return float(self._value)
+        return float(self._host())
 
     def __complex__(self):
-        return complex(self._value)
+        return complex(self._host())
 
     def __index__(self):
         if not dtypes.is_integer(self.dtype) and self.dtype != np.bool_:
             raise TypeError(f"Only integer scalar arrays can be converted to a scalar index, "
                             f"got dtype {self.dtype}.")
-        return int(self._value)
+        return int(self._host())
 
     def __len__(self):
-        if not self._value.ndim:
+        if not self.ndim:
             raise TypeError("len() of unsized object")
-        return len(self._value)
+        return self.shape[0]
 
     def __iter__(self):
-        if not self._value.ndim:
+        if not self.ndim:
             raise TypeError("iteration over a 0-d array")
-        return (Array(np.asarray(row), self.weak_type) for row in self._value)
+        if self._device is CPU:
+            return (Array(np.asarray(row), self.weak_type) for row in self._value)
+        return (self[i] for i in range(self.shape[0]))
 
     def __hash__(self):
         raise TypeError("unhashable type: 'Array' (arrays are mutable-looking values; use a "
@@ -127,7 +141,8 @@ class Array:
                         "instead.")
 
     def __reduce__(self):
-        return (_rebuild, (np.array(self._value), self.weak_type))
+        # Pickles hold host values, so what was saved from a GPU loads on a CPU-only machine.
+        return (_rebuild, (np.array(self._host()), self.weak_type))
 
     def __copy__(self):
         return self
@@ -136,15 +151,19 @@ class Array:
         return self
 
     def copy(self) -> "Array":
-        return Array(self._value.copy(), self.weak_type)
+        if self._device is CPU:
+            return Array(self._value.copy(), self.weak_type)
+        buf = _cuda_module().device_array(self.shape, self.dtype)
+        buf.copy_to_device(self._value)
+        return cuda_array(buf, self.weak_type, self._device)
 
     def __format__(self, spec):
         if self.ndim == 0:
-            return format(self._value.item(), spec)
+            return format(self._host().item(), spec)
         return format(str(self), spec)
 
     def __repr__(self):
-        v = self._value
+        v = self._host()
         weak = ", weak_type=True" if self.weak_type else ""
         if v.size == 0 and v.ndim:
             return f"Array([], shape={v.shape}, dtype={v.dtype.name}{weak})"
@@ -152,7 +171,7 @@ class Array:
         return f"Array({body}, dtype={v.dtype.name}{weak})"
 
     def __str__(self):
-        return str(self._value)
+        return str(self._host())
 
 
 def _rebuild(value, weak_type):
@@ -165,10 +184,12 @@ core.pytype_aval_mappings[Array] = lambda x: x.aval
 # --- eager evaluation ------------------------------------------------------------------------
 
 def to_numpy(x) -> np.ndarray:
-    """The NumPy value of an eager operand (Array, NumPy array or Python scalar)."""
+    """The NumPy value of an eager operand (Array, NumPy array or Python scalar); a device
+    buffer is copied to the host."""
     t = type(x)
     if t is Array:
-        return x._value
+        v = x._value
+        return v if type(v) is np.ndarray else v.copy_to_host()
     if t is np.ndarray:
         return x
     if t in (int, float, complex, bool):
@@ -197,6 +218,10 @@ def wrap(out, weak_type: bool) -> Array:
 
 
 def apply_primitive(primitive, args, params):
+    if _Placement.cuda_in_use:
+        device = _placement(args)
+        if device is not None:
+            return _apply_on_device(primitive, args, params, device)
     vals = [to_numpy(a) for a in args]
     out = primitive.impl(*vals, **params)
     weak = primitive.weak_type_rule(*args, **params)
@@ -219,33 +244,205 @@ core.eval_hooks.apply_primitive = apply_primitive
 
 # --- devices ---------------------------------------------------------------------------------
 
+class _Placement:
+    """Whether any array may live on a CUDA device (an array was put there, or the default
+    platform is cuda): until then eager evaluation skips every placement check."""
+    cuda_in_use = config.platform == "cuda"
+
+
+config.watch("platform", lambda v: setattr(_Placement, "cuda_in_use",
+                                           _Placement.cuda_in_use or v == "cuda"))
+
+_cuda = None
+_cuda_devices = None
+
+
+def _cuda_module():
+    global _cuda
+    if _cuda is None:
+        from numba import cuda
+        _cuda = cuda
+    return _cuda
+
+
 def devices(backend: str | None = None) -> list[Device]:
-    """The devices of a backend (`'cpu'` or `'cuda'`); the default backend without argument."""
-    backend = backend or config.platform
+    """The devices of a backend (`'cpu'` or `'cuda'`); without one, every device here: cpu:0
+    and, where numba.cuda finds GPUs, cuda:0, cuda:1, ..."""
+    global _cuda_devices
+    if backend is None:
+        try:
+            return [CPU] + devices("cuda")
+        except RuntimeError:
+            return [CPU]
     if backend == "cpu":
         return [CPU]
     if backend == "cuda":
-        raise RuntimeError("Backend 'cuda' requested, but the CUDA backend is not available "
-                           "in this build. Use backend='cpu' (COREJAX_PLATFORM=cpu).")
+        if _cuda_devices is None:
+            cuda = _cuda_module()
+            if not cuda.is_available():
+                raise RuntimeError(
+                    "Backend 'cuda' requested, but numba.cuda finds no usable CUDA GPU (it needs "
+                    "an NVIDIA GPU, its driver and the CUDA toolkit; `python -c \"from numba "
+                    "import cuda; cuda.detect()\"` says what is missing). Use the CPU backend "
+                    "(COREJAX_PLATFORM=cpu, jit(..., backend='cpu'), `backend: cpu` in a "
+                    "train.py config), or NUMBA_ENABLE_CUDASIM=1 to run CUDA kernels in "
+                    "Numba's simulator.")
+            _cuda_devices = [Device("cuda", i) for i in range(len(cuda.gpus))]
+        return list(_cuda_devices)
     raise RuntimeError(f"Unknown backend {backend!r}: expected 'cpu' or 'cuda'.")
 
 
+def default_device() -> Device:
+    """The device new arrays go to: cpu:0, or cuda:0 when the platform is cuda."""
+    return CPU if config.platform == "cpu" else devices(config.platform)[0]
+
+
+def cuda_array(buf, weak_type: bool, device: Device) -> Array:
+    """An Array over a numba.cuda device buffer on `device`."""
+    x = Array.__new__(Array)
+    x._value, x.weak_type, x._aval, x._device = buf, bool(weak_type), None, device
+    _Placement.cuda_in_use = True
+    return x
+
+
+def _check_cuda_device(device: Device) -> None:
+    if device not in devices("cuda"):
+        raise ValueError(f"Unknown device {device}: the CUDA devices here are "
+                         f"{', '.join(map(str, devices('cuda')))}.")
+
+
+def to_device_buffer(x, device: Device):
+    """The numba.cuda device buffer of operand `x` on `device`: an Array already there is
+    used as is; host values (CPU Arrays, NumPy arrays, Python scalars) are copied over."""
+    if type(x) is Array and x._device is not CPU:
+        if x._device != device:
+            raise ValueError(f"An operand lives on {x._device} but the computation runs on "
+                             f"{device}: move it explicitly with device_put(x, device).")
+        return x._value
+    host = np.ascontiguousarray(to_numpy(x))
+    cuda = _cuda_module()
+    if device.id != 0 or len(devices("cuda")) > 1:
+        with cuda.gpus[device.id]:
+            return cuda.to_device(host)
+    return cuda.to_device(host)
+
+
+def _placement(args) -> Device | None:
+    """The CUDA device an eager operation on `args` runs on, or None for the CPU. Host
+    operands join arrays on a device (they are copied there, like JAX's uncommitted
+    arrays); arrays on two different devices are an error."""
+    device = None
+    for a in args:
+        if type(a) is Array and a._device is not CPU:
+            if device is None:
+                device = a._device
+            elif a._device != device:
+                raise ValueError(f"Operands live on different devices ({device} and "
+                                 f"{a._device}): move them to one with device_put(x, device).")
+    if device is None and config.platform == "cuda":
+        device = devices("cuda")[0]
+    return device
+
+
+_one_op_programs: dict = {}
+
+
+def _params_key(params):
+    def freeze(v):
+        if isinstance(v, (list, tuple)):
+            return tuple(freeze(e) for e in v)
+        if isinstance(v, np.ndarray):
+            return (v.dtype.str, v.shape, v.tobytes())
+        return v
+    key = tuple(sorted((k, freeze(v)) for k, v in params.items()))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _apply_on_device(primitive, args, params, device: Device):
+    """Eager evaluation on a CUDA device: the primitive as a one-equation program compiled
+    for the device (cached per primitive, parameters and operand types)."""
+    from corejax.compiler import compile_jaxpr
+    from corejax.transforms.jit import stage
+    avals = tuple(core.get_aval(a) for a in args)
+    pkey = _params_key(params)
+    key = (primitive, pkey, avals, device) if pkey is not None else None
+    closed = _one_op_programs.get(key) if key is not None else None
+    if closed is None:
+        def one_op(*xs):
+            out = primitive.bind(*xs, **params)
+            return list(out) if primitive.multiple_results else [out]
+        closed = stage(one_op, list(avals), name=primitive.name)
+        if key is not None:
+            _one_op_programs[key] = closed
+    outs = compile_jaxpr(closed, "cuda")(*args)
+    weak = primitive.weak_type_rule(*args, **params)
+    if isinstance(weak, bool):
+        weak = [weak] * len(outs)
+    for o, w in zip(outs, weak):
+        o.weak_type, o._aval = bool(w), None
+    if _NanChecks.enabled:
+        for o in outs:
+            _check_nans(primitive.name, o._host())
+    return outs if primitive.multiple_results else outs[0]
+
+
+def backend_for(args, backend: str | None = None) -> str:
+    """The backend a jitted call runs on: the explicit one, else CUDA if an operand lives
+    there, else the default platform."""
+    if backend is not None:
+        return backend
+    if _Placement.cuda_in_use:
+        for a in args:
+            if type(a) is Array and a._device is not CPU:
+                return "cuda"
+    return config.platform
+
+
+def operands_for(backend: str, args):
+    """`args` for an executable of `backend`: a CPU program reads device arrays copied to the
+    host (an explicit backend='cpu' asked for that); everything else is passed as is."""
+    if backend == "cpu" and _Placement.cuda_in_use:
+        return [Array(x._host(), x.weak_type) if type(x) is Array and x._device is not CPU
+                else x for x in args]
+    return args
+
+
 def _device_put_leaf(x, device):
-    if device is not None and device != CPU:
-        devices(device.platform)  # raises for an unavailable platform
     if isinstance(x, core.Tracer):
         return x
     if type(x) is Array:
-        return x
+        if device is None or x._device == device:
+            return x
+        if device.platform == "cpu":
+            return Array(np.array(x._host()), x.weak_type)
+        _check_cuda_device(device)
+        if x._device is not CPU:
+            with _cuda_module().gpus[device.id]:
+                buf = _cuda_module().to_device(x._host())
+            return cuda_array(buf, x.weak_type, device)
+        return cuda_array(to_device_buffer(x, device), x.weak_type, device)
     if type(x) in (int, float, complex, bool):
-        return Array(np.asarray(x, dtypes.python_scalar_dtype(x)), weak_type=type(x) is not bool)
-    val = np.asarray(x)
-    dt = dtypes.canonicalize_dtype(val.dtype)
-    return Array(np.array(val, dtype=dt, copy=True))
+        arr = Array(np.asarray(x, dtypes.python_scalar_dtype(x)), weak_type=type(x) is not bool)
+    else:
+        val = np.asarray(x)
+        dt = dtypes.canonicalize_dtype(val.dtype)
+        arr = Array(np.array(val, dtype=dt, copy=True))
+    target = device if device is not None else default_device()
+    return arr if target.platform == "cpu" else _device_put_leaf(arr, target)
 
 
 def device_put(x, device: Device | None = None):
-    """Moves every leaf of pytree `x` to `device` (the default device if None)."""
+    """Moves every leaf of pytree `x` to `device`. Without a device, host values (NumPy
+    arrays, scalars) go to the default device and Arrays stay where they are."""
+    if device is not None and not isinstance(device, Device):
+        raise TypeError(f"device_put expects a Device (from corejax.devices()), got "
+                        f"{type(device).__name__}: {device!r}.")
+    if device is not None and device.platform == "cuda":
+        devices("cuda")   # raises a clear error when CUDA is absent
     from corejax.tree_util import tree_map
     return tree_map(lambda leaf: _device_put_leaf(leaf, device), x)
 
@@ -253,7 +450,7 @@ def device_put(x, device: Device | None = None):
 def device_get(x):
     """Fetches every array leaf of pytree `x` to the host as a NumPy array."""
     from corejax.tree_util import tree_map
-    return tree_map(lambda leaf: np.asarray(leaf) if isinstance(leaf, Array) else leaf, x)
+    return tree_map(lambda leaf: leaf._host() if isinstance(leaf, Array) else leaf, x)
 
 
 def block_until_ready(x):

@@ -21,9 +21,11 @@ jit_p = Primitive("jit")
 jit_p.multiple_results = True
 
 
-def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, backend: str = "cpu", **_):
+def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, backend: str | None = None, **_):
+    from corejax.array import backend_for, operands_for
     from corejax.compiler import compile_jaxpr
-    return compile_jaxpr(jaxpr, backend)(*args)
+    backend = backend_for(args, backend)
+    return compile_jaxpr(jaxpr, backend)(*operands_for(backend, args))
 
 
 def _jit_abstract(*avals, jaxpr: ClosedJaxpr, **_):
