@@ -1,0 +1,126 @@
+"""Arrays on a CUDA device: placement, transfers, eager ops, jit, grad and train.py with
+`backend: cuda`, each compared with the CPU.
+
+Runs where numba.cuda finds a device: a real GPU, or Numba's simulator in CI
+(`NUMBA_ENABLE_CUDASIM=1 python -m pytest -q tests/test_cuda*.py`), which runs every CUDA
+thread as a Python thread, hence the tiny shapes.
+"""
+import json
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+from numba import cuda
+
+if not cuda.is_available():
+    pytest.skip("no CUDA device (set NUMBA_ENABLE_CUDASIM=1 to use Numba's simulator)",
+                allow_module_level=True)
+
+import corejax as jax                       # noqa: E402
+import corejax.numpy as jnp                 # noqa: E402
+from corejax import random                  # noqa: E402
+from corejax.array import CPU               # noqa: E402
+
+GPU = jax.devices("cuda")[0]
+
+
+@pytest.fixture
+def cuda_platform():
+    prev = jax.config.platform
+    jax.config.update("platform", "cuda")
+    yield
+    jax.config.update("platform", prev)
+
+
+def on_cpu(x):
+    return jax.device_put(x, CPU)
+
+
+def test_devices_list_cpu_then_cuda():
+    assert jax.devices() == [CPU, *jax.devices("cuda")]
+    assert str(GPU) == "cuda:0" and repr(GPU) == "CudaDevice(id=0)" and GPU.platform == "cuda"
+
+
+def test_device_put_get_round_trip():
+    host = np.arange(6.0).reshape(2, 3)
+    x = jax.device_put(host, GPU)
+    assert x.device == GPU and x.devices() == {GPU}
+    assert (x.shape, x.dtype, x.ndim, x.size, x.nbytes) == ((2, 3), np.float32, 2, 6, 24)
+    np.testing.assert_array_equal(np.asarray(x), host)
+    got = jax.device_get({"x": x})["x"]
+    assert type(got) is np.ndarray
+    np.testing.assert_array_equal(got, host)
+    back = jax.device_put(x, CPU)
+    assert back.device == CPU and repr(back) == repr(x)
+    assert float(x[1, 2]) == 5.0 and x[0, 1].item() == 1.0 and x.tolist() == host.tolist()
+    assert jax.device_put(x, GPU) is x and jax.device_put(x) is x
+    y = pickle.loads(pickle.dumps(x))                  # host values: loads without a GPU
+    assert y.device == CPU
+    np.testing.assert_array_equal(np.asarray(y), host)
+    c = x.copy()
+    assert c.device == GPU and c._value is not x._value
+    assert x.block_until_ready() is x and jax.block_until_ready({"a": x})["a"] is x
+
+
+def test_eager_ops_run_on_the_operands_device():
+    host = np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(2, 3)
+    x = jax.device_put(host, GPU)
+    y = jnp.tanh(x) * 2.0 + jnp.ones(3)             # a CPU operand joins the GPU one
+    assert y.device == GPU and y.dtype == np.float32 and not y.weak_type
+    np.testing.assert_allclose(np.asarray(y), np.tanh(host) * 2 + 1, rtol=1e-6)
+    s = x.sum(axis=0)
+    assert s.device == GPU
+    np.testing.assert_allclose(np.asarray(s), host.sum(0), rtol=1e-6)
+    rows = list(x)
+    assert [r.device for r in rows] == [GPU, GPU]
+    np.testing.assert_array_equal(np.asarray(rows[1]), host[1])
+
+
+def test_jit_follows_the_operands_device():
+    f = jax.jit(lambda a, b: jnp.maximum(a @ b + 1.0, 0.0))
+    a = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+    b = np.arange(8, dtype=np.float32).reshape(4, 2) - 3
+    out = f(jax.device_put(a, GPU), jax.device_put(b, GPU))
+    assert out.device == GPU
+    np.testing.assert_allclose(np.asarray(out), np.asarray(f(a, b)), rtol=1e-6)
+    cpu = jax.jit(lambda a: a * 2, backend="cpu")(jax.device_put(a, GPU))
+    assert cpu.device == CPU
+
+
+def test_grad_on_device_matches_cpu():
+    def loss(w, x):
+        return jnp.mean(jnp.tanh(x @ w) ** 2)
+
+    w = np.linspace(-0.5, 0.5, 6, dtype=np.float32).reshape(3, 2)
+    x = np.linspace(0, 1, 12, dtype=np.float32).reshape(4, 3)
+    g_gpu = jax.jit(jax.grad(loss))(jax.device_put(w, GPU), jax.device_put(x, GPU))
+    g_cpu = jax.jit(jax.grad(loss))(w, x)
+    assert g_gpu.device == GPU
+    np.testing.assert_allclose(np.asarray(g_gpu), np.asarray(g_cpu), rtol=1e-5, atol=1e-7)
+
+
+def test_default_platform_cuda_puts_new_arrays_on_the_gpu(cuda_platform):
+    assert jnp.ones(3).device == GPU
+    assert jax.device_put(np.ones(2)).device == GPU
+    key = random.PRNGKey(42)
+    u = random.uniform(key)
+    assert u.device == GPU
+    # The same bits as on the CPU: the seed's printed value.
+    np.testing.assert_allclose(float(u), 0.42672753, rtol=0, atol=1e-7)
+
+
+def test_train_py_with_backend_cuda(tmp_path, mnist_dir, cuda_platform):
+    import train
+    out = tmp_path / "run"
+    rc = train.main(["--config", "configs/mlp.yaml", "--data-dir", mnist_dir, "--quiet",
+                     "--output-dir", str(out),
+                     "--set", "backend=cuda", "--set", "model.args.features=[8]",
+                     "--set", "data.limit=32", "--set", "data.test_limit=16",
+                     "--set", "train.batch_size=16", "--set", "train.epochs=1",
+                     "--set", "train.eval_batch_size=16", "--set", "output.plot=false"])
+    assert rc == 0
+    lines = [json.loads(line) for line in open(out / "metrics.jsonl")]
+    assert any("test_accuracy" in r for r in lines)
+    assert os.path.exists(out / "checkpoint.npz")
