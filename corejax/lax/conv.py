@@ -8,12 +8,10 @@ axis index of the corresponding array. Groups are laid out group-major on their 
 `(G, O/G)`; with `batch_group_count=B` the lhs batch is `(B, N/B)` and the kernel's output
 features `(B, O/B)`.
 
-The impl is im2col: one strided view of the (padded, dilated) input per kernel tap, stacked so
-the contraction axis is last, then one batched GEMM per group. Reverse mode follows from two
-transpose rules that are themselves convolutions, so gradients of any order stay convolutions.
-
-A compiled (Numba) lowering would reuse this scheme: the tap loop gathering `cols` into a
-preallocated buffer (prange over output rows), then a BLAS GEMM through `np.dot` on the 2-D views.
+The impl is im2col: one strided sliding-window view of the (padded, dilated) input, copied once
+so the contraction axes (taps, channels) are last, then one GEMM per group. Reverse mode follows
+from two transpose rules that are themselves convolutions, so gradients of any order stay
+convolutions.
 """
 from __future__ import annotations
 
@@ -21,6 +19,7 @@ import operator
 from typing import NamedTuple
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from corejax import dtypes
 from corejax.core import Primitive, ShapedArray, get_aval
@@ -202,14 +201,16 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     out_dtype = np.dtype(preferred_element_type or lhs.dtype)
     # Channels-last internally, so every tap is a (N, *out, C) view and the GEMM is contiguous.
     x = np.transpose(lhs, (lhs_spec[0],) + tuple(lhs_spec[2:]) + (lhs_spec[1],))
-    w = np.transpose(rhs, rhs_spec).astype(out_dtype, copy=False)  # (O, I, *kernel)
+    # (O, *kernel, I): the (tap, channel) order of the windows below.
+    w = np.transpose(rhs, (rhs_spec[0],) + tuple(rhs_spec[2:]) + (rhs_spec[1],))
+    w = w.astype(out_dtype, copy=False)
     x = x.astype(out_dtype, copy=False)
     nsp = x.ndim - 2
     cfg = [(0, 0, 0)] + [(lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation)] \
         + [(0, 0, 0)]
     x = _pad_impl(x, out_dtype.type(0), cfg)
     n, c = x.shape[0], x.shape[-1]
-    o, i, *k_sp = w.shape
+    o, *k_sp, i = w.shape
     out_sp = tuple(max(0, (x.shape[1 + d] - _dilate(k_sp[d], rhs_dilation[d]))
                        // window_strides[d] + 1) for d in range(nsp))
     g, b = feature_group_count, batch_group_count
@@ -217,17 +218,20 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     out_logical = (n // b, o) + out_sp
     if 0 in out_logical or c == 0 or 0 in k_sp:
         return np.zeros(_physical(out_logical, out_spec), out_dtype)
-    taps = []
-    for tap in np.ndindex(*k_sp):
-        idx = tuple(slice(t * rd, t * rd + (m - 1) * s + 1, s) for t, rd, m, s in
-                    zip(tap, rhs_dilation, out_sp, window_strides))
-        taps.append(x[(slice(None),) + idx])
-    # (N, *out, K, C): each tap writes whole channel rows, and the contraction axes are last.
-    cols = np.stack(taps, axis=-2)
-    kk = len(taps)
+    # (N, *out, *kernel, C): one strided view of every window (sliding windows taken at the
+    # stride, their taps at the kernel dilation), copied once so the contraction axes (kernel
+    # taps, channels) are last and contiguous. No Python loop over taps or output positions:
+    # a kernel gradient is a convolution whose "kernel" is a whole feature map.
+    windows = sliding_window_view(x, [_dilate(k, d) for k, d in zip(k_sp, rhs_dilation)],
+                                  axis=tuple(range(1, 1 + nsp)))
+    windows = windows[(slice(None),) + tuple(slice(None, None, s) for s in window_strides)
+                      + (slice(None),) + tuple(slice(None, None, d) for d in rhs_dilation)]
+    cols = np.ascontiguousarray(windows.transpose(
+        (0,) + tuple(range(1, 1 + nsp)) + tuple(range(2 + nsp, 2 + 2 * nsp)) + (1 + nsp,)))
+    kk = int(np.prod(k_sp))
     p = int(np.prod(out_sp))
     # Kernel as (groups, O/groups, K*I), matching the (tap, channel) order of cols.
-    wm = np.moveaxis(w.reshape(o, i, kk), 1, 2).reshape(groups, o // groups, kk * i)
+    wm = w.reshape(groups, o // groups, kk * i)
     if b > 1:
         a = cols.reshape(b, (n // b) * p, kk * c)
         rows = lambda gi: a[gi]
