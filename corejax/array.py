@@ -447,6 +447,21 @@ def device_put(x, device: Device | None = None):
     return tree_map(lambda leaf: _device_put_leaf(leaf, device), x)
 
 
+def place_new(x, device: Device | None = None, like=None):
+    """A freshly created array (jnp.zeros, arange, ...) on `device`; without one, on the device
+    of `like` if that is a device array, else on the default device."""
+    if device is None:
+        if not _Placement.cuda_in_use:
+            return x
+        if type(like) is Array and like._device is not CPU:
+            device = like._device
+        elif config.platform == "cpu":
+            return x
+        else:
+            device = default_device()
+    return device_put(x, device)
+
+
 def device_get(x):
     """Fetches every array leaf of pytree `x` to the host as a NumPy array."""
     from corejax.tree_util import tree_map

@@ -7,7 +7,7 @@ import operator
 import numpy as np
 
 from corejax import core, dtypes, lax
-from corejax.array import Array
+from corejax.array import Array, _Placement, place_new
 from corejax.core import Tracer, get_aval
 
 __all__ = []
@@ -33,8 +33,16 @@ def _canonical_np(x: np.ndarray, dtype=None) -> np.ndarray:
     return np.array(x, dtype=dt, copy=True) if x.dtype != dt or x.flags.writeable else x
 
 
-def asarray(a, dtype=None, copy=None) -> Array:
-    """Converts `a` (array, scalar, nested lists) to an Array, without copying an Array."""
+def asarray(a, dtype=None, copy=None, *, device=None) -> Array:
+    """Converts `a` (array, scalar, nested lists) to an Array, without copying an Array; host
+    data goes to `device` (default: the default device)."""
+    if device is not None or _Placement.cuda_in_use:
+        out = _asarray(a, dtype)
+        return out if out is a else place_new(out, device)
+    return _asarray(a, dtype)
+
+
+def _asarray(a, dtype=None) -> Array:
     if dtype is not None:
         dtype = dtypes.canonicalize_dtype(dtype)
     t = type(a)
@@ -66,9 +74,9 @@ def asarray(a, dtype=None, copy=None) -> Array:
     raise TypeError(f"Cannot convert value of type {type(a).__name__} to a corejax array.")
 
 
-def array(object, dtype=None, copy=True, ndmin=0) -> Array:
+def array(object, dtype=None, copy=True, order=None, ndmin=0, *, device=None) -> Array:
     """Creates an Array from `object` (always a copy of NumPy data, as in JAX)."""
-    out = asarray(object, dtype)
+    out = asarray(object, dtype, device=device)
     if ndmin > get_aval(out).ndim:
         out = lax.reshape(out, (1,) * (ndmin - get_aval(out).ndim) + get_aval(out).shape)
     return out

@@ -6,6 +6,7 @@ import operator
 import numpy as np
 
 from corejax import core, dtypes, lax
+from corejax.array import place_new
 from corejax.core import get_aval
 from corejax.numpy._core import asarray, concrete_int
 
@@ -31,19 +32,23 @@ def _dtype(dtype, default_fn):
     return dtypes.canonicalize_dtype(dtype) if dtype is not None else default_fn()
 
 
-def zeros(shape, dtype=None, device=None):
-    return lax.full(_shape(shape), 0, _dtype(dtype, dtypes.default_float_dtype))
+def zeros(shape, dtype=None, *, device=None):
+    return place_new(lax.full(_shape(shape), 0, _dtype(dtype, dtypes.default_float_dtype)), device)
 
 
-def ones(shape, dtype=None, device=None):
-    return lax.full(_shape(shape), 1, _dtype(dtype, dtypes.default_float_dtype))
+def ones(shape, dtype=None, *, device=None):
+    return place_new(lax.full(_shape(shape), 1, _dtype(dtype, dtypes.default_float_dtype)), device)
 
 
-def empty(shape, dtype=None, device=None):
-    return zeros(shape, dtype)
+def empty(shape, dtype=None, *, device=None):
+    return zeros(shape, dtype, device=device)
 
 
-def full(shape, fill_value, dtype=None, device=None):
+def full(shape, fill_value, dtype=None, *, device=None):
+    return place_new(_full(shape, fill_value, dtype), device)
+
+
+def _full(shape, fill_value, dtype):
     shape = _shape(shape)
     if dtype is None:
         fill = asarray(fill_value)
@@ -68,27 +73,31 @@ def _like(a, shape, dtype):
     return shape, dt, aval.weak_type and dtype is None
 
 
-def zeros_like(a, dtype=None, shape=None, device=None):
+def zeros_like(a, dtype=None, shape=None, *, device=None):
     shape, dt, weak = _like(a, shape, dtype)
-    return lax.full(shape, 0, dt, weak)
+    return place_new(lax.full(shape, 0, dt, weak), device, like=a)
 
 
-def ones_like(a, dtype=None, shape=None, device=None):
+def ones_like(a, dtype=None, shape=None, *, device=None):
     shape, dt, weak = _like(a, shape, dtype)
-    return lax.full(shape, 1, dt, weak)
+    return place_new(lax.full(shape, 1, dt, weak), device, like=a)
 
 
-def empty_like(a, dtype=None, shape=None, device=None):
-    return zeros_like(a, dtype, shape)
+def empty_like(a, dtype=None, shape=None, *, device=None):
+    return zeros_like(a, dtype, shape, device=device)
 
 
-def full_like(a, fill_value, dtype=None, shape=None, device=None):
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     shape, dt, weak = _like(a, shape, dtype)
-    return full(shape, fill_value, dt)
+    return place_new(_full(shape, fill_value, dt), device, like=a)
 
 
-def arange(start, stop=None, step=None, dtype=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None):
     """Evenly spaced values in [start, stop); the bounds must be concrete (static)."""
+    return place_new(_arange(start, stop, step, dtype), device)
+
+
+def _arange(start, stop, step, dtype):
     ctx = "jnp.arange's bounds determine its output shape, so they must be static"
     start = core.concrete_or_error(lambda x: np.asarray(x).item(), start, ctx)
     stop = None if stop is None else core.concrete_or_error(lambda x: np.asarray(x).item(),
@@ -114,7 +123,15 @@ def arange(start, stop=None, step=None, dtype=None):
     return asarray(values.astype(dt))
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+    out = _linspace(start, stop, num, endpoint, retstep, dtype, axis)
+    if retstep:
+        return place_new(out[0], device), out[1]
+    return place_new(out, device)
+
+
+def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
     num = concrete_int(num, "num")
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
@@ -157,7 +174,11 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     return out if dtype is None else lax.convert_element_type(out, dtypes.canonicalize_dtype(dtype))
 
 
-def eye(N, M=None, k=0, dtype=None):
+def eye(N, M=None, k=0, dtype=None, *, device=None):
+    return place_new(_eye(N, M, k, dtype), device)
+
+
+def _eye(N, M, k, dtype):
     N = concrete_int(N, "N")
     M = N if M is None else concrete_int(M, "M")
     k = operator.index(k)
@@ -168,8 +189,8 @@ def eye(N, M=None, k=0, dtype=None):
     return lax.convert_element_type(mask, dt)
 
 
-def identity(n, dtype=None):
-    return eye(n, dtype=dtype)
+def identity(n, dtype=None, *, device=None):
+    return eye(n, dtype=dtype, device=device)
 
 
 def tri(N, M=None, k=0, dtype=None):
