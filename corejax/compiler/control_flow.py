@@ -1,10 +1,24 @@
-"""Control flow on the CPU backend: cond / while / scan as host steps whose sub-jaxprs run as
-compiled executables of their own (the primitives' impls would interpret them op by op)."""
+"""Control flow on the CPU backend: cond / while / scan host steps.
+
+A while / scan (fori is one of them) whose bodies have a nopython form runs as ONE compiled
+Numba function, the loop included (compiler/loops.py). Otherwise, and for cond, the host step
+is a Python loop calling the sub-jaxprs' own compiled executables (the primitives' impls would
+interpret them op by op); `loops.stats` counts which path each loop took."""
 from __future__ import annotations
+
+import os
+import warnings
 
 import numpy as np
 
+from corejax.compiler import loops
+
 __all__ = ["host_control_flow"]
+
+_LOOP_PARAMS = {
+    ("while", frozenset({"cond_jaxpr", "body_jaxpr", "cond_nconsts", "body_nconsts"})),
+    ("scan", frozenset({"jaxpr", "length", "reverse", "num_consts", "num_carry"})),
+}
 
 
 def host_control_flow(name, params):
@@ -16,6 +30,14 @@ def host_control_flow(name, params):
         return compile_jaxpr(closed, "cpu").run_numpy
 
     keys = set(params)
+    if (name, frozenset(keys)) in _LOOP_PARAMS:
+        try:
+            run = loops.compile_loop(name, params)
+        except loops.Unsupported as e:
+            if os.environ.get("COREJAX_EXPLAIN_LOOPS"):
+                warnings.warn(f"corejax: a {name} loop runs Python-driven: {e}")
+        else:
+            return run
     if name == "cond" and keys == {"branches"}:
         branches = [sub(b) for b in params["branches"]]
 
@@ -27,6 +49,7 @@ def host_control_flow(name, params):
         nc, nb = params["cond_nconsts"], params["body_nconsts"]
 
         def while_loop(*args):
+            loops.stats["python_calls"] += 1
             cconsts, bconsts, carry = args[:nc], args[nc:nc + nb], list(args[nc + nb:])
             while bool(cond_fn(*cconsts, *carry)[0]):
                 carry = body_fn(*bconsts, *carry)
@@ -39,6 +62,7 @@ def host_control_flow(name, params):
         y_avals = closed.out_avals[nk:]
 
         def scan(*args):
+            loops.stats["python_calls"] += 1
             consts, carry, xs = args[:nc], list(args[nc:nc + nk]), args[nc + nk:]
             ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
             for i in (range(length - 1, -1, -1) if reverse else range(length)):

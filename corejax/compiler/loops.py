@@ -1,0 +1,495 @@
+"""Loops compiled whole: a while / scan (fori lowers to either) becomes ONE Numba function that
+runs every iteration in nopython code, instead of a Python loop calling the body's executable.
+
+The body (and cond) Jaxprs go through the usual passes and fusion; then every step is emitted
+as nopython source over flat (1-D, C-contiguous) buffers of static size:
+
+- fused groups call their generated kernels (codegen's source, inlined into the module, so the
+  elementwise and reduction results are bit-for-bit those of the Python-driven path);
+- reshape / squeeze are free (the same flat buffer); broadcast_in_dim, transpose, slice, rev,
+  pad and concatenate are gathers through index maps computed once, at build time, with the
+  primitives' own impls applied to `arange` (so they cannot disagree with them);
+  dynamic_slice / dynamic_update_slice add a clamped run-time offset to such a map;
+- dot_general becomes a loop matmul (numba's np.dot needs SciPy, which corejax does not depend
+  on), for at most DOT_MAX_MACS multiply-adds: bigger dots belong to BLAS, so their loops stay
+  Python-driven;
+- nested cond / while / scan are emitted inline.
+
+Every buffer is allocated once per call, before the loop; each iteration writes the body's
+values into them and then copies the new carry over the old (through a temporary where one
+carry's new value is another carry's old buffer). ys are written by index into preallocated
+stacks. Anything else (gather, sort, cumsum, PRNG, conv, float16 or complex values, ...) raises
+`Unsupported`, and the caller keeps the Python-driven loop.
+
+The module source (kernels, then `kernel`, the loop) is cached on disk by diskcache exactly
+like fused kernels: keyed by its text, compiled with `cache=True`. Compile-time constants (the
+bodies' consts, index maps, literals) are arguments, not text, so equal structures share code.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from corejax.array import to_numpy
+from corejax.core import Literal, Var
+from corejax.compiler import codegen, diskcache
+from corejax.compiler.fusion import FusedGroup, partition
+from corejax.compiler.passes import run_passes
+
+__all__ = ["compile_loop", "Unsupported", "stats", "DOT_MAX_MACS"]
+
+# A 64x64 @ 64x64 product; past this BLAS is worth a Python round trip per iteration.
+DOT_MAX_MACS = 1 << 18
+
+# Loops built compiled / left Python-driven (Unsupported), and calls of each kind (the Python
+# loops in control_flow.py count theirs), in this process.
+stats = {"compiled": 0, "unsupported": 0, "compiled_calls": 0, "python_calls": 0}
+
+
+class Unsupported(Exception):
+    """A loop body with a step that has no nopython form here; the message names it."""
+
+
+_GATHERS = {"broadcast_in_dim", "transpose", "reshape", "squeeze", "slice", "rev"}
+_LAYOUT_CONSTANT = _GATHERS | {"iota", "concatenate", "pad"}
+
+
+def _np_name(dt) -> str:
+    dt = np.dtype(dt)
+    return "np.bool_" if dt == np.bool_ else f"np.{dt.name}"
+
+
+def _size(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _check_dtype(aval):
+    dt = np.dtype(aval.dtype)
+    if not (dt.kind in "biu" or (dt.kind == "f" and dt.itemsize >= 4)):
+        raise Unsupported(f"a {dt} value")
+
+
+class _Module:
+    """The source being generated: kernels, constant arguments and the loop function's lines."""
+
+    def __init__(self):
+        self.imports = {"import math", "import numpy as np", "from numba import njit, prange"}
+        self.kernel_defs: list = []
+        self.kernel_names: dict = {}     # kernel source -> function name
+        self.prelude: list = []          # allocations, run once per call
+        self.consts: list = []           # (name, flat array): trailing arguments
+        self.root: dict = {}             # buffer name -> the buffer it is a reshaped alias of
+        self._n = 0
+
+    def fresh(self, prefix: str) -> str:
+        self._n += 1
+        return f"{prefix}_{self._n}"
+
+    def alloc(self, aval) -> str:
+        _check_dtype(aval)
+        name = self.fresh("b")
+        self.prelude.append(f"{name} = np.empty({_size(aval.shape)}, {_np_name(aval.dtype)})")
+        self.root[name] = name
+        return name
+
+    def const(self, value, dtype) -> str:
+        name = self.fresh("c")
+        self.consts.append((name, np.ascontiguousarray(np.asarray(value, dtype)).reshape(-1)))
+        self.root[name] = name
+        return name
+
+    def index_map(self, idx) -> str:
+        return self.const(np.asarray(idx).reshape(-1), np.int64)
+
+    def kernel(self, source: str) -> str:
+        name = self.kernel_names.get(source)
+        if name is None:
+            head, sep, rest = source.partition("@njit(")
+            self.imports.update(line for line in head.splitlines() if line.strip())
+            name = self.kernel_names[source] = self.fresh("k")
+            self.kernel_defs.append(sep + rest.replace("def kernel(", f"def {name}(", 1))
+        return name
+
+    def source(self, args, body, outs) -> str:
+        lines = sorted(self.imports) + ["", ""]
+        for d in self.kernel_defs:
+            lines += [d.rstrip("\n"), "", ""]
+        params = ", ".join(list(args) + [n for n, _ in self.consts])
+        lines += ['@njit(error_model="numpy", nogil=True, cache=True)', f"def kernel({params}):"]
+        lines += ["    " + line for line in self.prelude] + body
+        lines.append(f"    return ({''.join(o + ', ' for o in outs)})")
+        return "\n".join(lines) + "\n"
+
+
+def _copy(dst, src, n, ind) -> list:
+    if n == 1:
+        return [f"{ind}{dst}[0] = {src}[0]"]
+    return [f"{ind}{dst}[:] = {src}"]
+
+
+class _Emitter:
+    def __init__(self, module: _Module):
+        self.m = module
+
+    # --- atoms ---------------------------------------------------------------------------
+
+    def buffer(self, atom, env) -> str:
+        if type(atom) is Literal:
+            return self.m.const(np.full(atom.aval.shape, atom.val), atom.aval.dtype)
+        return env[atom]
+
+    def scalar(self, atom, env) -> str:
+        if type(atom) is Literal:
+            return repr(np.asarray(atom.val).item())
+        return f"{env[atom]}[0]"
+
+    # --- Jaxprs ----------------------------------------------------------------------------
+
+    def closed(self, closed, in_names, ind):
+        """Lines computing `closed` on the buffers `in_names`, and its output buffers."""
+        opt = run_passes(closed)
+        jaxpr = opt.jaxpr
+        env: dict = {}
+        for v, c in zip(jaxpr.constvars, opt.consts):
+            _check_dtype(v.aval)
+            env[v] = self.m.const(to_numpy(c), v.aval.dtype)
+        for v, n in zip(jaxpr.invars, in_names):
+            _check_dtype(v.aval)
+            env[v] = n
+        lines: list = []
+        for step in partition(jaxpr):
+            if isinstance(step, FusedGroup):
+                self.group(step, env, lines, ind)
+            else:
+                self.eqn(step.eqn, env, lines, ind)
+        return lines, [self.buffer(v, env) for v in jaxpr.outvars]
+
+    def group(self, group, env, lines, ind):
+        try:
+            plan = codegen.generate(group)
+        except NotImplementedError as e:
+            raise Unsupported(f"a fused group the code generator cannot lower ({e})") from e
+        fn = self.m.kernel(plan.source)
+        outs = plan.outputs + ([plan.reduction_out] if plan.reduction_out is not None else [])
+        for v in outs:
+            env[v] = self.m.alloc(v.aval)
+        # Loop sizes are read from an argument, not written as literals: with constant trip
+        # counts LLVM would vectorize the inlined kernels' reductions differently (other
+        # partial sums, other roundings) from the executor's shape-generic kernels.
+        sizes = self.m.index_map(plan.sizes) if plan.sizes else None
+        args = [f"{sizes}[{j}]" for j in range(len(plan.sizes))] + \
+            [env[v] for v in plan.arrays] + [env[v] for v in outs]
+        lines.append(f"{ind}{fn}({', '.join(args)})")
+
+    def eqn(self, eqn, env, lines, ind):
+        name = eqn.primitive.name
+        for v in eqn.outvars:
+            _check_dtype(v.aval)
+        if name in _LAYOUT_CONSTANT and all(type(v) is Literal for v in eqn.invars):
+            value = eqn.primitive.impl(*[np.asarray(v.val, v.aval.dtype) for v in eqn.invars],
+                                       **eqn.params)
+            env[eqn.outvars[0]] = self.m.const(to_numpy(value), eqn.outvars[0].aval.dtype)
+            return
+        handler = getattr(self, "_" + name, None)
+        if handler is None:
+            raise Unsupported(f"the primitive {name}")
+        handler(eqn, env, lines, ind)
+
+    # --- layout ------------------------------------------------------------------------------
+
+    def _gather(self, eqn, env, lines, ind):
+        x, out = eqn.invars[0], eqn.outvars[0]
+        src = self.buffer(x, env)
+        idx = np.asarray(eqn.primitive.impl(np.arange(_size(x.aval.shape)).reshape(x.aval.shape),
+                                            **eqn.params)).reshape(-1)
+        if np.array_equal(idx, np.arange(_size(x.aval.shape))):
+            env[out] = src                      # same elements in the same order: an alias
+            return
+        o, m = self.m.alloc(out.aval), self.m.index_map(idx)
+        q = self.m.fresh("q")
+        lines += [f"{ind}for {q} in range({idx.size}):", f"{ind}    {o}[{q}] = {src}[{m}[{q}]]"]
+        env[out] = o
+
+    _broadcast_in_dim = _transpose = _reshape = _squeeze = _slice = _rev = _gather
+
+    def _pad(self, eqn, env, lines, ind):
+        x, pv = eqn.invars
+        out = eqn.outvars[0]
+        idx = np.asarray(eqn.primitive.impl(np.arange(_size(x.aval.shape)).reshape(x.aval.shape),
+                                            np.int64(-1), **eqn.params)).reshape(-1)
+        src, o, m = self.buffer(x, env), self.m.alloc(out.aval), self.m.index_map(idx)
+        q, j = self.m.fresh("q"), self.m.fresh("j")
+        lines += [f"{ind}for {q} in range({idx.size}):", f"{ind}    {j} = {m}[{q}]",
+                  f"{ind}    {o}[{q}] = {src}[{j}] if {j} >= 0 else {self.scalar(pv, env)}"]
+        env[out] = o
+
+    def _concatenate(self, eqn, env, lines, ind):
+        out, axis = eqn.outvars[0], eqn.params["dimension"]
+        tags = np.concatenate([np.full(v.aval.shape, k) for k, v in enumerate(eqn.invars)],
+                              axis).reshape(-1)
+        pos = np.concatenate([np.arange(_size(v.aval.shape)).reshape(v.aval.shape)
+                              for v in eqn.invars], axis).reshape(-1)
+        o = self.m.alloc(out.aval)
+        for k, v in enumerate(eqn.invars):
+            dst = np.nonzero(tags == k)[0]
+            if dst.size == 0:
+                continue
+            src, d, s = self.buffer(v, env), self.m.index_map(dst), self.m.index_map(pos[dst])
+            q = self.m.fresh("q")
+            lines += [f"{ind}for {q} in range({dst.size}):",
+                      f"{ind}    {o}[{d}[{q}]] = {src}[{s}[{q}]]"]
+        env[out] = o
+
+    def _window(self, x_aval, sizes, starts, env, lines, ind):
+        """The flat offset of a clamped dynamic window, and the window's index map from it."""
+        shape = x_aval.shape
+        strides = [_size(shape[d + 1:]) for d in range(len(shape))]
+        off = self.m.fresh("off")
+        lines.append(f"{ind}{off} = 0")
+        for d, s in enumerate(starts):
+            if shape[d] == sizes[d]:
+                continue                # the start clamps to 0
+            lines.append(f"{ind}{off} += min(max(int({self.scalar(s, env)}), 0), "
+                         f"{shape[d] - sizes[d]}) * {strides[d]}")
+        grid = np.arange(_size(shape)).reshape(shape)[tuple(slice(0, k) for k in sizes)]
+        return off, grid.reshape(-1)
+
+    def _dynamic_slice(self, eqn, env, lines, ind):
+        x, *starts = eqn.invars
+        out = eqn.outvars[0]
+        off, rel = self._window(x.aval, eqn.params["slice_sizes"], starts, env, lines, ind)
+        src, o, m = self.buffer(x, env), self.m.alloc(out.aval), self.m.index_map(rel)
+        q = self.m.fresh("q")
+        lines += [f"{ind}for {q} in range({rel.size}):",
+                  f"{ind}    {o}[{q}] = {src}[{off} + {m}[{q}]]"]
+        env[out] = o
+
+    def _dynamic_update_slice(self, eqn, env, lines, ind):
+        x, upd, *starts = eqn.invars
+        out = eqn.outvars[0]
+        off, rel = self._window(x.aval, upd.aval.shape, starts, env, lines, ind)
+        o, m = self.m.alloc(out.aval), self.m.index_map(rel)
+        u = self.buffer(upd, env)
+        q = self.m.fresh("q")
+        lines += _copy(o, self.buffer(x, env), _size(x.aval.shape), ind)
+        lines += [f"{ind}for {q} in range({rel.size}):",
+                  f"{ind}    {o}[{off} + {m}[{q}]] = {u}[{q}]"]
+        env[out] = o
+
+    # --- dot ---------------------------------------------------------------------------------
+
+    def _as_matrices(self, x, perm, env, lines, ind):
+        """x's elements in the order of dims `perm` (batch, rows, cols)."""
+        src = self.buffer(x, env)
+        idx = np.transpose(np.arange(_size(x.aval.shape)).reshape(x.aval.shape), perm).reshape(-1)
+        if np.array_equal(idx, np.arange(idx.size)):
+            return src
+        o = self.m.alloc(x.aval)
+        m, q = self.m.index_map(idx), self.m.fresh("q")
+        lines += [f"{ind}for {q} in range({idx.size}):", f"{ind}    {o}[{q}] = {src}[{m}[{q}]]"]
+        return o
+
+    def _dot_general(self, eqn, env, lines, ind):
+        lhs, rhs = eqn.invars
+        out = eqn.outvars[0]
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        ls, rs = lhs.aval.shape, rhs.aval.shape
+        lf = tuple(i for i in range(len(ls)) if i not in lc and i not in lb)
+        rf = tuple(i for i in range(len(rs)) if i not in rc and i not in rb)
+        B, K = _size([ls[i] for i in lb]), _size([ls[i] for i in lc])
+        M, N = _size([ls[i] for i in lf]), _size([rs[i] for i in rf])
+        dt = np.dtype(out.aval.dtype)
+        if B * M * N * K > DOT_MAX_MACS:
+            raise Unsupported(f"a dot_general of {B * M * N * K} multiply-adds (BLAS-sized)")
+        if dt.kind not in "iuf":
+            raise Unsupported(f"a {dt} dot_general")
+        a = self._as_matrices(lhs, tuple(lb) + lf + tuple(lc), env, lines, ind)
+        c = self._as_matrices(rhs, tuple(rb) + tuple(rc) + rf, env, lines, ind)
+        o = self.m.alloc(out.aval)
+        b, i, k, n, row, av, cb = (self.m.fresh(p) for p in ("bt", "i", "k", "n", "r", "s", "cb"))
+        cast = _np_name(dt)
+        lines += [f"{ind}for {b} in range({B}):", f"{ind}    for {i} in range({M}):",
+                  f"{ind}        {row} = ({b} * {M} + {i}) * {N}"]
+        if N == 1:      # a matrix-vector product: one accumulator per row
+            lines += [
+                f"{ind}        {av} = {cast}(0)",
+                f"{ind}        for {k} in range({K}):",
+                f"{ind}            {av} += {cast}({a}[{row} * {K} + {k}]) * "
+                f"{cast}({c}[{b} * {K} + {k}])",
+                f"{ind}        {o}[{row}] = {av}",
+            ]
+        else:           # rows of the output accumulate over k, vectorized along n
+            lines += [
+                f"{ind}        for {n} in range({N}):",
+                f"{ind}            {o}[{row} + {n}] = 0",
+                f"{ind}        for {k} in range({K}):",
+                f"{ind}            {av} = {cast}({a}[({b} * {M} + {i}) * {K} + {k}])",
+                f"{ind}            {cb} = ({b} * {K} + {k}) * {N}",
+                f"{ind}            for {n} in range({N}):",
+                f"{ind}                {o}[{row} + {n}] += {av} * {cast}({c}[{cb} + {n}])",
+            ]
+        env[out] = o
+
+    # --- control flow --------------------------------------------------------------------------
+
+    def carry_update(self, carry, outs, avals, ind) -> list:
+        """Copies the body's outputs over the carry buffers (outputs that are another carry's
+        old buffer go through a temporary first)."""
+        lines, outs = [], list(outs)
+        for k, o in enumerate(outs):
+            r = self.m.root.get(o, o)
+            if r in carry and r != carry[k]:
+                t = self.m.alloc(avals[k])
+                lines += _copy(t, o, _size(avals[k].shape), ind)
+                outs[k] = t
+        for k, o in enumerate(outs):
+            if self.m.root.get(o, o) != carry[k]:
+                lines += _copy(carry[k], o, _size(avals[k].shape), ind)
+        return lines
+
+    def while_loop(self, params, ins, ind):
+        nc, nb = params["cond_nconsts"], params["body_nconsts"]
+        body = params["body_jaxpr"]
+        avals = body.in_avals[nb:]
+        carry = [self.m.alloc(a) for a in avals]
+        lines = []
+        for c, x, a in zip(carry, ins[nc + nb:], avals):
+            lines += _copy(c, x, _size(a.shape), ind)
+        cond_lines, (pred,) = self.closed(params["cond_jaxpr"], ins[:nc] + carry, ind + "    ")
+        body_lines, outs = self.closed(body, ins[nc:nc + nb] + carry, ind + "    ")
+        lines += [f"{ind}while True:", *cond_lines, f"{ind}    if not {pred}[0]:",
+                  f"{ind}        break", *body_lines,
+                  *self.carry_update(carry, outs, avals, ind + "    ")]
+        return lines, carry
+
+    def scan(self, params, ins, ind):
+        closed, length = params["jaxpr"], params["length"]
+        nc, nk = params["num_consts"], params["num_carry"]
+        avals = closed.in_avals[nc:nc + nk]
+        x_avals, y_avals = closed.in_avals[nc + nk:], closed.out_avals[nk:]
+        carry = [self.m.alloc(a) for a in avals]
+        ys = [self.m.alloc(type(a)((length,) + a.shape, a.dtype)) for a in y_avals]
+        lines = []
+        for c, x, a in zip(carry, ins[nc:nc + nk], avals):
+            lines += _copy(c, x, _size(a.shape), ind)
+        it, i = self.m.fresh("it"), self.m.fresh("i")
+        inner = ind + "    "
+        lines += [f"{ind}for {it} in range({length}):",
+                  f"{inner}{i} = {length - 1} - {it}" if params["reverse"] else f"{inner}{i} = {it}"]
+        xs = []
+        for x, a in zip(ins[nc + nk:], x_avals):
+            s, name = _size(a.shape), self.m.fresh("x")
+            lines.append(f"{inner}{name} = {x}[{i} * {s}:({i} + 1) * {s}]")
+            self.m.root[name] = name
+            xs.append(name)
+        body_lines, outs = self.closed(closed, ins[:nc] + carry + xs, inner)
+        lines += body_lines
+        for y, o, a in zip(ys, outs[nk:], y_avals):
+            s = _size(a.shape)
+            lines.append(f"{inner}{y}[{i}] = {o}[0]" if s == 1 else
+                         f"{inner}{y}[{i} * {s}:({i} + 1) * {s}] = {o}")
+        lines += self.carry_update(carry, outs[:nk], avals, inner)
+        return lines, carry + ys
+
+    def _while(self, eqn, env, lines, ind):
+        body, outs = self.while_loop(eqn.params, [self.buffer(v, env) for v in eqn.invars], ind)
+        lines += body
+        env.update(zip(eqn.outvars, outs))
+
+    def _scan(self, eqn, env, lines, ind):
+        body, outs = self.scan(eqn.params, [self.buffer(v, env) for v in eqn.invars], ind)
+        lines += body
+        env.update(zip(eqn.outvars, outs))
+
+    def _cond(self, eqn, env, lines, ind):
+        index, *ops = eqn.invars
+        branches = eqn.params["branches"]
+        ops = [self.buffer(v, env) for v in ops]
+        outs = [self.m.alloc(v.aval) for v in eqn.outvars]
+        if type(index) is Literal:
+            chosen = min(max(int(index.val), 0), len(branches) - 1)
+            branches = [branches[chosen]]
+        ix = self.m.fresh("ix")
+        lines.append(f"{ind}{ix} = min(max(int({self.scalar(index, env)}), 0), "
+                     f"{len(branches) - 1})")
+        for k, br in enumerate(branches):
+            head = "else:" if k == len(branches) - 1 and k > 0 else \
+                f"{'if' if k == 0 else 'elif'} {ix} == {k}:"
+            br_lines, br_outs = self.closed(br, ops, ind + "    ")
+            lines += [f"{ind}{head}", f"{ind}    pass", *br_lines]
+            for o, b, v in zip(outs, br_outs, eqn.outvars):
+                lines += _copy(o, b, _size(v.aval.shape), ind + "    ")
+        env.update(zip(eqn.outvars, outs))
+
+
+# Built loops by their body Jaxpr: (name, other params) -> runner, or the Unsupported message.
+_built: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _operand_avals(name, params):
+    if name == "while":
+        nc, nb = params["cond_nconsts"], params["body_nconsts"]
+        return (params["cond_jaxpr"].in_avals[:nc] + params["body_jaxpr"].in_avals[:nb]
+                + params["body_jaxpr"].in_avals[nb:])
+    closed, n = params["jaxpr"], params["num_consts"] + params["num_carry"]
+    return closed.in_avals[:n] + [type(a)((params["length"],) + a.shape, a.dtype)
+                                  for a in closed.in_avals[n:]]
+
+
+def compile_loop(name, params):
+    """A callable `(*numpy_operands) -> outputs` running the whole while / scan loop in one
+    compiled function; raises Unsupported (naming the culprit) when the body has a step
+    without a nopython form here."""
+    body = params["body_jaxpr"] if name == "while" else params["jaxpr"]
+    key = (name,) + tuple((k, id(v) if k.endswith("jaxpr") else v)
+                          for k, v in sorted(params.items()))
+    per_body = _built.setdefault(body, {})
+    got = per_body.get(key)
+    if got is None:
+        try:
+            got = _build(name, params)
+            stats["compiled"] += 1
+        except Unsupported as e:
+            got = str(e)
+            stats["unsupported"] += 1
+        per_body[key] = got
+    if isinstance(got, str):
+        raise Unsupported(got)
+    return got
+
+
+def _build(name, params):
+    module = _Module()
+    emitter = _Emitter(module)
+    in_avals = list(_operand_avals(name, params))
+    for a in in_avals:
+        _check_dtype(a)
+    args = [module.fresh("a") for _ in in_avals]
+    for a in args:
+        module.root[a] = a
+    loop = emitter.while_loop if name == "while" else emitter.scan
+    lines, outs = loop(params, args, "    ")
+    out_avals = (params["body_jaxpr"].out_avals if name == "while" else
+                 params["jaxpr"].out_avals[:params["num_carry"]] +
+                 [type(a)((params["length"],) + a.shape, a.dtype)
+                  for a in params["jaxpr"].out_avals[params["num_carry"]:]])
+    source = module.source(args, lines, outs)
+    consts = [c for _, c in module.consts]
+    sig = [diskcache.numba_type(a.dtype) for a in in_avals] + \
+        [diskcache.numba_type(c.dtype) for c in consts]
+    try:
+        fn, key = diskcache.load_kernel(source, sig)
+    except diskcache.KernelCompileError as e:
+        raise Unsupported(f"Numba could not compile the loop ({e})") from e
+    dtypes = [np.dtype(a.dtype) for a in in_avals]
+    shapes = [a.shape for a in out_avals]
+
+    def run(*operands):
+        flat = [np.ascontiguousarray(x, dt).reshape(-1) for x, dt in zip(operands, dtypes)]
+        outs = fn(*flat, *consts)
+        stats["compiled_calls"] += 1
+        return [o.reshape(s) for o, s in zip(outs, shapes)]
+
+    run.source, run.key = source, key
+    return run

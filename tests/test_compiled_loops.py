@@ -1,0 +1,238 @@
+"""Loops compiled whole (compiler/loops.py): while / fori / scan under jit against the
+Python-driven host loop (bit for bit, except small dots, whose loop matmul rounds differently
+from BLAS), the reference backend and eager evaluation; that the compiled path is taken where it
+should be, and that bodies without a nopython form still run (Python-driven)."""
+import contextlib
+
+import numpy as np
+import pytest
+
+import corejax as jax
+import corejax.numpy as jnp
+from corejax import grad, jit, lax, vmap
+from corejax.compiler import control_flow, loops
+from corejax.lax.control_flow import cond, fori_loop, scan, while_loop
+from corejax.tree_util import tree_leaves
+
+
+@contextlib.contextmanager
+def python_driven(monkeypatch):
+    def refuse(name, params):
+        raise loops.Unsupported("disabled by the test")
+    with monkeypatch.context() as m:
+        m.setattr(control_flow.loops, "compile_loop", refuse)
+        yield
+
+
+def _fresh_jit(f, **kw):
+    return jit(lambda *a: f(*a), **kw)
+
+
+def _calls():
+    return loops.stats["compiled_calls"], loops.stats["python_calls"]
+
+
+def _same(a, b, exact=True, tol=1e-5):
+    la, lb = tree_leaves(a), tree_leaves(b)
+    assert len(la) == len(lb)
+    for x, y in zip(la, lb):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.dtype == y.dtype and x.shape == y.shape, (x.dtype, y.dtype, x.shape, y.shape)
+        if exact:
+            np.testing.assert_array_equal(x, y)
+        else:
+            np.testing.assert_allclose(x, y, rtol=tol, atol=tol)
+
+
+def check(monkeypatch, f, *args, compiled=True, exact=True, tol=1e-5):
+    """f under jit (compiled loop where `compiled`), against the Python-driven loop (bitwise
+    unless `exact` is False), the reference backend and eager evaluation."""
+    c0, p0 = _calls()
+    out = _fresh_jit(f)(*args)
+    c1, p1 = _calls()
+    if compiled:
+        assert c1 > c0 and p1 == p0, "the loop did not run compiled"
+    else:
+        assert p1 > p0, "the loop was expected to stay Python-driven"
+    with python_driven(monkeypatch):
+        driven = _fresh_jit(f)(*args)
+    _same(out, driven, exact, tol)
+    _same(out, _fresh_jit(f, backend="reference")(*args), False, tol)
+    _same(out, f(*args), False, tol)
+    return out
+
+
+x3 = jnp.asarray(np.linspace(-1.0, 1.0, 3), jnp.float32)
+m34 = jnp.asarray(np.arange(12.0).reshape(3, 4) / 7, jnp.float32)
+
+
+# --- bodies that compile -------------------------------------------------------------------------
+
+def test_fori_elementwise(monkeypatch):
+    check(monkeypatch, lambda x: fori_loop(0, 50, lambda i, c: c * 0.9 + jnp.sin(c) + i, x), x3)
+
+
+def test_fori_reductions_and_broadcasts(monkeypatch):
+    def body(i, c):
+        return c - jnp.mean(c, axis=1, keepdims=True) * 0.5 + jnp.max(c) * 0.01
+    check(monkeypatch, lambda m: fori_loop(0, 7, body, m), m34)
+
+
+def test_scan_layout_ops(monkeypatch):
+    def step(c, x):
+        t = c.T                                       # transpose
+        s = t[1:3, ::2]                               # slice with strides
+        cat = jnp.concatenate([s.reshape(-1), x[:2], jnp.flip(x)])
+        rolled = jnp.pad(cat, (1, 2), constant_values=3.0)[:cat.shape[0]]
+        new_c = c * 0.5 + jnp.broadcast_to(rolled[:4], (3, 4))
+        return new_c, (cat.sum(), rolled)
+    xs = jnp.asarray(np.random.RandomState(0).randn(6, 4), jnp.float32)
+    check(monkeypatch, lambda c, xs: scan(step, c, xs), m34, xs)
+
+
+def test_scan_dynamic_slices(monkeypatch):
+    def step(c, i):
+        window = lax.dynamic_slice(c, (i, 1), (2, 2))              # start clamps past the end
+        c = lax.dynamic_update_slice(c, window * 2.0 + 1.0, (i - 1, 0))
+        return c, lax.dynamic_index_in_dim(c, i, 0, keepdims=False)
+    check(monkeypatch, lambda c: scan(step, c, jnp.arange(-1, 5)), m34)
+
+
+def test_scan_rnn_small_dots(monkeypatch):
+    rs = np.random.RandomState(1)
+    W = jnp.asarray(rs.randn(8, 8) / 3, jnp.float32)
+    U = jnp.asarray(rs.randn(5, 8) / 3, jnp.float32)
+    xs = jnp.asarray(rs.randn(20, 2, 5), jnp.float32)
+
+    def rnn(h, xs):
+        def cell(h, x):
+            h = jnp.tanh(h @ W + x @ U)                              # matrix products
+            return h, jnp.dot(W, h[0]) + jnp.einsum("bi,bi->b", h, h).sum()  # matvec, batched
+        return scan(cell, h, xs)
+    check(monkeypatch, rnn, jnp.zeros((2, 8), jnp.float32), xs, exact=False)
+
+
+def test_integer_dot_is_exact(monkeypatch):
+    a = jnp.asarray(np.arange(9).reshape(3, 3) % 4, jnp.int32)
+    check(monkeypatch, lambda a: fori_loop(0, 3, lambda i, m: (m @ a) % 7, a), a)
+
+
+def test_nested_loops_and_cond(monkeypatch):
+    def f(x):
+        def outer(c, k):
+            inner = fori_loop(0, 3, lambda i, v: v * 1.5 - i, c)
+            counted = while_loop(lambda s: s[0] < 4 + k, lambda s: (s[0] + 1, s[1] * 0.75),
+                                 (jnp.int32(0), inner))[1]
+            branch = cond(k % 2 == 0, lambda v: v + 1.0, lambda v: jnp.cos(v), counted)
+            picked = lax.switch(k, [lambda v: v, lambda v: -v, lambda v: v * v], branch)
+            return picked, jnp.sum(picked)
+        return scan(outer, x, jnp.arange(5))
+    check(monkeypatch, f, x3)
+
+
+def test_pytree_carries_of_mixed_dtypes(monkeypatch):
+    def f(x):
+        def body(i, s):
+            flag = jnp.logical_xor(s["flag"], i % 3 == 0)
+            return {"x": jnp.where(flag, s["x"] * 2.0, s["x"] - 1.0),
+                    "n": (s["n"][0] + i, s["n"][1] * 2),
+                    "flag": flag}
+        return fori_loop(0, 9, body, {"x": x, "n": (jnp.int32(1), jnp.ones(2, jnp.int32)),
+                                       "flag": jnp.bool_(False)})
+    check(monkeypatch, f, x3)
+
+
+def test_carry_permutation_and_passthrough(monkeypatch):
+    # Each carry's new value is another carry's old buffer (a swap needs a temporary), one
+    # carry passes through, one becomes a constant.
+    def f(a, b):
+        return fori_loop(0, 5, lambda i, c: (c[1], c[0] + c[1], c[2], jnp.ones(3)),
+                         (a, b, a * 3, b))
+    check(monkeypatch, f, x3, x3 + 1)
+
+
+def test_reverse_scan_and_empty_lengths(monkeypatch):
+    xs = jnp.asarray(np.arange(12.0).reshape(4, 3), jnp.float32)
+    check(monkeypatch, lambda c, xs: scan(lambda c, x: (c * 0.5 + x, c), c, xs, reverse=True),
+          x3, xs)
+    out = check(monkeypatch, lambda c, xs: scan(lambda c, x: (c + x, c * x), c, xs),
+                x3, xs[:0])
+    assert out[1].shape == (0, 3)
+    check(monkeypatch, lambda c: scan(lambda c, _: (c + 1.0, None), c, None, length=0), x3)
+    check(monkeypatch, lambda c: fori_loop(5, 2, lambda i, v: v + i, c), x3)
+
+
+def test_fori_with_traced_bounds_is_a_compiled_while(monkeypatch):
+    f = lambda x, lo, hi: fori_loop(lo, hi, lambda i, v: v * 1.25 + i, x)   # noqa: E731
+    assert "while" in str(jax.make_jaxpr(f)(x3, 1, 7))
+    check(monkeypatch, f, x3, 1, 7)
+    check(monkeypatch, f, x3, 7, 1)
+
+
+def test_vmap_of_while_masks_the_loop(monkeypatch):
+    def f(x, n):
+        return while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, s[1] * 1.5 + 1.0),
+                          (jnp.int32(0), x))[1]
+    xs = jnp.asarray(np.arange(8.0).reshape(4, 2), jnp.float32)
+    ns = jnp.asarray([0, 3, 1, 6], jnp.int32)
+    out = check(monkeypatch, vmap(f), xs, ns)
+    expected = [np.asarray(f(x, n)) for x, n in zip(xs, ns)]
+    np.testing.assert_allclose(np.asarray(out), np.stack(expected), rtol=1e-6)
+
+
+def test_against_python_loops():
+    def py_scan(c, xs):
+        ys = []
+        for x in np.asarray(xs):
+            c = np.tanh(c + x) * np.float32(0.5)
+            ys.append(c.sum())
+        return c, np.asarray(ys, np.float32)
+    xs = jnp.asarray(np.random.RandomState(2).randn(30, 3), jnp.float32)
+    c, ys = jit(lambda c, xs: scan(lambda c, x: ((jnp.tanh(c + x) * 0.5),) * 2, c, xs))(x3, xs)
+    pc, pys = py_scan(np.asarray(x3), xs)
+    np.testing.assert_allclose(c, pc, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(ys).sum(axis=1), pys, rtol=1e-5)
+
+
+# --- gradients (their backward passes are scans too) ----------------------------------------------
+
+def test_grad_of_scan_and_fori_under_jit(monkeypatch):
+    W = jnp.asarray(np.random.RandomState(3).randn(3, 3) / 2, jnp.float32)
+
+    def loss(x):
+        h, ys = scan(lambda h, _: (jnp.tanh(W @ h + 0.1), jnp.sum(h * h)), x, None, length=6)
+        return jnp.sum(ys) + fori_loop(0, 4, lambda i, v: jnp.sin(v) * 1.1, h).sum()
+    g = check(monkeypatch, grad(loss), x3, exact=False)
+    # against central differences in float64
+    eps, num = 1e-3, np.zeros(3)
+    for k in range(3):
+        e = np.zeros(3, np.float32)
+        e[k] = eps
+        num[k] = (float(loss(x3 + e)) - float(loss(x3 - e))) / (2 * eps)
+    np.testing.assert_allclose(np.asarray(g), num, rtol=2e-2, atol=2e-3)
+
+
+# --- bodies that stay Python-driven ---------------------------------------------------------------
+
+def test_unsupported_bodies_fall_back_correctly(monkeypatch):
+    def argmax_body(i, c):
+        return c.at[jnp.argmax(c)].add(-1.0)          # argmax and scatter: no nopython form
+    check(monkeypatch, lambda c: fori_loop(0, 4, argmax_body, c), x3, compiled=False)
+    with pytest.raises(loops.Unsupported, match="argmax|scatter"):
+        f = lambda c: fori_loop(0, 4, argmax_body, c)   # noqa: E731
+        eqn = next(e for e in jax.make_jaxpr(f)(x3).jaxpr.eqns if e.primitive.name == "scan")
+        loops.compile_loop("scan", eqn.params)
+
+
+def test_blas_sized_dots_fall_back(monkeypatch):
+    big = jnp.asarray(np.random.RandomState(4).randn(96, 96) / 96, jnp.float32)
+    check(monkeypatch, lambda m: fori_loop(0, 2, lambda i, v: jnp.tanh(v @ big), m), big,
+          compiled=False, exact=False)
+
+
+def test_generated_source_is_cached_module():
+    f = lambda x: fori_loop(0, 3, lambda i, v: v * 2.0, x)   # noqa: E731
+    eqn = next(e for e in jax.make_jaxpr(f)(x3).jaxpr.eqns if e.primitive.name == "scan")
+    run = loops.compile_loop("scan", eqn.params)
+    assert "cache=True" in run.source and "def kernel(" in run.source
+    assert loops.compile_loop("scan", eqn.params) is run      # built once per body
