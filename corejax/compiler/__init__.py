@@ -2,7 +2,8 @@
 
 `compile_jaxpr(closed, backend)` returns a callable `(*arrays) -> list[Array]` with
 `as_text()`, cached per Jaxpr. Backends: 'cpu' (passes -> fusion -> Numba kernels, see
-compiler/cpu.py) and 'reference' (each equation's NumPy impl: the oracle compiled results are
+compiler/cpu.py), 'cuda' (the same passes and fusion, numba.cuda kernels, see
+compiler/cuda.py) and 'reference' (each equation's NumPy impl: the oracle compiled results are
 tested against).
 """
 from __future__ import annotations
@@ -31,9 +32,13 @@ def compile_jaxpr(closed, backend: str = "cpu"):
                 exe = ReferenceExecutable(closed)
             else:
                 from corejax.array import devices
-                devices(backend)  # raises a clear error for an unavailable backend
-                from corejax.compiler.cpu import CpuExecutable
-                exe = CpuExecutable(closed)
+                devs = devices(backend)  # raises a clear error for an unavailable backend
+                if backend == "cuda":
+                    from corejax.compiler.cuda import CudaExecutable
+                    exe = CudaExecutable(closed, devs[0])
+                else:
+                    from corejax.compiler.cpu import CpuExecutable
+                    exe = CpuExecutable(closed)
             per_jaxpr[backend] = exe
     return exe
 

@@ -1,0 +1,756 @@
+"""The CUDA backend: the CPU pipeline's passes and fusion, then numba.cuda kernels.
+
+Every value of a program lives in a flat (1-D, C-contiguous) numba device array; shapes are
+static, so reshapes and squeezes are aliases and every kernel indexes flat buffers. Steps:
+- fused groups: one generated kernel each (compiler/cuda_codegen.py);
+- dot_general, layout ops, argmax/argmin, cumsum, windowed reductions, convolution and
+  threefry2x32: hand-written kernels (compiler/cuda_kernels.py);
+- cond / while / scan: driven from the host (the predicate / branch index is read back, the
+  sub-programs run as CUDA executables of their own; scan slices xs as device views and writes
+  ys with the copy kernel);
+- anything else: a *host fallback* (operands copied to the host, the NumPy impl, results
+  copied back), listed in `as_text()` with its reason.
+Kernels go on the default stream and nothing synchronizes except reading a predicate/index, a
+host fallback, or a transfer to the host.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from corejax import core
+from corejax.core import Literal, Var
+from corejax.compiler import cuda_codegen, cuda_kernels as K, registry
+from corejax.compiler.fusion import FusedGroup, HostStep, Virtual, partition
+from corejax.compiler.passes import PASSES, run_passes
+
+__all__ = ["CudaExecutable", "CudaLoweringError"]
+
+
+class CudaLoweringError(NotImplementedError):
+    """A primitive that has neither a CUDA kernel nor a host fallback."""
+
+
+def _cuda():
+    from numba import cuda
+    return cuda
+
+
+def _size(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _cstrides(shape) -> list[int]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return out[::-1]
+
+
+def _flat_host(x, dtype) -> np.ndarray:
+    return np.ascontiguousarray(np.asarray(x, dtype=dtype)).reshape(-1)
+
+
+class CudaExecutable:
+    """`__call__(*args) -> list[Array]` on `device`; `run_device(*flat device buffers)` for
+    sub-programs. With device=None only the plan is built (kernel sources, fallbacks):
+    tests/test_ptx.py compiles those sources without a GPU."""
+
+    def __init__(self, closed: core.ClosedJaxpr, device=None):
+        self.closed = closed
+        self.device = device
+        self.out_avals = list(closed.out_avals)
+        self.out_weak = [a.weak_type for a in closed.out_avals]
+        self.optimized = run_passes(closed)
+        self.steps = partition(self.optimized.jaxpr)
+        self.kernels: list = []       # (label, source, argtypes) of every launch
+        self.plan: list = []          # one line per step for as_text
+        self.fallbacks: list = []     # (primitive name, reason)
+        self._slots: dict = {}
+        jaxpr = self.optimized.jaxpr
+        self._host_template: list = []
+        for v, c in zip(jaxpr.constvars, self.optimized.consts):
+            self._slot(v, _flat_host(np.asarray(c._value if hasattr(c, "_value") else c),
+                                     v.aval.dtype))
+        self._in = [(self._slot(v), v.aval) for v in jaxpr.invars]
+        self._program = []
+        for i, step in enumerate(self.steps):
+            self._program.append(self._build(i, step))
+        self._outs = [self._atom(v) for v in jaxpr.outvars]
+        self._template = None
+
+    # --- slots ---------------------------------------------------------------------------
+
+    def _slot(self, v, host_value=None):
+        s = self._slots.get(v)
+        if s is None:
+            s = self._slots[v] = len(self._host_template)
+            self._host_template.append(host_value)
+        return s
+
+    def _atom(self, v) -> int:
+        """The slot of a Var, or of a Literal's constant buffer."""
+        if type(v) is Literal:
+            s = len(self._host_template)
+            self._host_template.append(_flat_host(v.val, v.aval.dtype))
+            return s
+        return self._slot(v)
+
+    def _env(self):
+        if self._template is None:
+            cuda = _cuda()
+            self._template = [None if h is None else cuda.to_device(h)
+                              for h in self._host_template]
+        return list(self._template)
+
+    # --- kernels ---------------------------------------------------------------------------
+
+    def _kernel(self, label, source, argtypes):
+        self.kernels.append((label, source, tuple(argtypes)))
+
+    @staticmethod
+    def _alloc(aval):
+        return _cuda().device_array(max(0, _size(aval.shape)), np.dtype(aval.dtype))
+
+    # --- building steps ------------------------------------------------------------------
+
+    def _build(self, i, step):
+        if isinstance(step, FusedGroup):
+            return self._group(i, step)
+        eqn = step.eqn
+        name = eqn.primitive.name
+        builder = getattr(self, "_k_" + name.replace("-", "_"), None)
+        outs = " ".join(v.aval.str_short() for v in eqn.outvars)
+        if builder is not None and eqn.primitive not in registry.effectful:
+            run = builder(eqn)
+            if run is not None:
+                self.plan.append(f"step {i}: device kernel {name} -> {outs}")
+                return run
+        reason = _FALLBACK_REASONS.get(name, "no CUDA kernel for this primitive")
+        if eqn.primitive in registry.effectful:
+            reason = "side effect (host callback)"
+        self.fallbacks.append((name, reason))
+        self.plan.append(f"step {i}: HOST FALLBACK {name} ({reason}) -> {outs}")
+        return self._host(eqn)
+
+    def _group(self, i, group):
+        try:
+            plan = cuda_codegen.generate(group)
+        except NotImplementedError as e:
+            self.fallbacks.append((repr(group), f"no CUDA scalar lowering: {e}"))
+            self.plan.append(f"step {i}: HOST FALLBACK group {group!r} ({e})")
+            return self._group_on_host(group)
+        self._kernel(f"fused {group!r}", plan.source, plan.argtypes())
+        self.plan.append(f"step {i}: device kernel (fused, {plan.mode}) over {group.shape} "
+                         f"(loop sizes {plan.sizes}): {group!r}")
+        src = plan.source
+        in_slots = [self._slot(v) for v in plan.arrays]
+        out_vars = plan.outputs + ([plan.reduction_out] if plan.reduction_out is not None else [])
+        outs = [(self._slot(v), v.aval) for v in out_vars]
+        grid, block = plan.launch_config()
+        head, tail = list(plan.sizes), list(plan.extra)
+        alloc = self._alloc
+
+        def run(env):
+            args = head + [env[s] for s in in_slots]
+            for s, aval in outs:
+                env[s] = alloc(aval)
+                args.append(env[s])
+            K.load(src)[grid, block](*(args + tail))
+        return run
+
+    def _group_on_host(self, group):
+        from corejax.compiler.cpu import _materialize_virtual
+        virt = [(self._slot(a), vv, self._slot(vv.src) if type(vv.src) is Var else None)
+                for a, vv in group.inputs.items() if isinstance(vv, Virtual)]
+        eqns = list(group.eqns) + ([group.reduction] if group.reduction is not None else [])
+        runs = [self._host(e) for e in eqns]
+        cuda = _cuda()
+
+        def run(env):
+            for s, vv, base in virt:
+                b = None
+                if base is not None:
+                    b = env[base].copy_to_host().reshape(vv.src.aval.shape)
+                env[s] = cuda.to_device(_flat_host(_materialize_virtual(vv, b), vv.aval.dtype))
+            for r in runs:
+                r(env)
+        return run
+
+    def _host(self, eqn):
+        """Host fallback: operands to the host, the NumPy impl, results back."""
+        prim, params = eqn.primitive, eqn.params
+        ins = [(self._atom(v), v.aval) for v in eqn.invars]
+        outs = [(self._slot(v), v.aval) for v in eqn.outvars]
+        cuda = _cuda()
+
+        def run(env):
+            args = [env[s].copy_to_host().reshape(a.shape) for s, a in ins]
+            res = prim.impl(*args, **params)
+            if not prim.multiple_results:
+                res = (res,)
+            for (s, aval), o in zip(outs, res):
+                o = o._value if hasattr(o, "_value") else o
+                env[s] = cuda.to_device(_flat_host(o, aval.dtype))
+        return run
+
+    # --- layout kernels ------------------------------------------------------------------
+
+    def _copy_step(self, label, src_slot, dst_slot, out_aval, shape, sstrides, soff,
+                   dyn=None):
+        """A step running the strided copy kernel into a fresh output buffer."""
+        rank = max(1, len(shape))
+        shape, sstrides = list(shape) or [1], list(sstrides) or [0]
+        dstrides = _cstrides(shape)
+        dt = np.dtype(out_aval.dtype)
+        src = K.copy_source(rank, dt, dyn_src=dyn is not None)
+        total = _size(shape)
+        scal = [total, soff, 0] + shape + sstrides + dstrides
+        self._kernel(label, src, self._types(src_slot, None, dt, len(scal), dyn))
+        grid = K.grid_for(total)
+        alloc = self._alloc
+
+        def run(env):
+            out = env[dst_slot] = alloc(out_aval)
+            args = [env[src_slot], out] + scal
+            if dyn is not None:
+                args += [env[q] for q in dyn[0]] + list(dyn[1])
+            K.load(src)[grid, K.BLOCK](*args)
+        return run
+
+    def _types(self, src_slot, _unused, dt, nscal, dyn):
+        from numba import types, from_dtype
+        arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
+        src_dt = self._dtype_of_slot(src_slot)
+        ts = [arr(src_dt), arr(dt)] + [types.int64] * nscal
+        if dyn is not None:
+            ts += [arr(self._dtype_of_slot(q)) for q in dyn[0]] + [types.int64] * len(dyn[1])
+        return ts
+
+    def _dtype_of_slot(self, slot):
+        for v, s in self._slots.items():
+            if s == slot:
+                return v.aval.dtype
+        return self._host_template[slot].dtype
+
+    def _k_broadcast_in_dim(self, eqn):
+        x, out = eqn.invars[0], eqn.outvars[0]
+        xs = _cstrides(x.aval.shape)
+        bd = eqn.params["broadcast_dimensions"]
+        if type(x) is Literal or not x.aval.shape:
+            return self._fill(self._atom(x), out)
+        strides = [0] * len(out.aval.shape)
+        for k, d in enumerate(bd):
+            if x.aval.shape[k] != 1:
+                strides[d] = xs[k]
+        return self._copy_step("broadcast_in_dim", self._slot(x), self._slot(out), out.aval,
+                               out.aval.shape, strides, 0)
+
+    def _fill(self, value_slot, out):
+        dt = np.dtype(out.aval.dtype)
+        src = K.fill_source(dt)
+        total = _size(out.aval.shape)
+        from numba import types, from_dtype
+        self._kernel("fill", src, [types.Array(from_dtype(dt), 1, "C"), types.int64,
+                                   types.Array(from_dtype(np.dtype(
+                                       self._dtype_of_slot(value_slot))), 1, "C")])
+        s_o, alloc = self._slot(out), self._alloc
+
+        def run(env):
+            o = env[s_o] = alloc(out.aval)
+            K.load(src)[K.grid_for(total), K.BLOCK](o, total, env[value_slot])
+        return run
+
+    def _k_transpose(self, eqn):
+        x, out = eqn.invars[0], eqn.outvars[0]
+        xs = _cstrides(x.aval.shape)
+        perm = eqn.params["permutation"]
+        return self._copy_step("transpose", self._slot(x), self._slot(out), out.aval,
+                               out.aval.shape, [xs[p] for p in perm], 0)
+
+    def _alias(self, eqn):
+        x, out = eqn.invars[0], eqn.outvars[0]
+        if type(x) is Literal:
+            return None
+        s_in, s_out = self._slot(x), self._slot(out)
+
+        def run(env):
+            env[s_out] = env[s_in]
+        return run
+
+    def _k_reshape(self, eqn):
+        dims = eqn.params.get("dimensions")
+        if dims is None:
+            return self._alias(eqn)
+        x, out = eqn.invars[0], eqn.outvars[0]
+        xs = _cstrides(x.aval.shape)
+        return self._copy_step("reshape", self._slot(x), self._slot(out), out.aval,
+                               [x.aval.shape[d] for d in dims], [xs[d] for d in dims], 0)
+
+    _k_squeeze = _alias
+    _k_expand_dims = _alias
+    _k_stop_gradient = _alias
+
+    def _k_rev(self, eqn):
+        x, out = eqn.invars[0], eqn.outvars[0]
+        xs = _cstrides(x.aval.shape)
+        strides, off = list(xs), 0
+        for d in eqn.params["dimensions"]:
+            strides[d] = -xs[d]
+            off += (x.aval.shape[d] - 1) * xs[d] if x.aval.shape[d] else 0
+        return self._copy_step("rev", self._slot(x), self._slot(out), out.aval,
+                               x.aval.shape, strides, off)
+
+    def _k_slice(self, eqn):
+        x, out = eqn.invars[0], eqn.outvars[0]
+        xs = _cstrides(x.aval.shape)
+        p = eqn.params
+        steps = p["strides"] or (1,) * len(xs)
+        off = sum(s * st for s, st in zip(p["start_indices"], xs))
+        return self._copy_step("slice", self._slot(x), self._slot(out), out.aval,
+                               out.aval.shape, [a * b for a, b in zip(xs, steps)], off)
+
+    def _k_dynamic_slice(self, eqn):
+        x, *starts = eqn.invars
+        out = eqn.outvars[0]
+        sizes = eqn.params["slice_sizes"]
+        lims = [n - s for n, s in zip(x.aval.shape, sizes)]
+        return self._copy_step("dynamic_slice", self._slot(x), self._slot(out), out.aval,
+                               out.aval.shape, _cstrides(x.aval.shape), 0,
+                               dyn=([self._atom(q) for q in starts], lims))
+
+    def _k_dynamic_update_slice(self, eqn):
+        x, upd, *starts = eqn.invars
+        out = eqn.outvars[0]
+        if type(x) is Literal or type(upd) is Literal:
+            return None
+        rank = max(1, len(x.aval.shape))
+        dt = np.dtype(out.aval.dtype)
+        s_x, s_u, s_o = self._slot(x), self._slot(upd), self._slot(out)
+        qs = [self._atom(q) for q in starts]
+        lims = [n - s for n, s in zip(x.aval.shape, upd.aval.shape)]
+        full = K.copy_source(1, dt)
+        part = K.copy_source(rank, dt, dyn_dst=True)
+        n_x, n_u = _size(x.aval.shape), _size(upd.aval.shape)
+        ushape = list(upd.aval.shape) or [1]
+        scal = [n_u, 0, 0] + ushape + (_cstrides(upd.aval.shape) or [0]) + \
+            (_cstrides(x.aval.shape) or [0])
+        from numba import types, from_dtype
+        arr = types.Array(from_dtype(dt), 1, "C")
+        self._kernel("dynamic_update_slice (copy)", full, [arr, arr] + [types.int64] * 6)
+        self._kernel("dynamic_update_slice (update)", part,
+                     [arr, arr] + [types.int64] * len(scal) +
+                     [types.Array(from_dtype(np.dtype(q.aval.dtype)), 1, "C") for q in starts] +
+                     [types.int64] * len(lims))
+        alloc = self._alloc
+
+        def run(env):
+            o = env[s_o] = alloc(out.aval)
+            K.load(full)[K.grid_for(n_x), K.BLOCK](env[s_x], o, n_x, 0, 0, n_x, 1, 1)
+            K.load(part)[K.grid_for(n_u), K.BLOCK](env[s_u], o, *scal,
+                                                   *[env[q] for q in qs], *lims)
+        return run
+
+    def _k_concatenate(self, eqn):
+        out = eqn.outvars[0]
+        dim = eqn.params["dimension"]
+        dt = np.dtype(out.aval.dtype)
+        rank = len(out.aval.shape)
+        os_ = _cstrides(out.aval.shape)
+        pieces, at = [], 0
+        from numba import types, from_dtype
+        for x in eqn.invars:
+            src = K.copy_source(rank, dt)
+            n = _size(x.aval.shape)
+            scal = [n, 0, at * os_[dim]] + list(x.aval.shape) + _cstrides(x.aval.shape) + os_
+            pieces.append((self._atom(x), src, n, scal))
+            self._kernel("concatenate", src, [types.Array(from_dtype(np.dtype(x.aval.dtype)), 1,
+                                                          "C"),
+                                              types.Array(from_dtype(dt), 1, "C")] +
+                         [types.int64] * len(scal))
+            at += x.aval.shape[dim]
+        s_o, alloc = self._slot(out), self._alloc
+
+        def run(env):
+            o = env[s_o] = alloc(out.aval)
+            for s, src, n, scal in pieces:
+                if n:
+                    K.load(src)[K.grid_for(n), K.BLOCK](env[s], o, *scal)
+        return run
+
+    def _k_pad(self, eqn):
+        x, pv = eqn.invars
+        out = eqn.outvars[0]
+        if type(x) is Literal or not x.aval.shape:
+            return None
+        cfg = eqn.params["padding_config"]
+        rank = len(x.aval.shape)
+        dt = np.dtype(out.aval.dtype)
+        src = K.pad_source(rank, dt)
+        total = _size(out.aval.shape)
+        scal = [total] + list(out.aval.shape) + list(x.aval.shape) + [lo for lo, _, _ in cfg] + \
+            [i + 1 for _, _, i in cfg]
+        from numba import types, from_dtype
+        arr = types.Array(from_dtype(dt), 1, "C")
+        self._kernel("pad", src, [arr, arr, arr] + [types.int64] * len(scal))
+        s_x, s_p, s_o, alloc = self._slot(x), self._atom(pv), self._slot(out), self._alloc
+
+        def run(env):
+            o = env[s_o] = alloc(out.aval)
+            K.load(src)[K.grid_for(total), K.BLOCK](env[s_x], env[s_p], o, *scal)
+        return run
+
+    def _k_iota(self, eqn):
+        out = eqn.outvars[0]
+        shape, d = out.aval.shape, eqn.params["dimension"]
+        dt = np.dtype(out.aval.dtype)
+        src = K.iota_source(dt)
+        total = _size(shape)
+        inner, n = _size(shape[d + 1:]), shape[d]
+        from numba import types, from_dtype
+        self._kernel("iota", src, [types.Array(from_dtype(dt), 1, "C")] + [types.int64] * 3)
+        s_o, alloc = self._slot(out), self._alloc
+
+        def run(env):
+            o = env[s_o] = alloc(out.aval)
+            K.load(src)[K.grid_for(total), K.BLOCK](o, total, inner, max(n, 1))
+        return run
+
+    # --- reductions along an axis -------------------------------------------------------
+
+    def _axis_step(self, label, src, x, out, axis):
+        shape = x.aval.shape
+        n, inner = shape[axis], _size(shape[axis + 1:])
+        total = _size(shape[:axis]) * inner
+        from numba import types, from_dtype
+        self._kernel(label, src, [types.Array(from_dtype(np.dtype(x.aval.dtype)), 1, "C"),
+                                  types.Array(from_dtype(np.dtype(out.aval.dtype)), 1, "C")] +
+                     [types.int64] * 3)
+        s_x, s_o, alloc = self._slot(x), self._slot(out), self._alloc
+
+        def run(env):
+            o = env[s_o] = alloc(out.aval)
+            K.load(src)[K.grid_for(total), K.BLOCK](env[s_x], o, total, n, inner)
+        return run
+
+    def _k_argmax(self, eqn, kind="argmax"):
+        x, out = eqn.invars[0], eqn.outvars[0]
+        if type(x) is Literal:
+            return None
+        src = K.argreduce_source(kind, x.aval.dtype, out.aval.dtype)
+        return self._axis_step(kind, src, x, out, eqn.params["axes"][0])
+
+    def _k_argmin(self, eqn):
+        return self._k_argmax(eqn, "argmin")
+
+    def _k_cumsum(self, eqn):
+        x, out = eqn.invars[0], eqn.outvars[0]
+        if type(x) is Literal:
+            return None
+        src = K.cumsum_source(out.aval.dtype, eqn.params["reverse"])
+        return self._axis_step("cumsum", src, x, out, eqn.params["axis"])
+
+    # --- dot_general ---------------------------------------------------------------------
+
+    def _k_dot_general(self, eqn):
+        lhs, rhs = eqn.invars
+        out = eqn.outvars[0]
+        if type(lhs) is Literal or type(rhs) is Literal:
+            return None
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        dt = np.dtype(out.aval.dtype)
+        if dt.kind not in "fiu":
+            return None
+        ls, rs = lhs.aval.shape, rhs.aval.shape
+        lf = [i for i in range(len(ls)) if i not in lc and i not in lb]
+        rf = [i for i in range(len(rs)) if i not in rc and i not in rb]
+        steps = []
+        # Each operand's (batch, rows, cols) groups need one stride each; where they do not
+        # (several dims that are not adjacent in memory), the operand is first copied into
+        # (batch, rows, cols) order by the copy kernel.
+        views = []
+        for v, groups in ((lhs, (lb, lf, lc)), (rhs, (rb, rc, rf))):
+            st = _group_strides(v.aval.shape, groups)
+            slot = self._slot(v)
+            if st is None:
+                perm = [d for g in groups for d in g]
+                tmp = core.ShapedArray(tuple(v.aval.shape[d] for d in perm), v.aval.dtype)
+                tslot = len(self._host_template)
+                self._host_template.append(None)
+                xs = _cstrides(v.aval.shape)
+                steps.append(self._copy_step("dot_general operand layout", slot, tslot, tmp,
+                                             tmp.shape, [xs[d] for d in perm], 0))
+                st = _group_strides(tmp.shape, [list(range(len(lb))),
+                                                list(range(len(lb), len(lb) + len(groups[1]))),
+                                                list(range(len(lb) + len(groups[1]), len(perm)))])
+                slot = tslot
+            views.append((slot, st))
+        nb = _size([ls[i] for i in lb])
+        m = _size([ls[i] for i in lf])
+        n = _size([rs[i] for i in rf])
+        k = _size([ls[i] for i in lc])
+        (sa, (sab, sam, sak)), (sb, (sbb, sbk, sbn)) = views
+        src = K.matmul_source(dt)
+        from numba import types, from_dtype
+        arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
+        self._kernel("dot_general (tiled matmul)", src,
+                     [arr(lhs.aval.dtype), arr(rhs.aval.dtype), arr(dt)] + [types.int64] * 10)
+        T = K.TILE
+        grid = (max(1, min(K.MAX_GRID, -(-n // T))), max(1, min(K.MAX_GRID, -(-m // T))),
+                max(1, min(K.MAX_GRID, nb)))
+        s_o, alloc = self._slot(out), self._alloc
+        scal = [nb, m, n, k, sab, sam, sak, sbb, sbk, sbn]
+
+        def run(env):
+            for s in steps:
+                s(env)
+            o = env[s_o] = alloc(out.aval)
+            K.load(src)[grid, (T, T)](env[sa], env[sb], o, *scal)
+        return run
+
+    # --- windowed reductions and convolution ---------------------------------------------
+
+    def _window(self, eqn, kind):
+        x, out = eqn.invars[0], eqn.outvars[0]
+        if type(x) is Literal or not x.aval.shape:
+            return None
+        from corejax.lax.windowed import _identity
+        p = eqn.params
+        rank = len(x.aval.shape)
+        dt = np.dtype(x.aval.dtype)
+        src = K.reduce_window_source(rank, kind, dt)
+        total = _size(out.aval.shape)
+        scal = [total] + list(out.aval.shape) + list(x.aval.shape) + \
+            list(p["window_dimensions"]) + list(p["window_strides"]) + \
+            [lo for lo, _ in p["padding"]] + list(p["base_dilation"]) + \
+            list(p["window_dilation"])
+        init = self._const(np.asarray([_identity(kind, dt)], dt))
+        from numba import types, from_dtype
+        arr = types.Array(from_dtype(dt), 1, "C")
+        self._kernel(f"reduce_window_{kind}", src, [arr, arr, arr] + [types.int64] * len(scal))
+        s_x, s_o, alloc = self._slot(x), self._slot(out), self._alloc
+
+        def run(env):
+            o = env[s_o] = alloc(out.aval)
+            K.load(src)[K.grid_for(total), K.BLOCK](env[s_x], env[init], o, *scal)
+        return run
+
+    def _const(self, host):
+        s = len(self._host_template)
+        self._host_template.append(host)
+        return s
+
+    def _k_reduce_window_sum(self, eqn):
+        return self._window(eqn, "sum")
+
+    def _k_reduce_window_max(self, eqn):
+        return self._window(eqn, "max")
+
+    def _k_reduce_window_min(self, eqn):
+        return self._window(eqn, "min")
+
+    def _k_conv_general_dilated(self, eqn):
+        lhs, rhs = eqn.invars
+        out = eqn.outvars[0]
+        if type(lhs) is Literal or type(rhs) is Literal:
+            return None
+        p = eqn.params
+        dt = np.dtype(out.aval.dtype)
+        if dt.kind != "f":
+            return None
+        lspec, rspec, ospec = p["dimension_numbers"]
+        nsp = len(lspec) - 2
+        lst, rst, ost = (_cstrides(v.aval.shape) for v in (lhs, rhs, out))
+        L = [lhs.aval.shape[d] for d in lspec]          # logical (N, C, spatial...)
+        R = [rhs.aval.shape[d] for d in rspec]          # (O, I, spatial...)
+        Ot = [out.aval.shape[d] for d in ospec]         # (N/B, O, spatial...)
+        G, B = p["feature_group_count"], p["batch_group_count"]
+        O, Cg = R[0], R[1]
+        groups = max(G, B)
+        Og = O // groups
+        Nout = Ot[0]
+        total = _size(out.aval.shape)
+        # Nb == N tells the kernel its groups are feature groups (or none); -1: batch groups.
+        scal = [total, Nout, O, Cg, Og, Nout if B == 1 else -1,
+                lst[lspec[0]], lst[lspec[1]], rst[rspec[0]], rst[rspec[1]],
+                ost[ospec[0]], ost[ospec[1]]]
+        scal += Ot[2:] + L[2:] + R[2:]
+        scal += [lst[d] for d in lspec[2:]] + [rst[d] for d in rspec[2:]] + \
+            [ost[d] for d in ospec[2:]]
+        scal += list(p["window_strides"]) + [lo for lo, _ in p["padding"]] + \
+            list(p["lhs_dilation"]) + list(p["rhs_dilation"])
+        src = K.conv_source(nsp, dt)
+        from numba import types, from_dtype
+        arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
+        self._kernel("conv_general_dilated (direct)", src,
+                     [arr(lhs.aval.dtype), arr(rhs.aval.dtype), arr(dt)] +
+                     [types.int64] * len(scal))
+        s_l, s_r, s_o, alloc = self._slot(lhs), self._slot(rhs), self._slot(out), self._alloc
+
+        def run(env):
+            o = env[s_o] = alloc(out.aval)
+            if total:
+                K.load(src)[K.grid_for(total), K.BLOCK](env[s_l], env[s_r], o, *scal)
+        return run
+
+    def _k_threefry2x32(self, eqn):
+        if any(type(v) is Literal for v in eqn.invars):
+            return None
+        src = K.threefry_source()
+        total = _size(eqn.outvars[0].aval.shape)
+        from numba import types
+        self._kernel("threefry2x32", src, [types.uint32[::1]] * 6 + [types.int64])
+        ins = [self._slot(v) for v in eqn.invars]
+        outs = [(self._slot(v), v.aval) for v in eqn.outvars]
+        alloc = self._alloc
+
+        def run(env):
+            os_ = []
+            for s, aval in outs:
+                env[s] = alloc(aval)
+                os_.append(env[s])
+            K.load(src)[K.grid_for(total), K.BLOCK](*[env[s] for s in ins], *os_, total)
+        return run
+
+    # --- control flow ----------------------------------------------------------------------
+
+    def _sub(self, closed):
+        return CudaExecutable(closed, self.device)
+
+    def _k_cond(self, eqn):
+        branches = [self._sub(b) for b in eqn.params["branches"]]
+        for b in branches:
+            self._adopt(b, "cond branch")
+        idx, *ops = [self._atom(v) for v in eqn.invars]
+        outs = [self._slot(v) for v in eqn.outvars]
+
+        def run(env):
+            i = int(env[idx].copy_to_host()[0])        # synchronizes
+            res = branches[min(max(i, 0), len(branches) - 1)].run_device(*[env[s] for s in ops])
+            for s, r in zip(outs, res):
+                env[s] = r
+        return run
+
+    def _k_while(self, eqn):
+        p = eqn.params
+        cond, body = self._sub(p["cond_jaxpr"]), self._sub(p["body_jaxpr"])
+        self._adopt(cond, "while cond")
+        self._adopt(body, "while body")
+        nc, nb = p["cond_nconsts"], p["body_nconsts"]
+        ins = [self._atom(v) for v in eqn.invars]
+        outs = [self._slot(v) for v in eqn.outvars]
+
+        def run(env):
+            args = [env[s] for s in ins]
+            cc, bc, carry = args[:nc], args[nc:nc + nb], args[nc + nb:]
+            while bool(cond.run_device(*cc, *carry)[0].copy_to_host()[0]):
+                carry = body.run_device(*bc, *carry)
+            for s, r in zip(outs, carry):
+                env[s] = r
+        return run
+
+    def _k_scan(self, eqn):
+        p = eqn.params
+        body = self._sub(p["jaxpr"])
+        self._adopt(body, "scan body")
+        length, reverse = p["length"], p["reverse"]
+        nc, nk = p["num_consts"], p["num_carry"]
+        ins = [self._atom(v) for v in eqn.invars]
+        xs_sizes = [_size(v.aval.shape[1:]) for v in eqn.invars[nc + nk:]]
+        y_avals = [v.aval for v in eqn.outvars[nk:]]
+        outs = [self._slot(v) for v in eqn.outvars]
+        copy_srcs = [K.copy_source(1, a.dtype) for a in y_avals]
+        from numba import types, from_dtype
+        for a, src in zip(y_avals, copy_srcs):
+            arr = types.Array(from_dtype(np.dtype(a.dtype)), 1, "C")
+            self._kernel("scan ys write", src, [arr, arr] + [types.int64] * 6)
+        alloc = self._alloc
+
+        def run(env):
+            args = [env[s] for s in ins]
+            consts, carry, xs = args[:nc], args[nc:nc + nk], args[nc + nk:]
+            ys = [alloc(a) for a in y_avals]
+            for i in (range(length - 1, -1, -1) if reverse else range(length)):
+                x_i = [x[i * n:(i + 1) * n] for x, n in zip(xs, xs_sizes)]
+                res = body.run_device(*consts, *carry, *x_i)
+                carry = res[:nk]
+                for y, r, src in zip(ys, res[nk:], copy_srcs):
+                    n = r.size
+                    if n:
+                        K.load(src)[K.grid_for(n), K.BLOCK](r, y, n, 0, i * n, n, 1, 1)
+            for s, r in zip(outs, list(carry) + ys):
+                env[s] = r
+        return run
+
+    def _adopt(self, sub, label):
+        self.kernels += [(f"{label}: {lab}", src, ts) for lab, src, ts in sub.kernels]
+        self.fallbacks += [(name, f"{reason} (in {label})") for name, reason in sub.fallbacks]
+
+    # --- running ---------------------------------------------------------------------------
+
+    def run_device(self, *buffers) -> list:
+        """Flat device buffers in, flat device buffers out (no synchronization)."""
+        env = self._env()
+        for (s, _), b in zip(self._in, buffers):
+            env[s] = b
+        for step in self._program:
+            step(env)
+        return [env[s] for s in self._outs]
+
+    def __call__(self, *args) -> list:
+        from corejax.array import Array, cuda_array, to_device_buffer
+        if self.device is None:
+            raise RuntimeError("this CudaExecutable was built without a device (plan only)")
+        bufs = []
+        for (s, aval), x in zip(self._in, args):
+            if type(x) is Array and x._device is not None and x._device.platform == "cuda":
+                b = to_device_buffer(x, self.device)
+                if b.dtype != aval.dtype:
+                    b = _cuda().to_device(b.copy_to_host().astype(aval.dtype))
+            else:
+                host = x._value if type(x) is Array else x
+                b = to_device_buffer(np.asarray(host, dtype=aval.dtype), self.device)
+            bufs.append(b.reshape(-1) if b.ndim != 1 else b)
+        outs = self.run_device(*bufs)
+        return [cuda_array(o.reshape(a.shape), w, self.device)
+                for o, a, w in zip(outs, self.out_avals, self.out_weak)]
+
+    def as_text(self) -> str:
+        lines = ["# passes: " + ", ".join(n for n, _ in PASSES), "# optimized IR:",
+                 str(self.optimized), "# execution plan (cuda):"] + self.plan
+        if self.fallbacks:
+            lines.append("# host fallbacks:")
+            lines += [f"#   {name}: {reason}" for name, reason in self.fallbacks]
+        else:
+            lines.append("# host fallbacks: none")
+        for label, src, _ in self.kernels:
+            lines.append(f"\n# kernel: {label}\n{src}")
+        return "\n".join(lines)
+
+
+def _group_strides(shape, groups):
+    """One element stride per group of dims of a C-contiguous array (ignoring size-1 dims),
+    or None when a group's dims are not adjacent in memory order."""
+    cs = _cstrides(shape)
+    out = []
+    for g in groups:
+        dims = [d for d in g if shape[d] != 1]
+        if not dims:
+            out.append(0)
+            continue
+        for a, b in zip(dims, dims[1:]):
+            if cs[a] != cs[b] * shape[b]:
+                return None
+        out.append(cs[dims[-1]])
+    return out
+
+
+_FALLBACK_REASONS = {
+    "sort": "sorting has no CUDA kernel yet",
+    "gather": "gather has no CUDA kernel yet",
+    "scatter": "scatter has no CUDA kernel yet",
+    "scatter-add": "scatter has no CUDA kernel yet",
+    "scatter-mul": "scatter has no CUDA kernel yet",
+    "scatter-min": "scatter has no CUDA kernel yet",
+    "scatter-max": "scatter has no CUDA kernel yet",
+}

@@ -1,0 +1,267 @@
+"""CUDA code generation: a FusedGroup becomes the source of one numba.cuda kernel.
+
+The group is read exactly as the CPU code generator reads it (compiler/codegen.py): operands are
+materialized Vars or Virtuals (broadcasts, transposes, unit reshapes seen through indexing,
+iotas, scalar literals); output dims of size 1 are dropped and adjacent dims every operand spans
+alike (in its own memory order, alike reduced or kept) collapse into one loop dim; every buffer
+is passed flat and indexed with offsets over the collapsed indices it spans.
+
+- Elementwise: a grid-stride loop over the flattened output; each linear index is decomposed
+  into the collapsed loop indices.
+- Trailing reduction, "row" mode (long reductions): one block per kept output element (blocks
+  loop over kept elements), threads stride over the reduced elements, then a tree reduction in
+  shared memory. "serial" mode (short reductions): one thread per kept element.
+Scalar expressions come from the registry's elementwise lowerings with `CudaScalarCtx`, which
+names only math that compiles for CUDA (math.* / libdevice, the helpers of cuda_kernels).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from corejax.core import Literal
+from corejax.compiler import registry
+from corejax.compiler.cuda_kernels import REDUCE_BLOCK, np_name
+from corejax.compiler.fusion import FusedGroup, Virtual
+from corejax.compiler.scalar_ctx import ScalarCtx, literal
+
+__all__ = ["CudaScalarCtx", "CudaKernelPlan", "generate", "SERIAL_MAX"]
+
+# Reductions over at most this many elements per output run one thread per output.
+SERIAL_MAX = 64
+
+_MATH = {n: f"math.{n}" for n in (
+    "exp", "log", "log1p", "expm1", "tanh", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+    "cosh", "asinh", "acosh", "atanh", "sqrt", "erf", "erfc", "lgamma", "atan2", "log2",
+    "log10")}
+_LIBDEVICE = {"exp2": "exp2", "cbrt": "cbrt", "floor": "floor", "ceil": "ceil",
+              "nextafter": "nextafter", "rem": "fmod", "pow": "pow", "round_even": "rint",
+              "erf_inv": "erfinv"}
+
+
+class CudaScalarCtx(ScalarCtx):
+    """ScalarCtx for CUDA kernels: math.* (libdevice) instead of the CPU fastmath polynomials
+    and NumPy scalar ufuncs, and cuda_kernels' device helpers instead of kernel_lib's."""
+    backend = "cuda"
+
+    def _lib(self, name: str) -> str:
+        return name            # every helper is in cuda_kernels.kernel_namespace()
+
+    def math(self, name: str, *args) -> str:
+        dt = self._dt()
+        if dt.kind == "f" and name in _LIBDEVICE:
+            fn = _LIBDEVICE[name] + ("f" if dt == np.float32 else "")
+            return f"np.{dt.name}(libdevice.{fn}({', '.join(args)}))"
+        handler = getattr(self, f"_m_{name}", None)
+        if handler is not None:
+            return handler(dt, *args)
+        if name in _MATH:
+            return f"np.{dt.name}({_MATH[name]}({', '.join(args)}))"
+        raise NotImplementedError(f"no CUDA scalar lowering for math function {name!r}")
+
+    def _m_isfinite(self, dt, x):
+        return f"(abs({x}) < np.inf)"
+
+    def _m_max(self, dt, x, y):
+        if dt.kind in "fc":
+            return f"fmax({x}, {y})"
+        return f"({x} if {x} >= {y} else {y})"
+
+    def _m_min(self, dt, x, y):
+        if dt.kind in "fc":
+            return f"fmin({x}, {y})"
+        return f"({x} if {x} <= {y} else {y})"
+
+
+class CudaKernelPlan:
+    """A generated kernel and how to launch it."""
+
+    def __init__(self, source, sizes, arrays, outputs, reduction_out, mode, extra):
+        self.source = source
+        self.sizes = sizes                  # collapsed loop sizes, passed first
+        self.arrays = arrays                # materialized input Vars (flat buffers)
+        self.outputs = outputs              # full-shape output Vars
+        self.reduction_out = reduction_out
+        self.mode = mode                    # "elementwise" | "row" | "serial"
+        self.extra = extra                  # trailing scalar arguments (total / nk, nr)
+
+    def argtypes(self):
+        """Numba argument types of a launch (for compile_ptx)."""
+        from numba import types, from_dtype
+        arr = lambda v: types.Array(from_dtype(np.dtype(v.aval.dtype)), 1, "C")
+        outs = self.outputs + ([self.reduction_out] if self.reduction_out is not None else [])
+        return tuple([types.int64] * len(self.sizes) + [arr(v) for v in self.arrays] +
+                     [arr(v) for v in outs] + [types.int64] * len(self.extra))
+
+    def launch_config(self):
+        from corejax.compiler.cuda_kernels import BLOCK, grid_for, MAX_GRID
+        if self.mode == "row":
+            return max(1, min(MAX_GRID, self.extra[0])), REDUCE_BLOCK
+        return grid_for(self.extra[0]), BLOCK
+
+
+def _monoid(name, dt):
+    dt = np.dtype(dt)
+    if name == "add":
+        return literal(0, dt), "({a} + {b})"
+    if name == "mul":
+        return literal(1, dt), "({a} * {b})"
+    if name in ("and", "or"):
+        return literal(name == "and", dt), "({a} & {b})" if name == "and" else "({a} | {b})"
+    big = np.inf if dt.kind == "f" else (True if dt == np.bool_ else np.iinfo(dt).max)
+    small = -np.inf if dt.kind == "f" else (False if dt == np.bool_ else np.iinfo(dt).min)
+    init = literal(small if name == "max" else big, dt)
+    if dt.kind == "f":
+        return init, ("fmax" if name == "max" else "fmin") + "({a}, {b})"
+    return init, "({a} if {a} >= {b} else {b})" if name == "max" else "({a} if {a} <= {b} else {b})"
+
+
+def _collapse(group: FusedGroup):
+    """Operands, collapsed loop dims and per-operand spans, as the CPU code generator forms
+    them."""
+    S = group.shape
+    red = group.reduction
+    red_axes = set(red.params["axes"]) if red is not None else set()
+    loop_dims = [d for d in range(len(S)) if S[d] != 1]
+    arrays, operand = [], {}
+    for atom, src in group.inputs.items():
+        if isinstance(src, Virtual) and type(src.src) is Literal:
+            operand[atom] = ("literal", src.src)
+            continue
+        if isinstance(src, Virtual) and src.src is None:
+            operand[atom] = ("iota", src.iota_dim, src.aval.dtype)
+            continue
+        if isinstance(src, Virtual):
+            base = src.src
+            spans = tuple(d for k, d in enumerate(src.dims)
+                          if d is not None and base.aval.shape[k] != 1 and S[d] != 1)
+        else:
+            base, spans = atom, tuple(loop_dims)
+        key = (base, spans)
+        if key not in arrays:
+            arrays.append(key)
+        operand[atom] = ("array", arrays.index(key))
+    iota_dims = {o[1] for o in operand.values() if o[0] == "iota"}
+
+    def mergeable(a, b):
+        if (a in red_axes) != (b in red_axes) or a in iota_dims or b in iota_dims:
+            return False
+        for _, spans in arrays:
+            if (a in spans) != (b in spans):
+                return False
+            if a in spans and spans.index(b) != spans.index(a) + 1:
+                return False
+        return True
+
+    collapsed: list[list[int]] = []
+    for d in loop_dims:
+        if collapsed and mergeable(collapsed[-1][-1], d):
+            collapsed[-1].append(d)
+        else:
+            collapsed.append([d])
+    return arrays, operand, collapsed, red_axes
+
+
+def generate(group: FusedGroup) -> CudaKernelPlan:
+    S = group.shape
+    red = group.reduction
+    arrays, operand, collapsed, red_axes = _collapse(group)
+    k = len(collapsed)
+    sizes = [int(np.prod([S[d] for d in c], dtype=np.int64)) for c in collapsed]
+    cdim_of = {d: i for i, c in enumerate(collapsed) for d in c}
+    reduced = [collapsed[i][0] in red_axes for i in range(k)]
+    kept = [c for c in range(k) if not reduced[c]]
+    reds = [c for c in range(k) if reduced[c]]
+
+    def offset(cdims):
+        expr = None
+        for c in cdims:
+            expr = f"i{c}" if expr is None else f"({expr} * n{c} + i{c})"
+        return expr or "0"
+
+    def unravel(var, cdims):
+        lines = [f"r = {var}"]
+        for j in range(len(cdims) - 1, -1, -1):
+            c = cdims[j]
+            if j == 0:
+                lines.append(f"i{c} = r")
+            else:
+                lines += [f"i{c} = r % n{c}", f"r = r // n{c}"]
+        return lines
+
+    ctx = CudaScalarCtx()
+    names: dict = {}
+    loads = []
+    for j, (base, spans) in enumerate(arrays):
+        cdims = list(dict.fromkeys(cdim_of[d] for d in spans))
+        loads.append(f"x{j} = a{j}[{offset(cdims)}]")
+    for atom, op in operand.items():
+        if op[0] == "array":
+            names[atom] = f"x{op[1]}"
+        elif op[0] == "literal":
+            names[atom] = literal(op[1].val, atom.aval.dtype)
+        else:
+            _, d, dt = op
+            names[atom] = f"{np_name(dt)}(i{cdim_of[d]})" if d in cdim_of else literal(0, dt)
+
+    def expr_of(atom):
+        if type(atom) is Literal:
+            return literal(atom.val, atom.aval.dtype)
+        return names[atom]
+
+    body = list(loads)
+    for n, eqn in enumerate(group.eqns):
+        rule = registry.elementwise_lowerings[eqn.primitive]
+        ctx.in_dtypes = [v.aval.dtype for v in eqn.invars]
+        ctx.out_dtype = eqn.outvars[0].aval.dtype
+        expr = rule(ctx, *map(expr_of, eqn.invars), **eqn.params)
+        body.append(f"v{n} = {np_name(ctx.out_dtype)}({expr})")
+        names[eqn.outvars[0]] = f"v{n}"
+    outputs = [o for o in group.outputs if red is None or o is not red.outvars[0]]
+    for j, v in enumerate(outputs):
+        body.append(f"o{j}[{offset(range(k))}] = {names[v]}")
+
+    args = [f"n{c}" for c in range(k)] + [f"a{j}" for j in range(len(arrays))] + \
+        [f"o{j}" for j in range(len(outputs))]
+    ind = lambda lines, n: ["    " * n + line for line in lines]
+    if red is None:
+        total = int(np.prod(sizes, dtype=np.int64))
+        args.append("total")
+        lines = ["for t in range(cuda.grid(1), total, cuda.gridsize(1)):"]
+        lines += ind(unravel("t", list(range(k))) + body, 1)
+        mode, extra = "elementwise", [total]
+    else:
+        dt = red.outvars[0].aval.dtype
+        T = np_name(dt)
+        init, combine = _monoid(registry.kernel_lowerings[red.primitive][1], dt)
+        nk = int(np.prod([sizes[c] for c in kept], dtype=np.int64))
+        nr = int(np.prod([sizes[c] for c in reds], dtype=np.int64))
+        val = expr_of(red.invars[0])
+        args += ["r0", "nk", "nr"]
+        accumulate = body + [f"acc = {T}({combine.format(a='acc', b=val)})"]
+        if nr <= SERIAL_MAX:
+            mode = "serial"
+            lines = ["for q in range(cuda.grid(1), nk, cuda.gridsize(1)):"]
+            lines += ind(unravel("q", kept) + [f"acc = {init}", "for p in range(nr):"], 1)
+            lines += ind(unravel("p", reds) + accumulate, 2)
+            lines += ind(["r0[q] = acc"], 1)
+        else:
+            mode = "row"
+            B = REDUCE_BLOCK
+            lines = [f"sh = cuda.shared.array({B}, {T})", "tid = cuda.threadIdx.x",
+                     "for q in range(cuda.blockIdx.x, nk, cuda.gridDim.x):"]
+            lines += ind(unravel("q", kept) + [f"acc = {init}", f"for p in range(tid, nr, {B}):"],
+                         1)
+            lines += ind(unravel("p", reds) + accumulate, 2)
+            lines += ind(["sh[tid] = acc", "cuda.syncthreads()", f"s = {B // 2}",
+                          "while s > 0:",
+                          "    if tid < s:",
+                          f"        sh[tid] = {T}({combine.format(a='sh[tid]', b='sh[tid + s]')})",
+                          "    cuda.syncthreads()",
+                          "    s = s // 2",
+                          "if tid == 0:",
+                          "    r0[q] = sh[0]",
+                          "cuda.syncthreads()"], 1)
+        extra = [nk, nr]
+    source = f"def kernel({', '.join(args)}):\n" + "".join(f"    {l}\n" for l in lines)
+    return CudaKernelPlan(source, sizes, [b for b, _ in arrays], outputs,
+                          red.outvars[0] if red is not None else None, mode, extra)

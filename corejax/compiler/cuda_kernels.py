@@ -1,0 +1,484 @@
+"""Hand-written CUDA device kernels and the namespace every generated CUDA kernel runs in.
+
+Every kernel here is *source text* defining `def kernel(...)` (specialized per rank / dtype /
+tile size, with shape parameters as scalar arguments), so that one path serves all of them:
+`load(source)` compiles it with `numba.cuda.jit` (cached per source in this process) and
+tests/test_ptx.py compiles the same text to PTX with `numba.cuda.compile_ptx`, the only type
+check the Numba CUDA simulator does not do.
+
+Kernels run in `kernel_namespace()`: `cuda`, `np`, `math`, `libdevice`, `bitcast` and the scalar
+helpers below (lax semantics for integer division, shifts, saturating casts, NaN-propagating
+max/min, ...). On a real GPU `math.*` and `libdevice.*` are NVIDIA's libdevice. Under the
+simulator (which runs each thread as Python) they are NumPy stand-ins with the same IEEE
+results (Python's `math` raises on log(0) and sqrt(-1), and libdevice's stubs return None).
+Numba's CPU-jitted helpers (compiler/fastmath.py, kernel_lib.py) cannot be called from CUDA
+kernels (their dispatchers try to initialize a driver) and NumPy ufuncs on scalars are not
+typed in CUDA kernels, so nothing generated here names them.
+"""
+from __future__ import annotations
+
+import math as _pymath
+import threading
+
+import numpy as np
+from numba import config as _nb_config, cuda
+
+from corejax.compiler import kernel_lib
+
+__all__ = ["SIM", "BLOCK", "load", "kernel_namespace", "np_name"]
+
+SIM = bool(_nb_config.ENABLE_CUDASIM)
+# Threads per block: real-GPU sizes, and small ones under the simulator (one Python thread
+# per CUDA thread). Reduction blocks must be powers of two (tree reduction).
+BLOCK = 8 if SIM else 256
+REDUCE_BLOCK = 8 if SIM else 256
+TILE = 4 if SIM else 16          # matmul tile edge (TILE x TILE threads per block)
+MAX_GRID = 64 if SIM else 65535
+
+
+def np_name(dt) -> str:
+    dt = np.dtype(dt)
+    return "np.bool_" if dt == np.bool_ else f"np.{dt.name}"
+
+
+# --- simulator stand-ins ------------------------------------------------------------------------
+
+def _quiet(fn):
+    def f(*args):
+        with np.errstate(all="ignore"):
+            return fn(*args)
+    return f
+
+
+def _lgamma(x):
+    try:
+        return _pymath.lgamma(x)
+    except (ValueError, OverflowError):
+        return np.inf
+
+
+class _SimMath:
+    """`math` for simulated kernels: IEEE results instead of Python's exceptions."""
+    exp, log, log1p, expm1 = map(_quiet, (np.exp, np.log, np.log1p, np.expm1))
+    tanh, sin, cos, tan = map(_quiet, (np.tanh, np.sin, np.cos, np.tan))
+    asin, acos, atan = map(_quiet, (np.arcsin, np.arccos, np.arctan))
+    sinh, cosh, asinh, acosh, atanh = map(_quiet, (np.sinh, np.cosh, np.arcsinh, np.arccosh,
+                                                   np.arctanh))
+    sqrt, log2, log10, atan2 = map(_quiet, (np.sqrt, np.log2, np.log10, np.arctan2))
+    pow, fabs, copysign = map(_quiet, (np.power, np.fabs, np.copysign))
+    erf, erfc = _pymath.erf, _pymath.erfc
+    lgamma = staticmethod(_lgamma)
+    isnan, isinf = np.isnan, np.isinf
+
+
+def _erfinv(y):
+    from corejax.lax.elementwise import _erf_inv_np
+    return _erf_inv_np(np.asarray(y))[()]
+
+
+class _SimLibdevice:
+    exp2 = exp2f = _quiet(np.exp2)
+    cbrt = cbrtf = _quiet(np.cbrt)
+    floor = floorf = _quiet(np.floor)
+    ceil = ceilf = _quiet(np.ceil)
+    trunc = truncf = _quiet(np.trunc)
+    rint = rintf = _quiet(np.rint)
+    fmod = fmodf = _quiet(np.fmod)
+    pow = powf = _quiet(np.power)
+    nextafter = nextafterf = _quiet(np.nextafter)
+    erfinv = erfinvf = staticmethod(_quiet(_erfinv))
+
+
+def _sim_bitcast(x, cls):
+    return np.asarray(x).view(cls)[()]
+
+
+if SIM:
+    math = _SimMath
+    libdevice = _SimLibdevice
+    bitcast = _sim_bitcast
+else:
+    import math  # noqa: F811  (libdevice through Numba's CUDA math lowering)
+    from numba.cuda import libdevice
+    bitcast = kernel_lib.bitcast      # an @intrinsic: compiles for every Numba target
+
+device = cuda.jit(device=True)
+
+
+# --- scalar helpers (lax semantics; the same definitions as kernel_lib's CPU ones) -------------
+
+@device
+def int_div(x, y, on_zero):
+    if y == 0:
+        return on_zero
+    q = x // y
+    if (x % y != 0) and ((x < 0) != (y < 0)):
+        q += 1
+    return q
+
+
+@device
+def int_rem(x, y):
+    if y == 0:
+        return y
+    r = x % y
+    if r != 0 and (x < 0) != (y < 0):
+        r -= y
+    return r
+
+
+@device
+def float_to_int(x, lo, hi):
+    if x != x:
+        return 0
+    xf = np.float64(x)
+    if xf <= lo:
+        return lo
+    if xf >= hi:
+        return hi
+    return int(xf)
+
+
+@device
+def shift_left(x, y, nbits):
+    if y >= nbits or y < 0:
+        return x - x
+    return x << y
+
+
+@device
+def shift_right_arith(x, y, nbits):
+    if y >= nbits or y < 0:
+        y = nbits - 1
+    return x >> y
+
+
+@device
+def shift_right_logical(ux, y, nbits):
+    if y >= nbits or y < 0:
+        return ux - ux
+    return ux >> y
+
+
+@device
+def round_away(x):
+    t = libdevice.trunc(np.float64(x))
+    if abs(x - t) >= 0.5:
+        return t + (1.0 if x > 0 else -1.0)
+    return t
+
+
+@device
+def fmax(x, y):
+    if x != x:
+        return x
+    if y != y:
+        return y
+    return x if x >= y else y
+
+
+@device
+def fmin(x, y):
+    if x != x:
+        return x
+    if y != y:
+        return y
+    return x if x <= y else y
+
+
+@device
+def popcount(x, nbits):
+    c = 0
+    for i in range(nbits):
+        c += (x >> i) & 1
+    return c
+
+
+@device
+def integer_pow(x, n, one):
+    m = n if n >= 0 else -n
+    acc = one
+    base = x
+    while m:
+        if m & 1:
+            acc = acc * base
+        base = base * base
+        m >>= 1
+    return acc if n >= 0 else one / acc
+
+
+HELPERS = ("int_div", "int_rem", "float_to_int", "shift_left", "shift_right_arith",
+           "shift_right_logical", "round_away", "fmax", "fmin", "popcount", "integer_pow")
+
+
+def kernel_namespace() -> dict:
+    ns = {"cuda": cuda, "np": np, "math": math, "libdevice": libdevice, "bitcast": bitcast}
+    ns.update({name: globals()[name] for name in HELPERS})
+    return ns
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+_lock = threading.Lock()
+_compiled: dict = {}
+
+
+def pyfunc(source: str):
+    """The plain Python function a kernel source defines (for cuda.jit or compile_ptx)."""
+    ns = kernel_namespace()
+    exec(compile(source, "<corejax cuda kernel>", "exec"), ns)
+    return ns["kernel"]
+
+
+def load(source: str):
+    """The numba.cuda kernel of `source`, compiled once per process (Numba compiles it per
+    argument types at its first launch)."""
+    k = _compiled.get(source)
+    if k is None:
+        with _lock:
+            k = _compiled.get(source)
+            if k is None:
+                k = _compiled[source] = cuda.jit(pyfunc(source))
+    return k
+
+
+def grid_for(n: int, block: int = BLOCK) -> int:
+    return max(1, min(MAX_GRID, -(-n // block)))
+
+
+# --- layout kernels ------------------------------------------------------------------------------
+
+def _unravel(rank: int, t: str = "t", prefix: str = "i", sizes: str = "n") -> list[str]:
+    """Lines decomposing linear index `t` into i0..i{rank-1} over sizes n0..n{rank-1}."""
+    lines = [f"r = {t}"]
+    for d in range(rank - 1, -1, -1):
+        if d == 0:
+            lines.append(f"{prefix}0 = r")
+        else:
+            lines.append(f"{prefix}{d} = r % {sizes}{d}")
+            lines.append(f"r = r // {sizes}{d}")
+    return lines
+
+
+def _kernel(args: list[str], body: list[str]) -> str:
+    return ("def kernel(" + ", ".join(args) + "):\n" +
+            "".join(f"    {line}\n" for line in body))
+
+
+def _grid_loop(total: str, body: list[str]) -> list[str]:
+    return [f"for t in range(cuda.grid(1), {total}, cuda.gridsize(1)):"] + \
+        [f"    {line}" for line in body]
+
+
+def copy_source(rank: int, out_dtype, dyn_src: bool = False, dyn_dst: bool = False) -> str:
+    """dst[doff + sum i_d*ds_d] = src[soff + sum i_d*ss_d] over the index space n0..n{r-1}:
+    transposes, broadcasts (stride 0), rev (negative strides), slices, concatenation pieces.
+    With dyn_src / dyn_dst the offset adds clamp(q_d[0], 0, lim_d) * stride_d read from
+    device index buffers (dynamic_slice / dynamic_update_slice)."""
+    R = range(rank)
+    args = ["src", "dst", "total", "soff", "doff"] + [f"n{d}" for d in R] + \
+        [f"ss{d}" for d in R] + [f"ds{d}" for d in R]
+    pre = []
+    for side, on in (("s", dyn_src), ("d", dyn_dst)):
+        if on:
+            args += [f"{side}q{d}" for d in R] + [f"{side}lim{d}" for d in R]
+            pre.append(f"{side}o = {side}off")
+            for d in R:
+                pre += [f"q = np.int64({side}q{d}[0])",
+                        f"q = q if q < {side}lim{d} else {side}lim{d}",
+                        f"{side}o += (q if q > 0 else 0) * {side}s{d}"]
+        else:
+            pre.append(f"{side}o = {side}off")
+    sidx = " + ".join(["so"] + [f"i{d} * ss{d}" for d in R])
+    didx = " + ".join(["do"] + [f"i{d} * ds{d}" for d in R])
+    body = _unravel(rank) + [f"dst[{didx}] = {np_name(out_dtype)}(src[{sidx}])"]
+    return _kernel(args, pre + _grid_loop("total", body))
+
+
+def pad_source(rank: int, dtype) -> str:
+    """lax.pad: out[i] = x[(i_d - lo_d) / (interior_d + 1)] where that lands on an element,
+    else the padding value pv[0] (negative lo/hi crop)."""
+    R = range(rank)
+    args = ["src", "pv", "dst", "total"] + [f"n{d}" for d in R] + [f"m{d}" for d in R] + \
+        [f"lo{d}" for d in R] + [f"st{d}" for d in R]
+    body = _unravel(rank) + ["ok = True", "s = 0"]
+    for d in R:
+        body += [f"j = i{d} - lo{d}",
+                 f"if j < 0 or j % st{d} != 0 or j // st{d} >= m{d}:",
+                 "    ok = False",
+                 f"s = s * m{d} + (j // st{d} if ok else 0)"]
+    body.append(f"dst[t] = src[s] if ok else pv[0]")
+    return _kernel(args, _grid_loop("total", body))
+
+
+def iota_source(dtype) -> str:
+    """out[t] = the index along one dimension: (t // inner) % n."""
+    return _kernel(["dst", "total", "inner", "n"],
+                   _grid_loop("total", [f"dst[t] = {np_name(dtype)}((t // inner) % n)"]))
+
+
+def fill_source(dtype) -> str:
+    return _kernel(["dst", "total", "value"],
+                   _grid_loop("total", [f"dst[t] = {np_name(dtype)}(value[0])"]))
+
+
+# --- reductions along one axis (arg-reductions, cumulative sums) --------------------------------
+
+def argreduce_source(kind: str, in_dtype, index_dtype) -> str:
+    """argmax/argmin along the middle axis of an (outer, n, inner) operand, one thread per
+    result; the first NaN wins (np.argmax), then the first extremum."""
+    better = ">" if kind == "argmax" else "<"
+    body = ["o = t // inner", "j = t - o * inner", "base = o * n * inner + j",
+            "best = src[base]", "bi = 0",
+            "for r in range(1, n):",
+            "    v = src[base + r * inner]",
+            "    if best != best:",
+            "        break",
+            f"    if v != v or v {better} best:",
+            "        best = v",
+            "        bi = r",
+            f"dst[t] = {np_name(index_dtype)}(bi)"]
+    return _kernel(["src", "dst", "total", "n", "inner"], _grid_loop("total", body))
+
+
+def cumsum_source(dtype, reverse: bool) -> str:
+    rng = "range(n - 1, -1, -1)" if reverse else "range(n)"
+    body = ["o = t // inner", "j = t - o * inner", "base = o * n * inner + j",
+            f"acc = {np_name(dtype)}(0)",
+            f"for r in {rng}:",
+            f"    acc = {np_name(dtype)}(acc + src[base + r * inner])",
+            "    dst[base + r * inner] = acc"]
+    return _kernel(["src", "dst", "total", "n", "inner"], _grid_loop("total", body))
+
+
+# --- matmul --------------------------------------------------------------------------------------
+
+def matmul_source(dtype) -> str:
+    """C[b, i, j] = sum_p A[b, i, p] * B[b, p, j], operands read through strides (so transposed
+    operands are not copied), TILE x TILE output tiles staged through shared memory, edge tiles
+    masked, batches on the grid's z axis; accumulates in `dtype`."""
+    T, nt = TILE, np_name(dtype)
+    return f"""def kernel(A, B, C, nb, m, n, k, sab, sam, sak, sbb, sbk, sbn):
+    sA = cuda.shared.array(({T}, {T}), {nt})
+    sB = cuda.shared.array(({T}, {T}), {nt})
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    zero = {nt}(0)
+    tiles_m = (m + {T} - 1) // {T}
+    tiles_n = (n + {T} - 1) // {T}
+    for b in range(cuda.blockIdx.z, nb, cuda.gridDim.z):
+        for tm in range(cuda.blockIdx.y, tiles_m, cuda.gridDim.y):
+            for tn in range(cuda.blockIdx.x, tiles_n, cuda.gridDim.x):
+                row = tm * {T} + ty
+                col = tn * {T} + tx
+                acc = zero
+                for t0 in range(0, k, {T}):
+                    p = t0 + tx
+                    if row < m and p < k:
+                        sA[ty, tx] = {nt}(A[b * sab + row * sam + p * sak])
+                    else:
+                        sA[ty, tx] = zero
+                    p = t0 + ty
+                    if p < k and col < n:
+                        sB[ty, tx] = {nt}(B[b * sbb + p * sbk + col * sbn])
+                    else:
+                        sB[ty, tx] = zero
+                    cuda.syncthreads()
+                    for q in range({T}):
+                        acc += sA[ty, q] * sB[q, tx]
+                    cuda.syncthreads()
+                if row < m and col < n:
+                    C[(b * m + row) * n + col] = acc
+"""
+
+
+# --- windowed reductions and convolution --------------------------------------------------------
+
+def reduce_window_source(rank: int, kind: str, dtype) -> str:
+    """One thread per output element; window taps innermost, out-of-range (padding) taps
+    skipped, starting from the identity `init[0]`."""
+    R = range(rank)
+    args = ["src", "init", "dst", "total"] + [f"n{d}" for d in R] + [f"m{d}" for d in R] + \
+        [f"w{d}" for d in R] + [f"s{d}" for d in R] + [f"lo{d}" for d in R] + \
+        [f"bd{d}" for d in R] + [f"wd{d}" for d in R]
+    comb = {"sum": "acc + v", "max": "fmax(acc, v)", "min": "fmin(acc, v)"}[kind]
+    if np.dtype(dtype).kind != "f" and kind != "sum":
+        comb = "(acc if acc >= v else v)" if kind == "max" else "(acc if acc <= v else v)"
+    body = _unravel(rank) + ["acc = init[0]"]
+    ind = ""
+    for d in R:
+        body += [f"{ind}for k{d} in range(w{d}):",
+                 f"{ind}    p{d} = i{d} * s{d} + k{d} * wd{d} - lo{d}",
+                 f"{ind}    if p{d} >= 0 and p{d} % bd{d} == 0 and p{d} // bd{d} < m{d}:"]
+        ind += "        "
+    idx = "0"
+    for d in R:
+        idx = f"({idx}) * m{d} + p{d} // bd{d}"
+    body += [f"{ind}v = src[{idx}]", f"{ind}acc = {np_name(dtype)}({comb})"]
+    body.append("dst[t] = acc")
+    return _kernel(args, _grid_loop("total", body))
+
+
+def conv_source(nsp: int, dtype) -> str:
+    """Direct convolution, one thread per output element (any dimension numbers: each logical
+    dim is read through its stride), with padding, lhs/rhs dilation, window strides, feature
+    groups and batch groups (lhs batch split as [B, N/B], as the CPU impl does)."""
+    S = range(nsp)
+    args = ["lhs", "rhs", "dst", "total", "N", "O", "Cg", "Og", "Nb",
+            "ls_n", "ls_c", "rs_o", "rs_i", "os_n", "os_c"]
+    args += [f"osz{d}" for d in S] + [f"lsz{d}" for d in S] + [f"ksz{d}" for d in S]
+    args += [f"ls{d}" for d in S] + [f"rs{d}" for d in S] + [f"os{d}" for d in S]
+    args += [f"st{d}" for d in S] + [f"lo{d}" for d in S] + [f"ld{d}" for d in S] + \
+        [f"rd{d}" for d in S]
+    nt = np_name(dtype)
+    # Output logical index: (n, o, y0..): decompose t in (N, O, osz...) order.
+    body = ["r = t"]
+    for d in reversed(S):
+        body += [f"y{d} = r % osz{d}", f"r = r // osz{d}"]
+    body += ["o = r % O", "n = r // O",
+             "g = o // Og",                    # feature group, or batch group when Nb != N
+             "cbase = g * Cg if Nb == N else 0",
+             "nsrc = (g * N + n) if Nb != N else n",
+             f"acc = {nt}(0)",
+             "for c in range(Cg):"]
+    ind = "    "
+    lin = "nsrc * ls_n + (cbase + c) * ls_c"
+    rin = "o * rs_o + c * rs_i"
+    for d in S:
+        body += [f"{ind}for k{d} in range(ksz{d}):",
+                 f"{ind}    p{d} = y{d} * st{d} + k{d} * rd{d} - lo{d}",
+                 f"{ind}    if p{d} >= 0 and p{d} % ld{d} == 0 and p{d} // ld{d} < lsz{d}:"]
+        ind += "        "
+        lin += f" + (p{d} // ld{d}) * ls{d}"
+        rin += f" + k{d} * rs{d}"
+    body += [f"{ind}acc += {nt}(lhs[{lin}]) * {nt}(rhs[{rin}])"]
+    oidx = "n * os_n + o * os_c" + "".join(f" + y{d} * os{d}" for d in S)
+    body.append(f"dst[{oidx}] = acc")
+    return _kernel(args, _grid_loop("total", body))
+
+
+# --- threefry2x32 --------------------------------------------------------------------------------
+
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def threefry_source() -> str:
+    """Both output words of Threefry-2x32 (20 rounds) per counter pair, in uint32 arithmetic
+    (masked with & 0xFFFFFFFF after each addition so simulated Python ints wrap too)."""
+    M = "np.uint32(0xFFFFFFFF)"
+    body = ["k0 = np.uint32(K0[t])", "k1 = np.uint32(K1[t])",
+            "k2 = np.uint32(k0 ^ k1 ^ np.uint32(0x1BD11BDA))",
+            f"x0 = np.uint32((np.uint64(X0[t]) + np.uint64(k0)) & {M})",
+            f"x1 = np.uint32((np.uint64(X1[t]) + np.uint64(k1)) & {M})"]
+    keys = ("k0", "k1", "k2")
+    for inj in range(1, 6):
+        for r in _ROTATIONS[(inj - 1) % 2]:
+            body += [f"x0 = np.uint32((np.uint64(x0) + np.uint64(x1)) & {M})",
+                     f"x1 = np.uint32(((np.uint64(x1) << np.uint64({r})) & {M}) | "
+                     f"(np.uint64(x1) >> np.uint64({32 - r})))",
+                     "x1 = np.uint32(x1 ^ x0)"]
+        body += [f"x0 = np.uint32((np.uint64(x0) + np.uint64({keys[inj % 3]})) & {M})",
+                 f"x1 = np.uint32((np.uint64(x1) + np.uint64({keys[(inj + 1) % 3]}) + "
+                 f"np.uint64({inj})) & {M})"]
+    body += ["Y0[t] = x0", "Y1[t] = x1"]
+    return _kernel(["K0", "K1", "X0", "X1", "Y0", "Y1", "total"], _grid_loop("total", body))
