@@ -6,7 +6,8 @@ Host fallbacks of the CUDA backend (each listed in `as_text()` with its reason):
 
 | primitive                          | reason                                           |
 |------------------------------------|--------------------------------------------------|
-| gather, scatter, scatter-add/mul/min/max | no CUDA kernel yet (indexing by arrays)     |
+| scatter, scatter-add/mul/min/max   | no CUDA kernel yet (.at[] updates)               |
+| gather with a rank-0 operand       | nothing to index (NumPy broadcast)               |
 | sort                               | no CUDA kernel yet                               |
 | effectful primitives (debug print) | a host callback by nature                        |
 | any primitive not listed in cuda.py| no CUDA kernel (e.g. float16/complex groups that |

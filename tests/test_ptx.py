@@ -146,6 +146,16 @@ def program_cases():
     c.append(("argmax_argmin", lambda p: (jnp.argmax(p, axis=1), jnp.argmin(p, axis=0)), (x,)))
     c.append(("cumsum", lambda p: (jnp.cumsum(p, axis=1), lax.cumsum(p, axis=0, reverse=True)),
               (x,)))
+    # gathers (jnp indexing, take, take_along_axis)
+    c.append(("gather_take", lambda p, i: jnp.take(p, i, axis=1), (x, np.array([4, 0, 2, 2],
+                                                                             np.int32))))
+    c.append(("gather_getitem", lambda p, i: p[i, 1:4], (x, np.array([[2, 0], [1, 1]], np.int32))))
+    c.append(("gather_along_axis", lambda p, i: jnp.take_along_axis(p, i, axis=1),
+              (x, np.array([[0, 4], [1, 3], [2, 2]], np.int32))))
+    c.append(("gather_fill", lambda p, i: jnp.take(p, i, axis=0, mode="fill", fill_value=-1.0),
+              (x, np.array([0, 5, -1, 2], np.int32))))
+    c.append(("gather_clip", lambda p, i: jnp.take(p, i, axis=0, mode="clip"),
+              (x, np.array([0, 5, -1, 2], np.int32))))
     # windows, convolutions
     img = _f32((2, 6, 6, 3), 4)
     c.append(("max_pool", lambda p: lax.reduce_window(p, -jnp.inf, lax.max, (1, 2, 2, 1),

@@ -186,7 +186,12 @@ class CudaExecutable:
 
         def run(env):
             args = [env[s].copy_to_host().reshape(a.shape) for s, a in ins]
-            res = prim.impl(*args, **params)
+            try:
+                res = prim.impl(*args, **params)
+            except NotImplementedError as e:
+                raise CudaLoweringError(
+                    f"{prim.name} has no CUDA kernel and its host fallback failed: {e}. Run "
+                    f"this computation on the CPU backend (jit(..., backend='cpu')).") from e
             if not prim.multiple_results:
                 res = (res,)
             for (s, aval), o in zip(outs, res):
@@ -612,6 +617,30 @@ class CudaExecutable:
             K.load(src)[K.grid_for(total), K.BLOCK](*[env[s] for s in ins], *os_, total)
         return run
 
+    def _k_gather(self, eqn):
+        from corejax.lax.indexing import GatherScatterMode, _default_fill
+        op, idx = eqn.invars
+        out = eqn.outvars[0]
+        p = eqn.params
+        if type(op) is Literal or type(idx) is Literal or not op.aval.shape:
+            return None
+        dt = np.dtype(out.aval.dtype)
+        fill_mode = p["mode"] is GatherScatterMode.FILL_OR_DROP
+        fill = _default_fill(dt) if p["fill_value"] is None else p["fill_value"]
+        fslot = self._const(np.asarray([fill], dt))
+        src = K.gather_source(op.aval.shape, idx.aval.shape, out.aval.shape,
+                              p["dimension_numbers"], p["slice_sizes"], fill_mode, dt)
+        from numba import types, from_dtype
+        arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
+        self._kernel("gather", src, [arr(dt), arr(idx.aval.dtype), arr(dt), arr(dt)])
+        total = _size(out.aval.shape)
+        s_op, s_idx, s_o, alloc = self._slot(op), self._slot(idx), self._slot(out), self._alloc
+
+        def run(env):
+            o = env[s_o] = alloc(out.aval)
+            K.load(src)[K.grid_for(total), K.BLOCK](env[s_op], env[s_idx], o, env[fslot])
+        return run
+
     # --- control flow ----------------------------------------------------------------------
 
     def _sub(self, closed):
@@ -747,7 +776,7 @@ def _group_strides(shape, groups):
 
 _FALLBACK_REASONS = {
     "sort": "sorting has no CUDA kernel yet",
-    "gather": "gather has no CUDA kernel yet",
+    "gather": "rank-0 operand or literal operands",
     "scatter": "scatter has no CUDA kernel yet",
     "scatter-add": "scatter has no CUDA kernel yet",
     "scatter-mul": "scatter has no CUDA kernel yet",

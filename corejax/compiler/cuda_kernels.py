@@ -482,3 +482,44 @@ def threefry_source() -> str:
                  f"np.uint64({inj})) & {M})"]
     body += ["Y0[t] = x0", "Y1[t] = x1"]
     return _kernel(["K0", "K1", "X0", "X1", "Y0", "Y1", "total"], _grid_loop("total", body))
+
+
+# --- gather --------------------------------------------------------------------------------------
+
+def gather_source(operand_shape, indices_shape, out_shape, dn, slice_sizes, fill_mode: bool,
+                  out_dtype) -> str:
+    """lax.gather (index vector last), one thread per output element, all dimension numbers
+    and shapes baked in: each output index splits into batch indices (which select an index
+    vector) and window offsets; starts are clamped into range, or in fill mode out-of-range
+    windows read `fill[0]`."""
+    rank = len(out_shape)
+    batch_positions = [p for p in range(rank) if p not in dn.offset_dims]
+    batch_shape = indices_shape[:-1]
+    nvec = indices_shape[-1]
+    dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+    kept = [d for d in range(len(operand_shape)) if d not in dropped]
+    body = ["r = t"]
+    for p in range(rank - 1, -1, -1):
+        body += [f"o{p} = r % {out_shape[p]}", f"r = r // {out_shape[p]}"]
+    blin = "0"
+    for j, p in enumerate(batch_positions):
+        blin = f"({blin}) * {batch_shape[j]} + o{p}"
+    body += [f"ib = ({blin}) * {nvec}", "valid = True", "off = 0"]
+    for d, n in enumerate(operand_shape):
+        upper = n - slice_sizes[d]
+        if d in dn.start_index_map:
+            s = f"np.int64(idx[ib + {list(dn.start_index_map).index(d)}])"
+        elif d in dn.operand_batching_dims:
+            bdim = dn.start_indices_batching_dims[list(dn.operand_batching_dims).index(d)]
+            s = f"o{batch_positions[bdim]}"
+        else:
+            s = "0"
+        w = f"o{dn.offset_dims[kept.index(d)]}" if d in kept else "0"
+        body.append(f"s = {s}")
+        if fill_mode:
+            body.append(f"valid = valid and s >= 0 and s <= {upper}")
+        body += [f"s = s if s < {upper} else {upper}", "s = s if s > 0 else 0",
+                 f"off = off * {n} + s + {w}"]
+    body.append(f"dst[t] = op[off] if valid else {np_name(out_dtype)}(fill[0])")
+    total = int(np.prod(out_shape, dtype=np.int64))
+    return _kernel(["op", "idx", "dst", "fill"], _grid_loop(str(total), body))
