@@ -16,9 +16,9 @@ as nopython source over flat (1-D, C-contiguous) buffers of static size:
 - nested cond / while / scan are emitted inline.
 
 Every buffer is allocated once per call, before the loop; each iteration writes the body's
-values into them and then copies the new carry over the old (through a temporary where one
-carry's new value is another carry's old buffer). ys are written by index into preallocated
-stacks. Anything else (gather, sort, cumsum, PRNG, conv, float16 or complex values, ...) raises
+values into them, then a new carry value the body computed trades buffers with the old carry
+(a swap of two local names, no copy), and any other (a passthrough, a constant, another
+carry's old value) is copied over it. ys are written by index into preallocated stacks. Anything else (gather, sort, cumsum, PRNG, conv, float16 or complex values, ...) raises
 `Unsupported`, and the caller keeps the Python-driven loop.
 
 The module source (kernels, then `kernel`, the loop) is cached on disk by diskcache exactly
@@ -80,6 +80,7 @@ class _Module:
         self.prelude: list = []          # allocations, run once per call
         self.consts: list = []           # (name, flat array): trailing arguments
         self.root: dict = {}             # buffer name -> the buffer it is a reshaped alias of
+        self.allocated: list = []        # buffers from alloc, in order
         self._n = 0
 
     def fresh(self, prefix: str) -> str:
@@ -91,6 +92,7 @@ class _Module:
         name = self.fresh("b")
         self.prelude.append(f"{name} = np.empty({_size(aval.shape)}, {_np_name(aval.dtype)})")
         self.root[name] = name
+        self.allocated.append(name)
         return name
 
     def const(self, value, dtype) -> str:
@@ -333,9 +335,10 @@ class _Emitter:
 
     # --- control flow --------------------------------------------------------------------------
 
-    def carry_update(self, carry, outs, avals, ind) -> list:
-        """Copies the body's outputs over the carry buffers (outputs that are another carry's
-        old buffer go through a temporary first)."""
+    def carry_update(self, carry, outs, avals, fresh, ind) -> list:
+        """The body's outputs become the carries: a buffer the body allocated (`fresh`: written
+        anew every iteration) trades places with its carry's buffer; any other is copied over
+        the carry (through a temporary first when it is another carry's old buffer)."""
         lines, outs = [], list(outs)
         for k, o in enumerate(outs):
             r = self.m.root.get(o, o)
@@ -344,7 +347,9 @@ class _Emitter:
                 lines += _copy(t, o, _size(avals[k].shape), ind)
                 outs[k] = t
         for k, o in enumerate(outs):
-            if self.m.root.get(o, o) != carry[k]:
+            if o in fresh and outs.count(o) == 1:
+                lines.append(f"{ind}{carry[k]}, {o} = {o}, {carry[k]}")
+            elif self.m.root.get(o, o) != carry[k]:
                 lines += _copy(carry[k], o, _size(avals[k].shape), ind)
         return lines
 
@@ -357,10 +362,12 @@ class _Emitter:
         for c, x, a in zip(carry, ins[nc + nb:], avals):
             lines += _copy(c, x, _size(a.shape), ind)
         cond_lines, (pred,) = self.closed(params["cond_jaxpr"], ins[:nc] + carry, ind + "    ")
+        mark = len(self.m.allocated)
         body_lines, outs = self.closed(body, ins[nc:nc + nb] + carry, ind + "    ")
+        fresh = set(self.m.allocated[mark:])
         lines += [f"{ind}while True:", *cond_lines, f"{ind}    if not {pred}[0]:",
                   f"{ind}        break", *body_lines,
-                  *self.carry_update(carry, outs, avals, ind + "    ")]
+                  *self.carry_update(carry, outs, avals, fresh, ind + "    ")]
         return lines, carry
 
     def scan(self, params, ins, ind):
@@ -383,13 +390,15 @@ class _Emitter:
             lines.append(f"{inner}{name} = {x}[{i} * {s}:({i} + 1) * {s}]")
             self.m.root[name] = name
             xs.append(name)
+        mark = len(self.m.allocated)
         body_lines, outs = self.closed(closed, ins[:nc] + carry + xs, inner)
+        fresh = set(self.m.allocated[mark:])
         lines += body_lines
         for y, o, a in zip(ys, outs[nk:], y_avals):
             s = _size(a.shape)
             lines.append(f"{inner}{y}[{i}] = {o}[0]" if s == 1 else
                          f"{inner}{y}[{i} * {s}:({i} + 1) * {s}] = {o}")
-        lines += self.carry_update(carry, outs[:nk], avals, inner)
+        lines += self.carry_update(carry, outs[:nk], avals, fresh, inner)
         return lines, carry + ys
 
     def _while(self, eqn, env, lines, ind):
