@@ -59,10 +59,11 @@ class Array:
     def aval(self) -> core.ShapedArray:
         if self._aval is None:
             v = self._value
-            self._aval = core.ShapedArray(v.shape, v.dtype, self.weak_type)
+            self._aval = core.ShapedArray(tuple(v.shape), v.dtype, self.weak_type)
         return self._aval
 
-    shape = property(lambda self: self._value.shape)
+    # tuple(): the CUDA simulator's device arrays have a tuple-like shape of their own.
+    shape = property(lambda self: tuple(self._value.shape))
     dtype = property(lambda self: self._value.dtype)
     ndim = property(lambda self: len(self._value.shape))
     size = property(lambda self: int(np.prod(self._value.shape, dtype=np.int64)))
@@ -319,7 +320,9 @@ def to_device_buffer(x, device: Device):
             raise ValueError(f"An operand lives on {x._device} but the computation runs on "
                              f"{device}: move it explicitly with device_put(x, device).")
         return x._value
-    host = np.ascontiguousarray(to_numpy(x))
+    host = to_numpy(x)
+    if not host.flags.c_contiguous:
+        host = np.array(host, order="C")       # (np.ascontiguousarray would make 0-d 1-d)
     cuda = _cuda_module()
     if device.id != 0 or len(devices("cuda")) > 1:
         with cuda.gpus[device.id]:
