@@ -212,27 +212,55 @@ def test_grad_of_scan_and_fori_under_jit(monkeypatch):
     np.testing.assert_allclose(np.asarray(g), num, rtol=2e-2, atol=2e-3)
 
 
+# --- bodies with host calls (objmode) inside the compiled loop -----------------------------------
+
+def _built_loop(f, *args, name="scan"):
+    eqn = next(e for e in jax.make_jaxpr(f)(*args).jaxpr.eqns if e.primitive.name == name)
+    return loops.compile_loop(name, eqn.params)
+
+
+def test_host_calls_inside_compiled_loops(monkeypatch):
+    key = jax.random.PRNGKey(0)
+
+    def body(i, c):
+        c = c.at[jnp.argmax(c)].add(-1.0)                        # argmax, scatter-add
+        noise = jax.random.uniform(jax.random.fold_in(key, i), c.shape)   # threefry
+        return jnp.cumsum(c) * 0.25 + noise                      # cumsum
+    f = lambda c: fori_loop(0, 6, body, c)   # noqa: E731
+    calls = loops.stats["host_calls"]
+    check(monkeypatch, f, x3)
+    assert loops.stats["host_calls"] > calls
+    assert {"argmax", "cumsum", "threefry2x32"} <= set(_built_loop(f, x3).host_prims)
+
+
+def test_blas_sized_dots_call_blas_inside_the_loop(monkeypatch):
+    big = jnp.asarray(np.random.RandomState(4).randn(96, 96) / 96, jnp.float32)
+    f = lambda m: fori_loop(0, 2, lambda i, v: jnp.tanh(v @ big), m)   # noqa: E731
+    check(monkeypatch, f, big)          # the executor's BLAS call: the same bits
+    assert _built_loop(f, big).host_prims == ["dot_general"]
+
+
 # --- bodies that stay Python-driven ---------------------------------------------------------------
 
 def test_unsupported_bodies_fall_back_correctly(monkeypatch):
-    def argmax_body(i, c):
-        return c.at[jnp.argmax(c)].add(-1.0)          # argmax and scatter: no nopython form
-    check(monkeypatch, lambda c: fori_loop(0, 4, argmax_body, c), x3, compiled=False)
-    with pytest.raises(loops.Unsupported, match="argmax|scatter"):
-        f = lambda c: fori_loop(0, 4, argmax_body, c)   # noqa: E731
-        eqn = next(e for e in jax.make_jaxpr(f)(x3).jaxpr.eqns if e.primitive.name == "scan")
-        loops.compile_loop("scan", eqn.params)
+    seen = []
 
-
-def test_blas_sized_dots_fall_back(monkeypatch):
-    big = jnp.asarray(np.random.RandomState(4).randn(96, 96) / 96, jnp.float32)
-    check(monkeypatch, lambda m: fori_loop(0, 2, lambda i, v: jnp.tanh(v @ big), m), big,
-          compiled=False, exact=False)
+    def body(i, c):
+        jax.debug.callback(lambda v: seen.append(int(v)), i)     # an effect: stays in Python
+        return c * 2.0
+    check(monkeypatch, lambda c: fori_loop(0, 3, body, c), x3, compiled=False)
+    assert seen[-3:] == [0, 1, 2]
+    with pytest.raises(loops.Unsupported, match="debug_callback|effectful"):
+        _built_loop(lambda c: fori_loop(0, 3, body, c), x3)
+    half = jnp.asarray([1.0, 2.0], jnp.float16)
+    check(monkeypatch, lambda c: fori_loop(0, 3, lambda i, v: v * 1.5, c), half,
+          compiled=False)
 
 
 def test_generated_source_is_cached_module():
     f = lambda x: fori_loop(0, 3, lambda i, v: v * 2.0, x)   # noqa: E731
     eqn = next(e for e in jax.make_jaxpr(f)(x3).jaxpr.eqns if e.primitive.name == "scan")
     run = loops.compile_loop("scan", eqn.params)
+    assert run.host_prims == []
     assert "cache=True" in run.source and "def kernel(" in run.source
     assert loops.compile_loop("scan", eqn.params) is run      # built once per body

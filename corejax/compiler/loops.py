@@ -11,15 +11,18 @@ as nopython source over flat (1-D, C-contiguous) buffers of static size:
   primitives' own impls applied to `arange` (so they cannot disagree with them);
   dynamic_slice / dynamic_update_slice add a clamped run-time offset to such a map;
 - dot_general becomes a loop matmul (numba's np.dot needs SciPy, which corejax does not depend
-  on), for at most DOT_MAX_MACS multiply-adds: bigger dots belong to BLAS, so their loops stay
-  Python-driven;
-- nested cond / while / scan are emitted inline.
+  on), for at most DOT_MAX_MACS multiply-adds; bigger dots belong to BLAS;
+- nested cond / while / scan are emitted inline;
+- anything else (BLAS-sized dots, gather, scatter, sort, cumsum, argmax, the PRNG, ...) runs
+  its NumPy impl (the executor's, so the bits are the Python-driven path's) through
+  `host_call` from an objmode block: a few microseconds per call, inside the compiled loop.
 
 Every buffer is allocated once per call, before the loop; each iteration writes the body's
 values into them, then a new carry value the body computed trades buffers with the old carry
 (a swap of two local names, no copy), and any other (a passthrough, a constant, another
-carry's old value) is copied over it. ys are written by index into preallocated stacks. Anything else (gather, sort, cumsum, PRNG, conv, float16 or complex values, ...) raises
-`Unsupported`, and the caller keeps the Python-driven loop.
+carry's old value) is copied over it. ys are written by index into preallocated stacks.
+Bodies with effects (debug callbacks) or values Numba kernels do not handle (float16,
+complex) raise `Unsupported`, and the caller keeps the Python-driven loop.
 
 The module source (kernels, then `kernel`, the loop) is cached on disk by diskcache exactly
 like fused kernels: keyed by its text, compiled with `cache=True`. Compile-time constants (the
@@ -27,24 +30,27 @@ bodies' consts, index maps, literals) are arguments, not text, so equal structur
 """
 from __future__ import annotations
 
+import hashlib
 import weakref
 
+import numba
 import numpy as np
 
 from corejax.array import to_numpy
-from corejax.core import Literal, Var
-from corejax.compiler import codegen, diskcache
+from corejax.core import Literal
+from corejax.compiler import codegen, diskcache, registry
 from corejax.compiler.fusion import FusedGroup, partition
 from corejax.compiler.passes import run_passes
 
-__all__ = ["compile_loop", "Unsupported", "stats", "DOT_MAX_MACS"]
+__all__ = ["compile_loop", "host_call", "Unsupported", "stats", "DOT_MAX_MACS"]
 
 # A 64x64 @ 64x64 product; past this BLAS is worth a Python round trip per iteration.
 DOT_MAX_MACS = 1 << 18
 
-# Loops built compiled / left Python-driven (Unsupported), and calls of each kind (the Python
-# loops in control_flow.py count theirs), in this process.
-stats = {"compiled": 0, "unsupported": 0, "compiled_calls": 0, "python_calls": 0}
+# Loops built compiled / left Python-driven (Unsupported), calls of each kind (the Python
+# loops in control_flow.py count theirs), and host calls from inside compiled loops.
+stats = {"compiled": 0, "unsupported": 0, "compiled_calls": 0, "python_calls": 0,
+         "host_calls": 0}
 
 
 class Unsupported(Exception):
@@ -81,6 +87,7 @@ class _Module:
         self.consts: list = []           # (name, flat array): trailing arguments
         self.root: dict = {}             # buffer name -> the buffer it is a reshaped alias of
         self.allocated: list = []        # buffers from alloc, in order
+        self.host_prims: list = []       # primitives run through host_call
         self._n = 0
 
     def fresh(self, prefix: str) -> str:
@@ -118,7 +125,9 @@ class _Module:
         for d in self.kernel_defs:
             lines += [d.rstrip("\n"), "", ""]
         params = ", ".join(list(args) + [n for n, _ in self.consts])
-        lines += ['@njit(error_model="numpy", nogil=True, cache=True)', f"def kernel({params}):"]
+        # (objmode blocks take the GIL, and Numba warns about nogil with them)
+        nogil = "" if self.host_prims else "nogil=True, "
+        lines += [f'@njit(error_model="numpy", {nogil}cache=True)', f"def kernel({params}):"]
         lines += ["    " + line for line in self.prelude] + body
         lines.append(f"    return ({''.join(o + ', ' for o in outs)})")
         return "\n".join(lines) + "\n"
@@ -195,8 +204,31 @@ class _Emitter:
             return
         handler = getattr(self, "_" + name, None)
         if handler is None:
-            raise Unsupported(f"the primitive {name}")
-        handler(eqn, env, lines, ind)
+            self.host(eqn, eqn.primitive.impl, env, lines, ind)
+        else:
+            handler(eqn, env, lines, ind)
+
+    def host(self, eqn, impl, env, lines, ind):
+        """The equation run by `impl` on NumPy arrays, from an objmode block inside the loop (a
+        few microseconds a call, where the Python-driven loop pays for the whole body)."""
+        if eqn.primitive in registry.effectful:
+            raise Unsupported(f"the effectful primitive {eqn.primitive.name}")
+        if any(k.endswith("jaxpr") or k == "branches" for k in eqn.params):
+            raise Unsupported(f"the primitive {eqn.primitive.name} with sub-jaxprs")
+        key = _register_host_fn(eqn, impl)
+        ins = [self.buffer(v, env) for v in eqn.invars]
+        outs = [self.m.fresh("h") for _ in eqn.outvars]
+        for o in outs:
+            self.m.root[o] = o
+        self.m.imports.update({"from numba import objmode",
+                               "from corejax.compiler.loops import host_call"})
+        self.m.host_prims.append(eqn.primitive.name)
+        types = ", ".join(f'{o}="{numba.from_dtype(np.dtype(v.aval.dtype))}[::1]"'
+                          for o, v in zip(outs, eqn.outvars))
+        lines += [f"{ind}with objmode({types}):",
+                  f"{ind}    ({''.join(o + ', ' for o in outs)}) = "
+                  f"host_call({key!r}, {', '.join(ins)})"]
+        env.update(zip(eqn.outvars, outs))
 
     # --- layout ------------------------------------------------------------------------------
 
@@ -302,10 +334,11 @@ class _Emitter:
         B, K = _size([ls[i] for i in lb]), _size([ls[i] for i in lc])
         M, N = _size([ls[i] for i in lf]), _size([rs[i] for i in rf])
         dt = np.dtype(out.aval.dtype)
-        if B * M * N * K > DOT_MAX_MACS:
-            raise Unsupported(f"a dot_general of {B * M * N * K} multiply-adds (BLAS-sized)")
-        if dt.kind not in "iuf":
-            raise Unsupported(f"a {dt} dot_general")
+        if B * M * N * K > DOT_MAX_MACS or dt.kind not in "iuf":
+            from corejax.compiler import cpu   # the executor's BLAS call, for the same bits
+            self.host(eqn, getattr(cpu, "_blas_dot_general", eqn.primitive.impl), env, lines,
+                      ind)
+            return
         a = self._as_matrices(lhs, tuple(lb) + lf + tuple(lc), env, lines, ind)
         c = self._as_matrices(rhs, tuple(rb) + tuple(rc) + rf, env, lines, ind)
         o = self.m.alloc(out.aval)
@@ -432,6 +465,33 @@ class _Emitter:
         env.update(zip(eqn.outvars, outs))
 
 
+# host_call's equations, by a key derived from the equation alone (so that generated source,
+# and Numba's cache of it, is the same in every process that builds the same loop).
+_host_fns: dict = {}
+
+
+def _register_host_fn(eqn, impl) -> str:
+    text = repr((eqn.primitive.name, getattr(impl, "__qualname__", repr(impl)),
+                 sorted(eqn.params.items()), [str(v.aval) for v in eqn.invars],
+                 [str(v.aval) for v in eqn.outvars]))
+    key = hashlib.sha256(text.encode()).hexdigest()[:20]
+    _host_fns[key] = (impl, dict(eqn.params), [v.aval.shape for v in eqn.invars],
+                      [np.dtype(v.aval.dtype) for v in eqn.outvars],
+                      eqn.primitive.multiple_results)
+    return key
+
+
+def host_call(key, *flat):
+    """Runs a registered equation on flat buffers; its outputs flat and C-contiguous."""
+    impl, params, shapes, dtypes, multiple = _host_fns[key]
+    stats["host_calls"] += 1
+    outs = impl(*[x.reshape(s) for x, s in zip(flat, shapes)], **params)
+    if not multiple:
+        outs = (outs,)
+    return tuple(np.ascontiguousarray(to_numpy(o), dt).reshape(-1)
+                 for o, dt in zip(outs, dtypes))
+
+
 # Built loops by their body Jaxpr: (name, other params) -> runner, or the Unsupported message.
 _built: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -500,5 +560,5 @@ def _build(name, params):
         stats["compiled_calls"] += 1
         return [o.reshape(s) for o, s in zip(outs, shapes)]
 
-    run.source, run.key = source, key
+    run.source, run.key, run.host_prims = source, key, sorted(set(module.host_prims))
     return run
