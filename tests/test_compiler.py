@@ -415,3 +415,26 @@ def test_group_without_scalar_lowering_runs_on_host(monkeypatch):
     assert "host-evaluated group" in f.lower(x, r).as_text()
     want = np.broadcast_to(np.sin(np.arange(3.0)) + np.arange(3.0), (2, 3))
     np.testing.assert_allclose(f(x, r), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("lhs_t,rhs_t", [(False, False), (True, False), (False, True)])
+@pytest.mark.parametrize("m,k,n", [(128, 784, 512), (784, 128, 512), (96, 512, 10)])
+def test_split_gemm_is_bit_identical_to_one_call(m, k, n, lhs_t, rhs_t):
+    from corejax.compiler import cpu
+    if cpu._splitter is None:
+        pytest.skip("no GEMM splitting on this machine")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((k, m) if lhs_t else (m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if rhs_t else (k, n)).astype(np.float32)
+    a, b = (a.T if lhs_t else a), (b.T if rhs_t else b)
+    out = np.full((m, n), np.nan, np.float32)
+    cpu._splitter.matmul(a, b, out)
+    threads = cpu._splitter._get()
+    cpu._splitter._set(1)
+    try:
+        one_call = np.matmul(a, b)
+    finally:
+        cpu._splitter._set(threads)
+    np.testing.assert_array_equal(out, one_call)
+    f = jax.jit(lambda x, y: x @ y)
+    np.testing.assert_array_equal(np.asarray(f(a, b)), out)

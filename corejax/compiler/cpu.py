@@ -74,27 +74,175 @@ def _materialize_virtual(vv: Virtual, base_val):
     return np.broadcast_to(x.reshape(shape), vv.aval.shape)
 
 
+def _find_openblas_threads():
+    """(get_num_threads, set_num_threads) of the OpenBLAS NumPy's matmul calls, or None."""
+    import ctypes
+    import glob
+    root = os.path.dirname(np.__path__[0])
+    paths = glob.glob(os.path.join(root, "numpy.libs", "*openblas*")) + \
+        glob.glob(os.path.join(np.__path__[0], ".dylibs", "*openblas*"))
+    if not paths:
+        try:
+            with open("/proc/self/maps") as f:
+                paths = sorted({line.split()[-1] for line in f if "openblas" in line})
+        except OSError:
+            paths = []
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix in ("scipy_openblas_", "openblas_"):
+            for suffix in ("64_", ""):
+                try:
+                    get = getattr(lib, f"{prefix}get_num_threads{suffix}")
+                    set_ = getattr(lib, f"{prefix}set_num_threads{suffix}")
+                except AttributeError:
+                    continue
+                return get, set_
+    return None
+
+
+class _GemmSplitter:
+    """Runs one big 2-D matmul as P independent single-threaded BLAS calls over blocks of its
+    output (rows or columns, whichever dimension is larger), on P - 1 persistent helper threads
+    plus the caller. On the 2-core machine OpenBLAS's own threading reaches only ~1.4x one
+    core on the MLP's 128-row GEMMs (and collapses when another process holds a core: its
+    workers spin); the split halves each ran at single-thread speed side by side, 2.0x faster
+    than one thread under load. Each output element's sum over k runs in the same order as in
+    one unsplit single-threaded call, so results are bit-identical to it (OpenBLAS's
+    multithreaded sgemm rounds differently)."""
+
+    MIN_FLOPS = 1 << 22
+
+    def __init__(self, parts, threads_api):
+        self.parts = parts
+        self._get, self._set = threads_api
+        self._lock = threading.Lock()
+        self._helpers = None
+        os.register_at_fork(after_in_child=self._forget_helpers)
+
+    def _forget_helpers(self):
+        self._helpers = None
+        self._lock = threading.Lock()
+
+    def _start_helpers(self):
+        helpers = []
+        for _ in range(self.parts - 1):
+            go, done = threading.Lock(), threading.Lock()
+            go.acquire()
+            done.acquire()
+            slot = [None]
+
+            def loop(go=go, done=done, slot=slot):
+                while True:
+                    go.acquire()
+                    a, b, o = slot[0]
+                    slot[0] = None
+                    try:
+                        np.matmul(a, b, out=o)
+                    finally:
+                        done.release()
+
+            threading.Thread(target=loop, name="corejax-gemm", daemon=True).start()
+            helpers.append((go, done, slot))
+        self._helpers = helpers
+
+    def matmul(self, a, b, out):
+        """out[...] = a @ b for 2-D operands BLAS can read (rows or columns unit-stride).
+        Small products run as one single-threaded call: waking OpenBLAS's workers after
+        they slept costs more than they save there. Concurrent callers take turns: OpenBLAS's
+        thread count is process-wide, and its result bits depend on it."""
+        self._lock.acquire()
+        threads = self._get()
+        self._set(1)
+        try:
+            m, n = out.shape
+            if 2 * m * n * a.shape[1] < self.MIN_FLOPS or max(m, n) < 16 * self.parts:
+                np.matmul(a, b, out=out)
+                return
+            if self._helpers is None:
+                self._start_helpers()
+            size = max(m, n)
+            cuts = [(size * i // self.parts) // 16 * 16 for i in range(self.parts)] + [size]
+            if m >= n:
+                blocks = [(a[lo:hi], b, out[lo:hi]) for lo, hi in zip(cuts, cuts[1:])]
+            else:
+                blocks = [(a, b[:, lo:hi], out[:, lo:hi]) for lo, hi in zip(cuts, cuts[1:])]
+            for (go, _, slot), block in zip(self._helpers, blocks[1:]):
+                slot[0] = block
+                go.release()
+            try:
+                np.matmul(*blocks[0][:2], out=blocks[0][2])
+            finally:
+                for _, done, _ in self._helpers:
+                    done.acquire()
+        finally:
+            self._set(threads)
+            self._lock.release()
+
+
+def _make_splitter():
+    if os.environ.get("COREJAX_CPU_GEMM_SPLIT", "1") == "0":
+        return None
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cpus = os.cpu_count() or 1
+    # Only small machines: with many cores OpenBLAS's own threading is the better split.
+    if not 2 <= cpus <= 4:
+        return None
+    api = _find_openblas_threads()
+    return _GemmSplitter(cpus, api) if api is not None else None
+
+
+_splitter = _make_splitter()
+
+
 def _blas_dot_general(lhs, rhs, dimension_numbers, precision=None,
                       preferred_element_type=None):
-    """dot_general as one np.matmul on (batch, m, k) @ (batch, k, n) operands. Transposed
-    operands stay views when they are 2-D (BLAS reads them with its transpose flag); only
-    operands that cannot be viewed that way are copied, so matmul never takes NumPy's
-    non-BLAS loop."""
-    (lc, rc), (lb, rb) = dimension_numbers
-    lf = tuple(i for i in range(lhs.ndim) if i not in lc and i not in lb)
-    rf = tuple(i for i in range(rhs.ndim) if i not in rc and i not in rb)
-    batch = tuple(lhs.shape[i] for i in lb)
-    m_shape = tuple(lhs.shape[i] for i in lf)
-    n_shape = tuple(rhs.shape[i] for i in rf)
-    b = int(np.prod(batch, dtype=np.int64))
-    m = int(np.prod(m_shape, dtype=np.int64))
-    n = int(np.prod(n_shape, dtype=np.int64))
-    k = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
-    out_dtype = preferred_element_type or lhs.dtype
-    a = _as_matrices(np.transpose(lhs, lb + lf + lc), b, m, k, out_dtype)
-    c = _as_matrices(np.transpose(rhs, rb + rc + rf), b, k, n, out_dtype)
-    out = np.matmul(a, c)
-    return out.reshape(batch + m_shape + n_shape)
+    """dot_general as one np.matmul (see `_DotStep`), into a fresh buffer."""
+    return _DotStep(lhs.shape, lhs.dtype, rhs.shape, dimension_numbers,
+                    preferred_element_type)(lhs, rhs, None)
+
+
+class _DotStep:
+    """dot_general of fixed operand shapes as np.matmul on (batch, m, k) @ (batch, k, n)
+    operands, writing into a given (pooled) buffer. Transposed operands stay views when they
+    are 2-D (BLAS reads them with its transpose flag); only operands that cannot be viewed
+    that way are copied, so matmul never takes NumPy's non-BLAS loop."""
+
+    def __init__(self, lhs_shape, lhs_dtype, rhs_shape, dimension_numbers,
+                 preferred_element_type):
+        (lc, rc), (lb, rb) = dimension_numbers
+        lnd, rnd = len(lhs_shape), len(rhs_shape)
+        lf = tuple(i for i in range(lnd) if i not in lc and i not in lb)
+        rf = tuple(i for i in range(rnd) if i not in rc and i not in rb)
+        batch = tuple(lhs_shape[i] for i in lb)
+        m_shape = tuple(lhs_shape[i] for i in lf)
+        n_shape = tuple(rhs_shape[i] for i in rf)
+        self.b = int(np.prod(batch, dtype=np.int64))
+        self.m = int(np.prod(m_shape, dtype=np.int64))
+        self.n = int(np.prod(n_shape, dtype=np.int64))
+        self.k = int(np.prod([lhs_shape[i] for i in lc], dtype=np.int64))
+        self.lperm = tuple(lb) + lf + tuple(lc)
+        self.rperm = tuple(rb) + tuple(rc) + rf
+        self.out_shape = batch + m_shape + n_shape
+        self.dtype = np.dtype(preferred_element_type or lhs_dtype)
+        self.mat_shape = (self.m, self.n) if self.b == 1 else (self.b, self.m, self.n)
+
+    def __call__(self, lhs, rhs, out):
+        """lhs . rhs, written into `out` (a C-contiguous buffer of mat_shape) if given."""
+        b, dt = self.b, self.dtype
+        a = _as_matrices(np.transpose(lhs, self.lperm), b, self.m, self.k, dt)
+        c = _as_matrices(np.transpose(rhs, self.rperm), b, self.k, self.n, dt)
+        if out is None:
+            out = np.empty(self.mat_shape, dt)
+        if b == 1 and _splitter is not None:
+            _splitter.matmul(a, c, out)
+        else:
+            np.matmul(a, c, out=out)
+        return out.reshape(self.out_shape)
 
 
 def _as_matrices(x, b, rows, cols, dtype):
@@ -188,6 +336,9 @@ class CpuExecutable:
     def _host(self, eqn, template):
         prim, params = eqn.primitive, eqn.params
         compiled_control_flow = host_control_flow(prim.name, params)
+        if registry.kernel_lowerings.get(prim) == ("dot_general",) \
+                and type(eqn.invars[0]) is Var and type(eqn.invars[1]) is Var:
+            return self._dot(eqn, template)
         if registry.kernel_lowerings.get(prim) == ("dot_general",):
             params = dict(params)
             impl = _blas_dot_general
@@ -209,6 +360,23 @@ class CpuExecutable:
             for (s, dt), o in zip(out_slots, outs):
                 o = to_numpy(o)
                 env[s] = o if o.dtype == dt else o.astype(dt)
+
+        return run
+
+    def _dot(self, eqn, template):
+        """dot_general on BLAS, into a pooled buffer (a fresh large one page-faults)."""
+        lhs, rhs = eqn.invars
+        out = eqn.outvars[0]
+        dot = _DotStep(lhs.aval.shape, lhs.aval.dtype, rhs.aval.shape,
+                       eqn.params["dimension_numbers"], eqn.params.get("preferred_element_type"))
+        ls, rs, os_ = self._slot(lhs, template), self._slot(rhs, template), self._slot(out, template)
+        shape, dt = dot.mat_shape, dot.dtype
+        pool = self._pool
+        pooled = _BufferPool.worth_pooling(shape, dt)
+
+        def run(env):
+            buf = pool.get(os_, shape, dt) if pooled else np.empty(shape, dt)
+            env[os_] = dot(env[ls], env[rs], buf)
 
         return run
 
