@@ -22,8 +22,8 @@ import time
 import numpy as np
 
 
-def cases(jnp, lax):
-    """name -> (function, example arguments) written against a jnp / lax pair."""
+def cases(jax_like, jnp, lax):
+    """name -> (function, example arguments) written against a jax / jnp / lax triple."""
     rs = np.random.RandomState(0)
     x16 = rs.randn(16).astype(np.float32)
     W = (rs.randn(32, 32) / 6).astype(np.float32)
@@ -49,10 +49,23 @@ def cases(jnp, lax):
             return k + 1, y - (y * y - x) / (2.0 * y)
         return lax.while_loop(lambda s: s[0] < 2000, body, (0, x + 1.0))[1]
 
+    def rnn_grad(params, h, xs):
+        def loss(params):
+            hT, hs = rnn(params, h, xs)
+            return jnp.sum(hs * hs)
+        return jax_like.value_and_grad(loss)(params)
+
+    def host_steps(x):
+        def body(i, c):
+            return c.at[jnp.argmax(c)].add(-1.0) * 0.999
+        return lax.fori_loop(0, 1000, body, x)
+
     return {
         "fori_loop 10^4 x elementwise[16]": (fori_elementwise, (x16,)),
         "while_loop 2000 x Newton step[16]": (newton_while, (np.abs(x16),)),
         "scan RNN 1000 steps, 32 units": (rnn, ((W, U, b), h0, xs)),
+        "grad of that RNN (2 scans)": (rnn_grad, ((W, U, b), h0, xs)),
+        "fori 1000 x argmax+scatter (host)": (host_steps, (x16,)),
     }
 
 
@@ -82,7 +95,7 @@ def corejax_times(repeats, python_driven=False):
             saved = control_flow.loops.compile_loop
             control_flow.loops.compile_loop = refuse
             stack.callback(setattr, control_flow.loops, "compile_loop", saved)
-        for name, (f, args) in cases(cjnp, lax).items():
+        for name, (f, args) in cases(cj, cjnp, lax).items():
             args = cj.tree_util.tree_map(cjnp.asarray, args)
             fn = cj.jit(f)
             t = time.perf_counter()
@@ -99,7 +112,7 @@ def jax_times(repeats):
     except ImportError:
         return None
     out = {}
-    for name, (f, args) in cases(jjnp, jax.lax).items():
+    for name, (f, args) in cases(jax, jjnp, jax.lax).items():
         args = jax.tree_util.tree_map(jjnp.asarray, args)
         fn = jax.jit(f)
         block = lambda o: jax.block_until_ready(o)   # noqa: E731

@@ -194,6 +194,31 @@ def test_against_python_loops():
     np.testing.assert_allclose(np.asarray(ys).sum(axis=1), pys, rtol=1e-5)
 
 
+def test_scatters_argmax_cumsum_are_native(monkeypatch):
+    m = jnp.asarray(np.random.RandomState(5).randn(4, 5), jnp.float32)
+    idx = jnp.asarray([3, 0, 3, 7, -9], jnp.int32)                # repeated and out of range
+
+    def body(i, c):
+        c = c.at[i % 4].set(c[(i + 1) % 4] * 0.5)                  # a row window
+        c = c.at[jnp.argmax(c[:, 0]), jnp.argmin(c[1])].add(1.0)  # point, traced twice
+        c = c.at[:, idx].add(0.25, mode="drop")                    # repeated / dropped
+        c = c.at[1, idx].mul(1.5, mode="clip")
+        c = c.at[idx % 4, 2].set(jnp.arange(5.0))                  # repeated: the last wins
+        return jnp.cumsum(c, axis=1) * 0.1 + lax.cumsum(c[:, ::-1], axis=0, reverse=True) * 0.05
+    f = lambda c: fori_loop(0, 5, body, c)   # noqa: E731
+    check(monkeypatch, f, m)
+    assert _built_loop(f, m).host_prims == []
+
+    nan_ties = jnp.asarray([[1.0, 3.0, 3.0, np.nan, 2.0], [5.0, -1.0, -1.0, 0.0, 5.0]],
+                           jnp.float32)
+    g = lambda x: scan(lambda c, _: (c, (jnp.argmax(c, axis=1), jnp.argmin(c, axis=0),  # noqa
+                                         jnp.argmax(c[:, 1:3] > 0, axis=1))), x, None, length=2)
+    check(monkeypatch, g, nan_ties)
+    ints = jnp.asarray(np.arange(12).reshape(3, 4) * 7 % 5, jnp.int32)
+    check(monkeypatch, lambda x: fori_loop(
+        0, 3, lambda i, c: c.at[c[0, :3] % 3, 1].add(c[:, 2]) + jnp.cumsum(c, 0), x), ints)
+
+
 # --- gradients (their backward passes are scans too) ----------------------------------------------
 
 def test_grad_of_scan_and_fori_under_jit(monkeypatch):
@@ -223,14 +248,14 @@ def test_host_calls_inside_compiled_loops(monkeypatch):
     key = jax.random.PRNGKey(0)
 
     def body(i, c):
-        c = c.at[jnp.argmax(c)].add(-1.0)                        # argmax, scatter-add
+        c = c.at[jnp.argmax(c)].max(0.5)                         # scatter-max
         noise = jax.random.uniform(jax.random.fold_in(key, i), c.shape)   # threefry
-        return jnp.cumsum(c) * 0.25 + noise                      # cumsum
+        return jnp.sort(c) * 0.25 + noise + c[jnp.array([2, 0, 1])]       # sort, gather
     f = lambda c: fori_loop(0, 6, body, c)   # noqa: E731
     calls = loops.stats["host_calls"]
     check(monkeypatch, f, x3)
     assert loops.stats["host_calls"] > calls
-    assert {"argmax", "cumsum", "threefry2x32"} <= set(_built_loop(f, x3).host_prims)
+    assert {"scatter-max", "sort", "gather", "threefry2x32"} <= set(_built_loop(f, x3).host_prims)
 
 
 def test_blas_sized_dots_call_blas_inside_the_loop(monkeypatch):

@@ -13,7 +13,9 @@ as nopython source over flat (1-D, C-contiguous) buffers of static size:
 - dot_general becomes a loop matmul (numba's np.dot needs SciPy, which corejax does not depend
   on), for at most DOT_MAX_MACS multiply-adds; bigger dots belong to BLAS;
 - nested cond / while / scan are emitted inline;
-- anything else (BLAS-sized dots, gather, scatter, sort, cumsum, argmax, the PRNG, ...) runs
+- scatter / scatter-add / scatter-mul without batching dims, argmax / argmin and cumsum are
+  loops following the impls' order of updates (so the same bits);
+- anything else (BLAS-sized dots, gather, sort, the PRNG, scatter-min/max, ...) runs
   its NumPy impl (the executor's, so the bits are the Python-driven path's) through
   `host_call` from an objmode block: a few microseconds per call, inside the compiled loop.
 
@@ -133,6 +135,32 @@ class _Module:
         return "\n".join(lines) + "\n"
 
 
+def _matmul_source(B, M, N, K, dt) -> str:
+    """A kernel computing o[b, m, n] = sum_k a[b, m, k] * c[b, k, n] (flat operands). Floats
+    may reassociate and contract (FMA), as BLAS does: vectorized partial sums; the rounding
+    differs from BLAS's by a few ulps either way."""
+    cast = _np_name(dt)
+    flags = ", fastmath={'reassoc', 'contract'}" if np.dtype(dt).kind == "f" else ""
+    if N == 1:      # matrix-vector products: a dot per row
+        loop = [f"            acc = {cast}(0)",
+                f"            for k in range({K}):",
+                f"                acc += {cast}(a[row * {K} + k]) * {cast}(c[b * {K} + k])",
+                "            o[row] = acc"]
+    else:           # rows of the output accumulate over k, vectorized along n
+        loop = [f"            for n in range({N}):",
+                f"                o[row * {N} + n] = 0",
+                f"            for k in range({K}):",
+                f"                s = {cast}(a[row * {K} + k])",
+                f"                cb = (b * {K} + k) * {N}",
+                f"                for n in range({N}):",
+                f"                    o[row * {N} + n] += s * {cast}(c[cb + n])"]
+    return "\n".join([
+        "import numpy as np", "from numba import njit", "",
+        f"@njit(error_model=\"numpy\", nogil=True, cache=True{flags})",
+        "def kernel(a, c, o):", f"    for b in range({B}):", f"        for m in range({M}):",
+        f"            row = b * {M} + m", *loop]) + "\n"
+
+
 def _copy(dst, src, n, ind) -> list:
     if n == 1:
         return [f"{ind}{dst}[0] = {src}[0]"]
@@ -202,7 +230,7 @@ class _Emitter:
                                        **eqn.params)
             env[eqn.outvars[0]] = self.m.const(to_numpy(value), eqn.outvars[0].aval.dtype)
             return
-        handler = getattr(self, "_" + name, None)
+        handler = getattr(self, "lower_" + name.replace("-", "_"), None)
         if handler is None:
             self.host(eqn, eqn.primitive.impl, env, lines, ind)
         else:
@@ -232,7 +260,7 @@ class _Emitter:
 
     # --- layout ------------------------------------------------------------------------------
 
-    def _gather(self, eqn, env, lines, ind):
+    def _static_gather(self, eqn, env, lines, ind):
         x, out = eqn.invars[0], eqn.outvars[0]
         src = self.buffer(x, env)
         idx = np.asarray(eqn.primitive.impl(np.arange(_size(x.aval.shape)).reshape(x.aval.shape),
@@ -245,9 +273,10 @@ class _Emitter:
         lines += [f"{ind}for {q} in range({idx.size}):", f"{ind}    {o}[{q}] = {src}[{m}[{q}]]"]
         env[out] = o
 
-    _broadcast_in_dim = _transpose = _reshape = _squeeze = _slice = _rev = _gather
+    lower_broadcast_in_dim = lower_transpose = lower_reshape = lower_squeeze = \
+        lower_slice = lower_rev = _static_gather
 
-    def _pad(self, eqn, env, lines, ind):
+    def lower_pad(self, eqn, env, lines, ind):
         x, pv = eqn.invars
         out = eqn.outvars[0]
         idx = np.asarray(eqn.primitive.impl(np.arange(_size(x.aval.shape)).reshape(x.aval.shape),
@@ -258,7 +287,7 @@ class _Emitter:
                   f"{ind}    {o}[{q}] = {src}[{j}] if {j} >= 0 else {self.scalar(pv, env)}"]
         env[out] = o
 
-    def _concatenate(self, eqn, env, lines, ind):
+    def lower_concatenate(self, eqn, env, lines, ind):
         out, axis = eqn.outvars[0], eqn.params["dimension"]
         tags = np.concatenate([np.full(v.aval.shape, k) for k, v in enumerate(eqn.invars)],
                               axis).reshape(-1)
@@ -289,7 +318,7 @@ class _Emitter:
         grid = np.arange(_size(shape)).reshape(shape)[tuple(slice(0, k) for k in sizes)]
         return off, grid.reshape(-1)
 
-    def _dynamic_slice(self, eqn, env, lines, ind):
+    def lower_dynamic_slice(self, eqn, env, lines, ind):
         x, *starts = eqn.invars
         out = eqn.outvars[0]
         off, rel = self._window(x.aval, eqn.params["slice_sizes"], starts, env, lines, ind)
@@ -299,7 +328,7 @@ class _Emitter:
                   f"{ind}    {o}[{q}] = {src}[{off} + {m}[{q}]]"]
         env[out] = o
 
-    def _dynamic_update_slice(self, eqn, env, lines, ind):
+    def lower_dynamic_update_slice(self, eqn, env, lines, ind):
         x, upd, *starts = eqn.invars
         out = eqn.outvars[0]
         off, rel = self._window(x.aval, upd.aval.shape, starts, env, lines, ind)
@@ -309,6 +338,89 @@ class _Emitter:
         lines += _copy(o, self.buffer(x, env), _size(x.aval.shape), ind)
         lines += [f"{ind}for {q} in range({rel.size}):",
                   f"{ind}    {o}[{off} + {m}[{q}]] = {u}[{q}]"]
+        env[out] = o
+
+    # --- scatter, argmax / argmin ------------------------------------------------------------
+
+    def lower_scatter(self, eqn, env, lines, ind):
+        """Scatters without batching dims: each update window, in order, lands at its start
+        (clamped under CLIP, dropped when not wholly inside otherwise), as the impl does."""
+        operand, indices, updates = eqn.invars
+        dn, out = eqn.params["dimension_numbers"], eqn.outvars[0]
+        combine = {"scatter": "{u}", "scatter-add": "{o} + {u}", "scatter-mul": "{o} * {u}"}
+        shape = operand.aval.shape
+        if dn.operand_batching_dims or not shape or eqn.primitive.name not in combine:
+            self.host(eqn, eqn.primitive.impl, env, lines, ind)
+            return
+        from corejax.lax.indexing import GatherScatterMode, _scatter_window
+        window = _scatter_window(dn, len(shape), updates.aval.shape)
+        n_idx = indices.aval.shape[-1]
+        n = _size(indices.aval.shape[:-1])
+        scatter_dims = [d for d in range(updates.aval.ndim) if d not in dn.update_window_dims]
+        upd_order = np.transpose(np.arange(_size(updates.aval.shape)).reshape(updates.aval.shape),
+                                 scatter_dims + list(dn.update_window_dims)).reshape(-1)
+        strides = [_size(shape[d + 1:]) for d in range(len(shape))]
+        rel = np.arange(_size(shape)).reshape(shape)[tuple(slice(0, w) for w in window)]
+        rel = rel.reshape(-1)
+        o, idx, upd = self.m.alloc(out.aval), self.buffer(indices, env), self.buffer(updates, env)
+        um, rm = self.m.index_map(upd_order), self.m.index_map(rel)
+        j, q, off, st, ok = (self.m.fresh(p) for p in ("j", "q", "off", "st", "ok"))
+        clip = eqn.params["mode"] is GatherScatterMode.CLIP
+        cast = _np_name(out.aval.dtype)
+        lines += _copy(o, self.buffer(operand, env), _size(shape), ind)
+        lines += [f"{ind}for {j} in range({n}):", f"{ind}    {off} = 0", f"{ind}    {ok} = True"]
+        for k, d in enumerate(dn.scatter_dims_to_operand_dims):
+            hi = shape[d] - window[d]
+            lines.append(f"{ind}    {st} = int({idx}[{j} * {n_idx} + {k}])")
+            if not clip:
+                lines.append(f"{ind}    {ok} = {ok} and 0 <= {st} <= {hi}")
+            lines.append(f"{ind}    {off} += min(max({st}, 0), {hi}) * {strides[d]}")
+        value = combine[eqn.primitive.name].format(o=f"{o}[{off} + {rm}[{q}]]",
+                                                   u=f"{upd}[{um}[{j} * {rel.size} + {q}]]")
+        lines += [f"{ind}    if {ok}:", f"{ind}        for {q} in range({rel.size}):",
+                  f"{ind}            {o}[{off} + {rm}[{q}]] = {cast}({value})"]
+        env[out] = o
+
+    def lower_argmax(self, eqn, env, lines, ind, better="{v} > {b}"):
+        """The first index of the extreme along the axis; a NaN beats any number (np.argmax)."""
+        x, out = eqn.invars[0], eqn.outvars[0]
+        (axis,) = eqn.params["axes"]
+        shape = x.aval.shape
+        pre, n, post = _size(shape[:axis]), shape[axis], _size(shape[axis + 1:])
+        if x.aval.dtype.kind == "f":
+            better = f"({better}) or ({{v}} != {{v}} and {{b}} == {{b}})"
+        src, o = self.buffer(x, env), self.m.alloc(out.aval)
+        p, r, k, b, bi, v = (self.m.fresh(c) for c in ("p", "r", "k", "best", "bi", "v"))
+        cond = better.format(v=v, b=b)
+        lines += [f"{ind}for {p} in range({pre}):", f"{ind}    for {r} in range({post}):",
+                  f"{ind}        {b} = {src}[{p} * {n * post} + {r}]", f"{ind}        {bi} = 0",
+                  f"{ind}        for {k} in range(1, {n}):",
+                  f"{ind}            {v} = {src}[{p} * {n * post} + {k} * {post} + {r}]",
+                  f"{ind}            if {cond}:", f"{ind}                {b} = {v}",
+                  f"{ind}                {bi} = {k}",
+                  f"{ind}        {o}[{p} * {post} + {r}] = {bi}"]
+        env[out] = o
+
+    def lower_argmin(self, eqn, env, lines, ind):
+        self.lower_argmax(eqn, env, lines, ind, better="{v} < {b}")
+
+    lower_scatter_add = lower_scatter_mul = lower_scatter
+
+    def lower_cumsum(self, eqn, env, lines, ind):
+        """A running sum along the axis in the operand's dtype, element after element (as
+        np.cumsum adds)."""
+        x, out = eqn.invars[0], eqn.outvars[0]
+        axis, shape = eqn.params["axis"], x.aval.shape
+        pre, n, post = _size(shape[:axis]), shape[axis], _size(shape[axis + 1:])
+        cast = _np_name(out.aval.dtype)
+        src, o = self.buffer(x, env), self.m.alloc(out.aval)
+        p, r, k, acc, at = (self.m.fresh(c) for c in ("p", "r", "k", "acc", "at"))
+        order = f"range({n} - 1, -1, -1)" if eqn.params["reverse"] else f"range({n})"
+        lines += [f"{ind}for {p} in range({pre}):", f"{ind}    for {r} in range({post}):",
+                  f"{ind}        {acc} = {cast}(0)", f"{ind}        for {k} in {order}:",
+                  f"{ind}            {at} = {p} * {n * post} + {k} * {post} + {r}",
+                  f"{ind}            {acc} = {cast}({acc} + {src}[{at}])",
+                  f"{ind}            {o}[{at}] = {acc}"]
         env[out] = o
 
     # --- dot ---------------------------------------------------------------------------------
@@ -324,7 +436,7 @@ class _Emitter:
         lines += [f"{ind}for {q} in range({idx.size}):", f"{ind}    {o}[{q}] = {src}[{m}[{q}]]"]
         return o
 
-    def _dot_general(self, eqn, env, lines, ind):
+    def lower_dot_general(self, eqn, env, lines, ind):
         lhs, rhs = eqn.invars
         out = eqn.outvars[0]
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
@@ -342,28 +454,8 @@ class _Emitter:
         a = self._as_matrices(lhs, tuple(lb) + lf + tuple(lc), env, lines, ind)
         c = self._as_matrices(rhs, tuple(rb) + tuple(rc) + rf, env, lines, ind)
         o = self.m.alloc(out.aval)
-        b, i, k, n, row, av, cb = (self.m.fresh(p) for p in ("bt", "i", "k", "n", "r", "s", "cb"))
-        cast = _np_name(dt)
-        lines += [f"{ind}for {b} in range({B}):", f"{ind}    for {i} in range({M}):",
-                  f"{ind}        {row} = ({b} * {M} + {i}) * {N}"]
-        if N == 1:      # a matrix-vector product: one accumulator per row
-            lines += [
-                f"{ind}        {av} = {cast}(0)",
-                f"{ind}        for {k} in range({K}):",
-                f"{ind}            {av} += {cast}({a}[{row} * {K} + {k}]) * "
-                f"{cast}({c}[{b} * {K} + {k}])",
-                f"{ind}        {o}[{row}] = {av}",
-            ]
-        else:           # rows of the output accumulate over k, vectorized along n
-            lines += [
-                f"{ind}        for {n} in range({N}):",
-                f"{ind}            {o}[{row} + {n}] = 0",
-                f"{ind}        for {k} in range({K}):",
-                f"{ind}            {av} = {cast}({a}[({b} * {M} + {i}) * {K} + {k}])",
-                f"{ind}            {cb} = ({b} * {K} + {k}) * {N}",
-                f"{ind}            for {n} in range({N}):",
-                f"{ind}                {o}[{row} + {n}] += {av} * {cast}({c}[{cb} + {n}])",
-            ]
+        fn = self.m.kernel(_matmul_source(B, M, N, K, dt))
+        lines.append(f"{ind}{fn}({a}, {c}, {o})")
         env[out] = o
 
     # --- control flow --------------------------------------------------------------------------
@@ -434,17 +526,17 @@ class _Emitter:
         lines += self.carry_update(carry, outs[:nk], avals, fresh, inner)
         return lines, carry + ys
 
-    def _while(self, eqn, env, lines, ind):
+    def lower_while(self, eqn, env, lines, ind):
         body, outs = self.while_loop(eqn.params, [self.buffer(v, env) for v in eqn.invars], ind)
         lines += body
         env.update(zip(eqn.outvars, outs))
 
-    def _scan(self, eqn, env, lines, ind):
+    def lower_scan(self, eqn, env, lines, ind):
         body, outs = self.scan(eqn.params, [self.buffer(v, env) for v in eqn.invars], ind)
         lines += body
         env.update(zip(eqn.outvars, outs))
 
-    def _cond(self, eqn, env, lines, ind):
+    def lower_cond(self, eqn, env, lines, ind):
         index, *ops = eqn.invars
         branches = eqn.params["branches"]
         ops = [self.buffer(v, env) for v in ops]
