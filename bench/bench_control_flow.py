@@ -55,17 +55,29 @@ def cases(jax_like, jnp, lax):
             return jnp.sum(hs * hs)
         return jax_like.value_and_grad(loss)(params)
 
-    def host_steps(x):
+    def scatter_steps(x):
         def body(i, c):
             return c.at[jnp.argmax(c)].add(-1.0) * 0.999
         return lax.fori_loop(0, 1000, body, x)
+
+    def host_steps(x):
+        return lax.fori_loop(0, 1000, lambda i, c: jnp.sort(c * -0.999), x)
+
+    def dropout_scan(key, x):
+        def step(c, k):
+            keep = jax_like.random.bernoulli(k, 0.9, c.shape)
+            return jnp.tanh(jnp.where(keep, c, 0.0) * 1.1), jnp.sum(c)
+        return lax.scan(step, x, jax_like.random.split(key, 1000))
 
     return {
         "fori_loop 10^4 x elementwise[16]": (fori_elementwise, (x16,)),
         "while_loop 2000 x Newton step[16]": (newton_while, (np.abs(x16),)),
         "scan RNN 1000 steps, 32 units": (rnn, ((W, U, b), h0, xs)),
         "grad of that RNN (2 scans)": (rnn_grad, ((W, U, b), h0, xs)),
-        "fori 1000 x argmax+scatter (host)": (host_steps, (x16,)),
+        "fori 1000 x argmax+scatter-add[16]": (scatter_steps, (x16,)),
+        "scan 1000 x PRNG dropout[64]": (dropout_scan, (jax_like.random.PRNGKey(0),
+                                                        np.ones(64, np.float32))),
+        "fori 1000 x sort[16] (host call)": (host_steps, (x16,)),
     }
 
 

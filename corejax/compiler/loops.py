@@ -14,8 +14,9 @@ as nopython source over flat (1-D, C-contiguous) buffers of static size:
   on), for at most DOT_MAX_MACS multiply-adds; bigger dots belong to BLAS;
 - nested cond / while / scan are emitted inline;
 - scatter / scatter-add / scatter-mul without batching dims, argmax / argmin and cumsum are
-  loops following the impls' order of updates (so the same bits);
-- anything else (BLAS-sized dots, gather, sort, the PRNG, scatter-min/max, ...) runs
+  loops following the impls' order of updates (so the same bits), threefry2x32 a loop of
+  its 20 rounds;
+- anything else (BLAS-sized dots, gather, sort, scatter-min/max, ...) runs
   its NumPy impl (the executor's, so the bits are the Python-driven path's) through
   `host_call` from an objmode block: a few microseconds per call, inside the compiled loop.
 
@@ -159,6 +160,28 @@ def _matmul_source(B, M, N, K, dt) -> str:
         f"@njit(error_model=\"numpy\", nogil=True, cache=True{flags})",
         "def kernel(a, c, o):", f"    for b in range({B}):", f"        for m in range({M}):",
         f"            row = b * {M} + m", *loop]) + "\n"
+
+
+def _threefry_source() -> str:
+    """Threefry-2x32 (20 rounds) per element, as lax.prng's NumPy reference computes it; every
+    step wraps to uint32 (Numba widens uint32 arithmetic to 64 bits)."""
+    from corejax.lax.prng import _KEY_SCHEDULE_PARITY, _ROTATIONS
+    u = "np.uint32"
+    body = [f"        ks2 = {u}(ks0 ^ ks1 ^ {u}({int(_KEY_SCHEDULE_PARITY)}))",
+            f"        x = {u}(x0[q] + ks0)", f"        y = {u}(x1[q] + ks1)"]
+    for injection in range(1, 6):
+        for r in _ROTATIONS[(injection - 1) % 2]:
+            body += [f"        x = {u}(x + y)",
+                     f"        y = {u}({u}(y << {u}({r})) | (y >> {u}({32 - r})))",
+                     f"        y = {u}(y ^ x)"]
+        body += [f"        x = {u}(x + ks{injection % 3})",
+                 f"        y = {u}({u}(y + ks{(injection + 1) % 3}) + {u}({injection}))"]
+    return "\n".join([
+        "import numpy as np", "from numba import njit", "",
+        "@njit(error_model=\"numpy\", nogil=True, cache=True)",
+        "def kernel(k0, k1, x0, x1, y0, y1):", "    for q in range(x0.size):",
+        "        ks0 = k0[q]", "        ks1 = k1[q]", *body,
+        "        y0[q] = x", "        y1[q] = y"]) + "\n"
 
 
 def _copy(dst, src, n, ind) -> list:
@@ -405,6 +428,13 @@ class _Emitter:
         self.lower_argmax(eqn, env, lines, ind, better="{v} < {b}")
 
     lower_scatter_add = lower_scatter_mul = lower_scatter
+
+    def lower_threefry2x32(self, eqn, env, lines, ind):
+        fn = self.m.kernel(_threefry_source())
+        outs = [self.m.alloc(v.aval) for v in eqn.outvars]
+        args = [self.buffer(v, env) for v in eqn.invars] + outs
+        lines.append(f"{ind}{fn}({', '.join(args)})")
+        env.update(zip(eqn.outvars, outs))
 
     def lower_cumsum(self, eqn, env, lines, ind):
         """A running sum along the axis in the operand's dtype, element after element (as
