@@ -103,15 +103,17 @@ def _find_openblas_threads():
     return None
 
 
-class _GemmSplitter:
-    """Runs one big 2-D matmul as P independent single-threaded BLAS calls over blocks of its
-    output (rows or columns, whichever dimension is larger), on P - 1 persistent helper threads
-    plus the caller. On the 2-core machine OpenBLAS's own threading reaches only ~1.4x one
-    core on the MLP's 128-row GEMMs (and collapses when another process holds a core: its
-    workers spin); the split halves each ran at single-thread speed side by side, 2.0x faster
-    than one thread under load. Each output element's sum over k runs in the same order as in
-    one unsplit single-threaded call, so results are bit-identical to it (OpenBLAS's
-    multithreaded sgemm rounds differently)."""
+class _Splitter:
+    """Runs one big GEMM as P single-threaded BLAS calls over blocks of its output (rows or
+    columns, whichever dimension is larger), on P - 1 persistent helper threads plus the caller.
+
+    On the 2-core machine OpenBLAS's own threading reaches only ~1.4x one core on the MLP's
+    128-row GEMMs and collapses when another process holds a core (its workers spin); the
+    split halves ran at single-thread speed side by side. Each GEMM output element's sum over
+    k runs in the same order as in one unsplit single-threaded call, so results are
+    bit-identical to it (OpenBLAS's multithreaded sgemm rounds differently). (Elementwise
+    kernels are not split: the 784x512 SGD update is memory-bound, 196 us split vs 175 us
+    on one thread.)"""
 
     MIN_FLOPS = 1 << 22
 
@@ -132,58 +134,74 @@ class _GemmSplitter:
             go, done = threading.Lock(), threading.Lock()
             go.acquire()
             done.acquire()
-            slot = [None]
+            slot = [None, None]          # the call, then its exception
 
             def loop(go=go, done=done, slot=slot):
                 while True:
                     go.acquire()
-                    a, b, o = slot[0]
+                    fn, args = slot[0]
                     slot[0] = None
                     try:
-                        np.matmul(a, b, out=o)
+                        fn(*args)
+                    except BaseException as e:  # re-raised by the caller
+                        slot[1] = e
                     finally:
                         done.release()
 
-            threading.Thread(target=loop, name="corejax-gemm", daemon=True).start()
+            threading.Thread(target=loop, name="corejax-split", daemon=True).start()
             helpers.append((go, done, slot))
         self._helpers = helpers
+
+    def _run(self, calls):
+        """calls[0] here, the others on the helpers (lock held)."""
+        if self._helpers is None:
+            self._start_helpers()
+        for (go, _, slot), call in zip(self._helpers, calls[1:]):
+            slot[0] = call
+            go.release()
+        try:
+            calls[0][0](*calls[0][1])
+        finally:
+            for _, done, _ in self._helpers[:len(calls) - 1]:
+                done.acquire()
+        for _, _, slot in self._helpers[:len(calls) - 1]:
+            if slot[1] is not None:
+                e, slot[1] = slot[1], None
+                raise e
+
+    def cuts(self, size, align):
+        cuts = [(size * i // self.parts) // align * align for i in range(self.parts)]
+        return cuts + [size]
 
     def matmul(self, a, b, out):
         """out[...] = a @ b for 2-D operands BLAS can read (rows or columns unit-stride).
         Small products run as one single-threaded call: waking OpenBLAS's workers after
         they slept costs more than they save there. Concurrent callers take turns: OpenBLAS's
         thread count is process-wide, and its result bits depend on it."""
-        self._lock.acquire()
-        threads = self._get()
-        self._set(1)
-        try:
-            m, n = out.shape
-            if 2 * m * n * a.shape[1] < self.MIN_FLOPS or max(m, n) < 16 * self.parts:
-                np.matmul(a, b, out=out)
-                return
-            if self._helpers is None:
-                self._start_helpers()
-            size = max(m, n)
-            cuts = [(size * i // self.parts) // 16 * 16 for i in range(self.parts)] + [size]
-            if m >= n:
-                blocks = [(a[lo:hi], b, out[lo:hi]) for lo, hi in zip(cuts, cuts[1:])]
-            else:
-                blocks = [(a, b[:, lo:hi], out[:, lo:hi]) for lo, hi in zip(cuts, cuts[1:])]
-            for (go, _, slot), block in zip(self._helpers, blocks[1:]):
-                slot[0] = block
-                go.release()
+        with self._lock:
+            threads = self._get()
+            self._set(1)
             try:
-                np.matmul(*blocks[0][:2], out=blocks[0][2])
+                m, n = out.shape
+                if 2 * m * n * a.shape[1] < self.MIN_FLOPS or max(m, n) < 16 * self.parts:
+                    np.matmul(a, b, out=out)
+                    return
+                cuts = self.cuts(max(m, n), 16)
+                if m >= n:
+                    blocks = [(a[lo:hi], b, out[lo:hi]) for lo, hi in zip(cuts, cuts[1:])]
+                else:
+                    blocks = [(a, b[:, lo:hi], out[:, lo:hi]) for lo, hi in zip(cuts, cuts[1:])]
+                self._run([(_matmul_into, blk) for blk in blocks])
             finally:
-                for _, done, _ in self._helpers:
-                    done.acquire()
-        finally:
-            self._set(threads)
-            self._lock.release()
+                self._set(threads)
+
+
+def _matmul_into(a, b, out):
+    np.matmul(a, b, out=out)
 
 
 def _make_splitter():
-    if os.environ.get("COREJAX_CPU_GEMM_SPLIT", "1") == "0":
+    if os.environ.get("COREJAX_CPU_SPLIT", "1") == "0":
         return None
     try:
         cpus = len(os.sched_getaffinity(0))
@@ -193,7 +211,7 @@ def _make_splitter():
     if not 2 <= cpus <= 4:
         return None
     api = _find_openblas_threads()
-    return _GemmSplitter(cpus, api) if api is not None else None
+    return _Splitter(cpus, api) if api is not None else None
 
 
 _splitter = _make_splitter()
