@@ -60,6 +60,9 @@ def cases(jax_like, jnp, lax):
             return c.at[jnp.argmax(c)].add(-1.0) * 0.999
         return lax.fori_loop(0, 1000, body, x)
 
+    def fill_rows(buf):
+        return lax.fori_loop(0, 1000, lambda i, b: b.at[i].set(jnp.sin(b[i - 1]) + 1.0), buf)
+
     def host_steps(x):
         return lax.fori_loop(0, 1000, lambda i, c: jnp.sort(c * -0.999), x)
 
@@ -77,6 +80,7 @@ def cases(jax_like, jnp, lax):
         "fori 1000 x argmax+scatter-add[16]": (scatter_steps, (x16,)),
         "scan 1000 x PRNG dropout[64]": (dropout_scan, (jax_like.random.PRNGKey(0),
                                                         np.ones(64, np.float32))),
+        "fori 1000 x row write, (1000,64) buf": (fill_rows, (np.zeros((1000, 64), np.float32),)),
         "fori 1000 x sort[16] (host call)": (host_steps, (x16,)),
     }
 

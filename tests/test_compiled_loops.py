@@ -3,6 +3,9 @@ Python-driven host loop (bit for bit, except small dots, whose loop matmul round
 from BLAS), the reference backend and eager evaluation; that the compiled path is taken where it
 should be, and that bodies without a nopython form still run (Python-driven)."""
 import contextlib
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -231,6 +234,45 @@ def test_random_bits_in_loops(monkeypatch):
     assert _built_loop(f, key, jnp.ones((2, 5), jnp.float32)).host_prims == []
 
 
+def test_updates_in_place_only_when_the_old_value_is_dead(monkeypatch):
+    z = jnp.zeros((6, 5), jnp.float32)
+
+    def fill(buf):
+        def body(i, b):
+            b = b.at[i, 0].set(i * 1.0)
+            return lax.dynamic_update_slice(b, jnp.full((1, 4), 2.0) * i, (i, 1))
+        return fori_loop(0, 6, body, buf)
+    loop_text = _built_loop(fill, z).source.split("for it_")[1]
+    assert "[:] = " not in loop_text                # no whole-buffer copy per iteration
+    check(monkeypatch, fill, z)
+
+    def old_read_after(b):
+        def step(c, i):
+            new = c.at[i].set(-1.0)
+            return new, jnp.sum(c) + new[0, 0] + c.T[1, i]
+        return scan(step, b, jnp.arange(6))
+
+    def old_returned(b):
+        return fori_loop(0, 4, lambda i, c: (c[0].at[i].add(1.0), c[0] * 2 + c[1]), (b, b))
+
+    def old_passed(b):
+        return fori_loop(0, 4, lambda i, c: (c[0].at[i].add(1.0), c[0]), (b, b))
+
+    def crossed(b):
+        def body(i, c):
+            x, y = c
+            return lax.dynamic_update_slice(y, x[:1] + 1.0, (i, 0)), x.at[i + 1].mul(0.5)
+        return fori_loop(0, 4, body, (b + 1.0, b))
+
+    def nested(b):
+        def outer(c, k):
+            c = fori_loop(0, 3, lambda i, v: v.at[k, i].add(1.0 + i), c)
+            return c.at[k + 1].set(c[k] * 2), c.sum()
+        return scan(outer, b, jnp.arange(4))
+    for f in (old_read_after, old_returned, old_passed, crossed, nested):
+        check(monkeypatch, f, z + jnp.arange(5.0))
+
+
 # --- gradients (their backward passes are scans too) ----------------------------------------------
 
 def test_grad_of_scan_and_fori_under_jit(monkeypatch):
@@ -298,3 +340,26 @@ def test_generated_source_is_cached_module():
     assert run.host_prims == []
     assert "cache=True" in run.source and "def kernel(" in run.source
     assert loops.compile_loop("scan", eqn.params) is run      # built once per body
+
+
+_CACHE_PROBE = """
+import numpy as np, corejax as jax, corejax.numpy as jnp
+from corejax import lax
+from corejax.compiler import kernel_stats, loops
+f = jax.jit(lambda h, xs, w: lax.scan(lambda h, x: (jnp.tanh(w @ h + x), h.sum()), h, xs))
+out = f(jnp.ones(4), jnp.ones((9, 4)), jnp.eye(4))
+assert loops.stats["compiled_calls"] == 1
+print(kernel_stats()["kernels_compiled"], kernel_stats()["kernels_loaded"])
+"""
+
+
+def test_compiled_loops_load_from_the_disk_cache_in_a_new_process(tmp_path):
+    env = dict(os.environ, COREJAX_CACHE_DIR=str(tmp_path))
+
+    def probe():
+        out = subprocess.run([sys.executable, "-c", _CACHE_PROBE], env=env, check=True,
+                             capture_output=True, text=True).stdout.split()
+        return int(out[0]), int(out[1])
+    compiled, _ = probe()
+    assert compiled >= 1
+    assert probe() == (0, compiled)        # everything comes back from the cache

@@ -34,15 +34,16 @@ bodies' consts, index maps, literals) are arguments, not text, so equal structur
 from __future__ import annotations
 
 import hashlib
+import threading
 import weakref
 
 import numba
 import numpy as np
 
 from corejax.array import to_numpy
-from corejax.core import Literal
+from corejax.core import Literal, Var
 from corejax.compiler import codegen, diskcache, registry
-from corejax.compiler.fusion import FusedGroup, partition
+from corejax.compiler.fusion import FusedGroup, HostStep, partition
 from corejax.compiler.passes import run_passes
 
 __all__ = ["compile_loop", "host_call", "Unsupported", "stats", "DOT_MAX_MACS"]
@@ -184,6 +185,51 @@ def _threefry_source() -> str:
         "        y0[q] = x", "        y1[q] = y"]) + "\n"
 
 
+_UPDATES = {"dynamic_update_slice", "scatter", "scatter-add", "scatter-mul"}
+
+
+def _in_place_updates(jaxpr, steps, donated) -> set:
+    """ids of the update equations (dynamic_update_slice, scatter) that may write into their
+    operand: a value held in a donated buffer (a donated Var, or an in-place update's result)
+    that no later step and no output reads, through any view."""
+    if not donated:
+        return set()
+    base: dict = {}                 # a layout op's output -> its operand (it may be a view)
+    for s in steps:
+        if isinstance(s, HostStep) and s.eqn.primitive.name in _GATHERS \
+                and type(s.eqn.invars[0]) is Var:
+            base[s.eqn.outvars[0]] = s.eqn.invars[0]
+
+    def root(v):
+        while v in base:
+            v = base[v]
+        return v
+
+    def reads(s):
+        if isinstance(s, HostStep):
+            return list(s.eqn.invars)
+        return [getattr(src, "src", src) for src in s.inputs.values()] + list(s.inputs)
+
+    last_read: dict = {}
+    for i, s in enumerate(steps):
+        for v in reads(s):
+            if type(v) is Var:
+                last_read[root(v)] = i
+    for v in jaxpr.outvars:
+        if type(v) is Var:
+            last_read[root(v)] = len(steps)
+    ok, owned = set(), set(donated)
+    for i, s in enumerate(steps):
+        if isinstance(s, HostStep) and s.eqn.primitive.name in _UPDATES:
+            x, *rest = s.eqn.invars
+            r = root(x) if type(x) is Var else None
+            if r in owned and last_read.get(r) == i and \
+                    all(type(v) is not Var or root(v) is not r for v in rest):
+                ok.add(id(s.eqn))
+                owned.add(s.eqn.outvars[0])
+    return ok
+
+
 def _copy(dst, src, n, ind) -> list:
     if n == 1:
         return [f"{ind}{dst}[0] = {src}[0]"]
@@ -193,6 +239,7 @@ def _copy(dst, src, n, ind) -> list:
 class _Emitter:
     def __init__(self, module: _Module):
         self.m = module
+        self.in_place: set = set()      # ids of update equations writing their operand
 
     # --- atoms ---------------------------------------------------------------------------
 
@@ -208,10 +255,15 @@ class _Emitter:
 
     # --- Jaxprs ----------------------------------------------------------------------------
 
-    def closed(self, closed, in_names, ind):
-        """Lines computing `closed` on the buffers `in_names`, and its output buffers."""
+    def closed(self, closed, in_names, ind, donated=()):
+        """Lines computing `closed` on the buffers `in_names`, and its output buffers. Buffers
+        in `donated` (the loop's own carries) may be updated in place once their old value is
+        dead."""
         opt = run_passes(closed)
         jaxpr = opt.jaxpr
+        steps = partition(jaxpr)
+        self.in_place = _in_place_updates(
+            jaxpr, steps, {v for v, n in zip(jaxpr.invars, in_names) if n in donated})
         env: dict = {}
         for v, c in zip(jaxpr.constvars, opt.consts):
             _check_dtype(v.aval)
@@ -220,7 +272,9 @@ class _Emitter:
             _check_dtype(v.aval)
             env[v] = n
         lines: list = []
-        for step in partition(jaxpr):
+        in_place = self.in_place
+        for step in steps:
+            self.in_place = in_place      # (nested Jaxprs set their own)
             if isinstance(step, FusedGroup):
                 self.group(step, env, lines, ind)
             else:
@@ -355,13 +409,22 @@ class _Emitter:
         x, upd, *starts = eqn.invars
         out = eqn.outvars[0]
         off, rel = self._window(x.aval, upd.aval.shape, starts, env, lines, ind)
-        o, m = self.m.alloc(out.aval), self.m.index_map(rel)
+        o, m = self.updated_copy(eqn, env, lines, ind), self.m.index_map(rel)
         u = self.buffer(upd, env)
         q = self.m.fresh("q")
-        lines += _copy(o, self.buffer(x, env), _size(x.aval.shape), ind)
         lines += [f"{ind}for {q} in range({rel.size}):",
                   f"{ind}    {o}[{off} + {m}[{q}]] = {u}[{q}]"]
         env[out] = o
+
+    def updated_copy(self, eqn, env, lines, ind) -> str:
+        """The buffer an update of operand 0 writes: that operand's own where it is a dead
+        carry (an in-place update), else a copy of it."""
+        x = eqn.invars[0]
+        if id(eqn) in self.in_place:
+            return env[x]
+        o = self.m.alloc(eqn.outvars[0].aval)
+        lines += _copy(o, self.buffer(x, env), _size(x.aval.shape), ind)
+        return o
 
     # --- scatter, argmax / argmin ------------------------------------------------------------
 
@@ -385,12 +448,12 @@ class _Emitter:
         strides = [_size(shape[d + 1:]) for d in range(len(shape))]
         rel = np.arange(_size(shape)).reshape(shape)[tuple(slice(0, w) for w in window)]
         rel = rel.reshape(-1)
-        o, idx, upd = self.m.alloc(out.aval), self.buffer(indices, env), self.buffer(updates, env)
+        idx, upd = self.buffer(indices, env), self.buffer(updates, env)
         um, rm = self.m.index_map(upd_order), self.m.index_map(rel)
         j, q, off, st, ok = (self.m.fresh(p) for p in ("j", "q", "off", "st", "ok"))
         clip = eqn.params["mode"] is GatherScatterMode.CLIP
         cast = _np_name(out.aval.dtype)
-        lines += _copy(o, self.buffer(operand, env), _size(shape), ind)
+        o = self.updated_copy(eqn, env, lines, ind)
         lines += [f"{ind}for {j} in range({n}):", f"{ind}    {off} = 0", f"{ind}    {ok} = True"]
         for k, d in enumerate(dn.scatter_dims_to_operand_dims):
             hi = shape[d] - window[d]
@@ -518,7 +581,7 @@ class _Emitter:
             lines += _copy(c, x, _size(a.shape), ind)
         cond_lines, (pred,) = self.closed(params["cond_jaxpr"], ins[:nc] + carry, ind + "    ")
         mark = len(self.m.allocated)
-        body_lines, outs = self.closed(body, ins[nc:nc + nb] + carry, ind + "    ")
+        body_lines, outs = self.closed(body, ins[nc:nc + nb] + carry, ind + "    ", carry)
         fresh = set(self.m.allocated[mark:])
         lines += [f"{ind}while True:", *cond_lines, f"{ind}    if not {pred}[0]:",
                   f"{ind}        break", *body_lines,
@@ -546,7 +609,7 @@ class _Emitter:
             self.m.root[name] = name
             xs.append(name)
         mark = len(self.m.allocated)
-        body_lines, outs = self.closed(closed, ins[:nc] + carry + xs, inner)
+        body_lines, outs = self.closed(closed, ins[:nc] + carry + xs, inner, carry)
         fresh = set(self.m.allocated[mark:])
         lines += body_lines
         for y, o, a in zip(ys, outs[nk:], y_avals):
@@ -616,6 +679,7 @@ def host_call(key, *flat):
 
 # Built loops by their body Jaxpr: (name, other params) -> runner, or the Unsupported message.
 _built: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_lock = threading.RLock()
 
 
 def _operand_avals(name, params):
@@ -635,16 +699,17 @@ def compile_loop(name, params):
     body = params["body_jaxpr"] if name == "while" else params["jaxpr"]
     key = (name,) + tuple((k, id(v) if k.endswith("jaxpr") else v)
                           for k, v in sorted(params.items()))
-    per_body = _built.setdefault(body, {})
-    got = per_body.get(key)
-    if got is None:
-        try:
-            got = _build(name, params)
-            stats["compiled"] += 1
-        except Unsupported as e:
-            got = str(e)
-            stats["unsupported"] += 1
-        per_body[key] = got
+    with _lock:
+        per_body = _built.setdefault(body, {})
+        got = per_body.get(key)
+        if got is None:
+            try:
+                got = _build(name, params)
+                stats["compiled"] += 1
+            except Unsupported as e:
+                got = str(e)
+                stats["unsupported"] += 1
+            per_body[key] = got
     if isinstance(got, str):
         raise Unsupported(got)
     return got
