@@ -222,6 +222,25 @@ def test_scatters_argmax_cumsum_are_native(monkeypatch):
         0, 3, lambda i, c: c.at[c[0, :3] % 3, 1].add(c[:, 2]) + jnp.cumsum(c, 0), x), ints)
 
 
+def test_gathers_are_native(monkeypatch):
+    table = jnp.asarray(np.random.RandomState(6).randn(7, 3), jnp.float32)
+    ids = jnp.asarray([[1, 6], [0, 9], [-2, 3]], jnp.int32)        # one out of range
+
+    def step(c, k):
+        rows = table[(ids + k) % 7]                                 # embedding lookup
+        clipped = jnp.take(table, ids[:, 1] + k, axis=0, mode="clip")
+        filled = jnp.take(table, ids[:, 1] + k, axis=0, mode="fill", fill_value=-5.0)
+        return c * 0.5 + rows.sum(1) + clipped + filled, table.T[:, k]
+    f = lambda c: scan(step, c, jnp.arange(5))   # noqa: E731
+    c0 = jnp.zeros((3, 3), jnp.float32)
+    check(monkeypatch, f, c0)
+    assert _built_loop(f, c0).host_prims == []
+    nan_fill = lambda c: fori_loop(0, 2, lambda i, v: v + jnp.take(  # noqa: E731
+        table, ids[:, 1] + i, axis=0, mode="fill").sum(1), c)
+    out = check(monkeypatch, nan_fill, jnp.zeros(3, jnp.float32))
+    assert np.isnan(np.asarray(out)[1])                             # the default NaN fill
+
+
 def test_random_bits_in_loops(monkeypatch):
     def f(key, x):
         def step(c, k):
@@ -301,12 +320,13 @@ def _built_loop(f, *args, name="scan"):
 def test_host_calls_inside_compiled_loops(monkeypatch):
     def body(i, c):
         c = c.at[jnp.argmax(c)].max(0.5)                         # scatter-max
-        return jnp.sort(c) * 0.25 + c[jnp.array([2, 0, 1])]       # sort, gather
+        along = jnp.take_along_axis(c, jnp.asarray([2, 0, 1]), axis=0)  # a batched gather
+        return jnp.sort(c) * 0.25 + along                        # sort
     f = lambda c: fori_loop(0, 6, body, c)   # noqa: E731
     calls = loops.stats["host_calls"]
     check(monkeypatch, f, x3)
     assert loops.stats["host_calls"] > calls
-    assert {"scatter-max", "sort", "gather"} <= set(_built_loop(f, x3).host_prims)
+    assert set(_built_loop(f, x3).host_prims) <= {"scatter-max", "sort", "gather"}
 
 
 def test_blas_sized_dots_call_blas_inside_the_loop(monkeypatch):

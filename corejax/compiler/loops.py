@@ -13,10 +13,10 @@ as nopython source over flat (1-D, C-contiguous) buffers of static size:
 - dot_general becomes a loop matmul (numba's np.dot needs SciPy, which corejax does not depend
   on), for at most DOT_MAX_MACS multiply-adds; bigger dots belong to BLAS;
 - nested cond / while / scan are emitted inline;
-- scatter / scatter-add / scatter-mul without batching dims, argmax / argmin and cumsum are
+- gather, scatter / scatter-add / scatter-mul without batching dims, argmax / argmin, cumsum are
   loops following the impls' order of updates (so the same bits), threefry2x32 a loop of
   its 20 rounds;
-- anything else (BLAS-sized dots, gather, sort, scatter-min/max, ...) runs
+- anything else (BLAS-sized dots, sort, scatter-min/max, batched gathers, ...) runs
   its NumPy impl (the executor's, so the bits are the Python-driven path's) through
   `host_call` from an objmode block: a few microseconds per call, inside the compiled loop.
 
@@ -41,10 +41,11 @@ import numba
 import numpy as np
 
 from corejax.array import to_numpy
-from corejax.core import Literal, Var
+from corejax.core import Literal, ShapedArray, Var
 from corejax.compiler import codegen, diskcache, registry
 from corejax.compiler.fusion import FusedGroup, HostStep, partition
 from corejax.compiler.passes import run_passes
+from corejax.compiler.scalar_ctx import literal
 
 __all__ = ["compile_loop", "host_call", "Unsupported", "stats", "DOT_MAX_MACS"]
 
@@ -465,6 +466,51 @@ class _Emitter:
                                                    u=f"{upd}[{um}[{j} * {rel.size} + {q}]]")
         lines += [f"{ind}    if {ok}:", f"{ind}        for {q} in range({rel.size}):",
                   f"{ind}            {o}[{off} + {rm}[{q}]] = {cast}({value})"]
+        env[out] = o
+
+    def lower_gather(self, eqn, env, lines, ind):
+        """Gathers without batching dims: each window's clamped start (a window not wholly
+        inside reads the fill value under FILL_OR_DROP), then every output element through
+        static maps to (window, element of the window), laid out as the impl does."""
+        operand, indices = eqn.invars
+        dn, out, sizes = eqn.params["dimension_numbers"], eqn.outvars[0], eqn.params["slice_sizes"]
+        shape = operand.aval.shape
+        if dn.operand_batching_dims or not shape:
+            self.host(eqn, eqn.primitive.impl, env, lines, ind)
+            return
+        from corejax.lax.indexing import GatherScatterMode, _default_fill
+        n_idx, batch = indices.aval.shape[-1], indices.aval.shape[:-1]
+        n, w = _size(batch), _size(sizes)
+        # where each output element comes from: the impl's own layout steps applied to ids
+        ids = np.arange(n * w).reshape((n,) + tuple(sizes))
+        dropped = set(dn.collapsed_slice_dims)
+        kept = tuple(k for d, k in enumerate(sizes) if d not in dropped)
+        ids = ids.reshape(batch + kept)
+        rank = len(batch) + len(kept)
+        positions = [p for p in range(rank) if p not in dn.offset_dims]
+        ids = np.transpose(ids, [len(batch) + dn.offset_dims.index(p) if p in dn.offset_dims
+                                 else positions.index(p) for p in range(rank)]).reshape(-1)
+        strides = [_size(shape[d + 1:]) for d in range(len(shape))]
+        rel = np.arange(_size(shape)).reshape(shape)[tuple(slice(0, k) for k in sizes)]
+        fill_mode = eqn.params["mode"] is GatherScatterMode.FILL_OR_DROP
+        fill = eqn.params["fill_value"]
+        fill = literal(_default_fill(out.aval.dtype) if fill is None else fill, out.aval.dtype)
+        src, idx = self.buffer(operand, env), self.buffer(indices, env)
+        offs = self.m.alloc(ShapedArray((n,), np.int64))
+        wm, qm = self.m.index_map(ids // w), self.m.index_map(rel.reshape(-1)[ids % w])
+        o = self.m.alloc(out.aval)
+        j, p, st, off, ok = (self.m.fresh(c) for c in ("j", "p", "st", "off", "ok"))
+        lines += [f"{ind}for {j} in range({n}):", f"{ind}    {off} = 0", f"{ind}    {ok} = True"]
+        for k, d in enumerate(dn.start_index_map):
+            hi = shape[d] - sizes[d]
+            lines.append(f"{ind}    {st} = int({idx}[{j} * {n_idx} + {k}])")
+            if fill_mode:
+                lines.append(f"{ind}    {ok} = {ok} and 0 <= {st} <= {hi}")
+            lines.append(f"{ind}    {off} += min(max({st}, 0), {hi}) * {strides[d]}")
+        lines += [f"{ind}    {offs}[{j}] = {off} if {ok} else -1",
+                  f"{ind}for {p} in range({ids.size}):",
+                  f"{ind}    {off} = {offs}[{wm}[{p}]]",
+                  f"{ind}    {o}[{p}] = {src}[{off} + {qm}[{p}]] if {off} >= 0 else {fill}"]
         env[out] = o
 
     def lower_argmax(self, eqn, env, lines, ind, better="{v} > {b}"):
