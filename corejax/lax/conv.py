@@ -208,7 +208,8 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     nsp = x.ndim - 2
     cfg = [(0, 0, 0)] + [(lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation)] \
         + [(0, 0, 0)]
-    x = _pad_impl(x, out_dtype.type(0), cfg)
+    if any(any(c) for c in cfg):
+        x = _pad_impl(x, out_dtype.type(0), cfg)
     n, c = x.shape[0], x.shape[-1]
     o, *k_sp, i = w.shape
     out_sp = tuple(max(0, (x.shape[1 + d] - _dilate(k_sp[d], rhs_dilation[d]))
