@@ -360,6 +360,9 @@ def test_generated_source_is_cached_module():
     assert run.host_prims == []
     assert "cache=True" in run.source and "def kernel(" in run.source
     assert loops.compile_loop("scan", eqn.params) is run      # built once per body
+    from corejax.compiler import compile_jaxpr
+    text = loops.loop_sources(compile_jaxpr(jax.make_jaxpr(f)(x3), "cpu"))
+    assert f"compiled as loop k_{run.key}" in text and run.source in text
 
 
 _CACHE_PROBE = """

@@ -1,0 +1,348 @@
+"""The nopython lowerings of compiled loops' data steps (compiler/loops.py emits the loop
+itself, fused groups and control flow): layout ops as gathers through static index maps,
+dynamic slices, gather / scatter, argmax / argmin, cumsum, threefry2x32 and small dots.
+
+Each `lower_<primitive>(eqn, env, lines, ind)` appends source lines to `lines` (indented by
+`ind`) computing the equation on flat buffers named in `env`, and binds its outputs there. The
+index maps are computed at build time by applying the primitives' own impls (or their layout
+rules) to `arange`, so the generated loops move the same elements as the impls, in the same
+order of updates.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from corejax.core import ShapedArray
+from corejax.compiler.scalar_ctx import literal
+
+__all__ = ["DataLowerings", "DOT_MAX_MACS", "np_name", "size", "copy_lines"]
+
+# A 64x64 @ 64x64 product; past this BLAS (from a host call) beats the loop matmul.
+DOT_MAX_MACS = 1 << 18
+
+
+def np_name(dt) -> str:
+    dt = np.dtype(dt)
+    return "np.bool_" if dt == np.bool_ else f"np.{dt.name}"
+
+
+def size(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def matmul_source(B, M, N, K, dt) -> str:
+    """A kernel computing o[b, m, n] = sum_k a[b, m, k] * c[b, k, n] (flat operands). Floats
+    may reassociate and contract (FMA), as BLAS does: vectorized partial sums; the rounding
+    differs from BLAS's by a few ulps either way."""
+    cast = np_name(dt)
+    flags = ", fastmath={'reassoc', 'contract'}" if np.dtype(dt).kind == "f" else ""
+    if N == 1:      # matrix-vector products: a dot per row
+        loop = [f"            acc = {cast}(0)",
+                f"            for k in range({K}):",
+                f"                acc += {cast}(a[row * {K} + k]) * {cast}(c[b * {K} + k])",
+                "            o[row] = acc"]
+    else:           # rows of the output accumulate over k, vectorized along n
+        loop = [f"            for n in range({N}):",
+                f"                o[row * {N} + n] = 0",
+                f"            for k in range({K}):",
+                f"                s = {cast}(a[row * {K} + k])",
+                f"                cb = (b * {K} + k) * {N}",
+                f"                for n in range({N}):",
+                f"                    o[row * {N} + n] += s * {cast}(c[cb + n])"]
+    return "\n".join([
+        "import numpy as np", "from numba import njit", "",
+        f"@njit(error_model=\"numpy\", nogil=True, cache=True{flags})",
+        "def kernel(a, c, o):", f"    for b in range({B}):", f"        for m in range({M}):",
+        f"            row = b * {M} + m", *loop]) + "\n"
+
+
+def threefry_source() -> str:
+    """Threefry-2x32 (20 rounds) per element, as lax.prng's NumPy reference computes it; every
+    step wraps to uint32 (Numba widens uint32 arithmetic to 64 bits)."""
+    from corejax.lax.prng import _KEY_SCHEDULE_PARITY, _ROTATIONS
+    u = "np.uint32"
+    body = [f"        ks2 = {u}(ks0 ^ ks1 ^ {u}({int(_KEY_SCHEDULE_PARITY)}))",
+            f"        x = {u}(x0[q] + ks0)", f"        y = {u}(x1[q] + ks1)"]
+    for injection in range(1, 6):
+        for r in _ROTATIONS[(injection - 1) % 2]:
+            body += [f"        x = {u}(x + y)",
+                     f"        y = {u}({u}(y << {u}({r})) | (y >> {u}({32 - r})))",
+                     f"        y = {u}(y ^ x)"]
+        body += [f"        x = {u}(x + ks{injection % 3})",
+                 f"        y = {u}({u}(y + ks{(injection + 1) % 3}) + {u}({injection}))"]
+    return "\n".join([
+        "import numpy as np", "from numba import njit", "",
+        "@njit(error_model=\"numpy\", nogil=True, cache=True)",
+        "def kernel(k0, k1, x0, x1, y0, y1):", "    for q in range(x0.size):",
+        "        ks0 = k0[q]", "        ks1 = k1[q]", *body,
+        "        y0[q] = x", "        y1[q] = y"]) + "\n"
+
+
+def copy_lines(dst, src, n, ind) -> list:
+    if n == 1:
+        return [f"{ind}{dst}[0] = {src}[0]"]
+    return [f"{ind}{dst}[:] = {src}"]
+
+
+class DataLowerings:
+    """Mixin of the loop emitter: needs `self.m` (the module being generated), `self.buffer`,
+    `self.scalar`, `self.host` and `self.in_place`."""
+
+    def _static_gather(self, eqn, env, lines, ind):
+        x, out = eqn.invars[0], eqn.outvars[0]
+        src = self.buffer(x, env)
+        idx = np.asarray(eqn.primitive.impl(np.arange(size(x.aval.shape)).reshape(x.aval.shape),
+                                            **eqn.params)).reshape(-1)
+        if np.array_equal(idx, np.arange(size(x.aval.shape))):
+            env[out] = src                      # same elements in the same order: an alias
+            return
+        o, m = self.m.alloc(out.aval), self.m.index_map(idx)
+        q = self.m.fresh("q")
+        lines += [f"{ind}for {q} in range({idx.size}):", f"{ind}    {o}[{q}] = {src}[{m}[{q}]]"]
+        env[out] = o
+
+    lower_broadcast_in_dim = lower_transpose = lower_reshape = lower_squeeze = \
+        lower_slice = lower_rev = _static_gather
+
+    def lower_pad(self, eqn, env, lines, ind):
+        x, pv = eqn.invars
+        out = eqn.outvars[0]
+        idx = np.asarray(eqn.primitive.impl(np.arange(size(x.aval.shape)).reshape(x.aval.shape),
+                                            np.int64(-1), **eqn.params)).reshape(-1)
+        src, o, m = self.buffer(x, env), self.m.alloc(out.aval), self.m.index_map(idx)
+        q, j = self.m.fresh("q"), self.m.fresh("j")
+        lines += [f"{ind}for {q} in range({idx.size}):", f"{ind}    {j} = {m}[{q}]",
+                  f"{ind}    {o}[{q}] = {src}[{j}] if {j} >= 0 else {self.scalar(pv, env)}"]
+        env[out] = o
+
+    def lower_concatenate(self, eqn, env, lines, ind):
+        out, axis = eqn.outvars[0], eqn.params["dimension"]
+        tags = np.concatenate([np.full(v.aval.shape, k) for k, v in enumerate(eqn.invars)],
+                              axis).reshape(-1)
+        pos = np.concatenate([np.arange(size(v.aval.shape)).reshape(v.aval.shape)
+                              for v in eqn.invars], axis).reshape(-1)
+        o = self.m.alloc(out.aval)
+        for k, v in enumerate(eqn.invars):
+            dst = np.nonzero(tags == k)[0]
+            if dst.size == 0:
+                continue
+            src, d, s = self.buffer(v, env), self.m.index_map(dst), self.m.index_map(pos[dst])
+            q = self.m.fresh("q")
+            lines += [f"{ind}for {q} in range({dst.size}):",
+                      f"{ind}    {o}[{d}[{q}]] = {src}[{s}[{q}]]"]
+        env[out] = o
+
+    def _window(self, x_aval, sizes, starts, env, lines, ind):
+        """The flat offset of a clamped dynamic window, and the window's index map from it."""
+        shape = x_aval.shape
+        strides = [size(shape[d + 1:]) for d in range(len(shape))]
+        off = self.m.fresh("off")
+        lines.append(f"{ind}{off} = 0")
+        for d, s in enumerate(starts):
+            if shape[d] == sizes[d]:
+                continue                # the start clamps to 0
+            lines.append(f"{ind}{off} += min(max(int({self.scalar(s, env)}), 0), "
+                         f"{shape[d] - sizes[d]}) * {strides[d]}")
+        grid = np.arange(size(shape)).reshape(shape)[tuple(slice(0, k) for k in sizes)]
+        return off, grid.reshape(-1)
+
+    def lower_dynamic_slice(self, eqn, env, lines, ind):
+        x, *starts = eqn.invars
+        out = eqn.outvars[0]
+        off, rel = self._window(x.aval, eqn.params["slice_sizes"], starts, env, lines, ind)
+        src, o, m = self.buffer(x, env), self.m.alloc(out.aval), self.m.index_map(rel)
+        q = self.m.fresh("q")
+        lines += [f"{ind}for {q} in range({rel.size}):",
+                  f"{ind}    {o}[{q}] = {src}[{off} + {m}[{q}]]"]
+        env[out] = o
+
+    def lower_dynamic_update_slice(self, eqn, env, lines, ind):
+        x, upd, *starts = eqn.invars
+        out = eqn.outvars[0]
+        off, rel = self._window(x.aval, upd.aval.shape, starts, env, lines, ind)
+        o, m = self.updatedcopy_lines(eqn, env, lines, ind), self.m.index_map(rel)
+        u = self.buffer(upd, env)
+        q = self.m.fresh("q")
+        lines += [f"{ind}for {q} in range({rel.size}):",
+                  f"{ind}    {o}[{off} + {m}[{q}]] = {u}[{q}]"]
+        env[out] = o
+
+    def updatedcopy_lines(self, eqn, env, lines, ind) -> str:
+        """The buffer an update of operand 0 writes: that operand's own where it is a dead
+        carry (an in-place update), else a copy of it."""
+        x = eqn.invars[0]
+        if id(eqn) in self.in_place:
+            return env[x]
+        o = self.m.alloc(eqn.outvars[0].aval)
+        lines += copy_lines(o, self.buffer(x, env), size(x.aval.shape), ind)
+        return o
+
+    # --- scatter, argmax / argmin ------------------------------------------------------------
+
+    def lower_scatter(self, eqn, env, lines, ind):
+        """Scatters without batching dims: each update window, in order, lands at its start
+        (clamped under CLIP, dropped when not wholly inside otherwise), as the impl does."""
+        operand, indices, updates = eqn.invars
+        dn, out = eqn.params["dimension_numbers"], eqn.outvars[0]
+        combine = {"scatter": "{u}", "scatter-add": "{o} + {u}", "scatter-mul": "{o} * {u}"}
+        shape = operand.aval.shape
+        if dn.operand_batching_dims or not shape or eqn.primitive.name not in combine:
+            self.host(eqn, eqn.primitive.impl, env, lines, ind)
+            return
+        from corejax.lax.indexing import GatherScatterMode, _scatter_window
+        window = _scatter_window(dn, len(shape), updates.aval.shape)
+        n_idx = indices.aval.shape[-1]
+        n = size(indices.aval.shape[:-1])
+        scatter_dims = [d for d in range(updates.aval.ndim) if d not in dn.update_window_dims]
+        upd_order = np.transpose(np.arange(size(updates.aval.shape)).reshape(updates.aval.shape),
+                                 scatter_dims + list(dn.update_window_dims)).reshape(-1)
+        strides = [size(shape[d + 1:]) for d in range(len(shape))]
+        rel = np.arange(size(shape)).reshape(shape)[tuple(slice(0, w) for w in window)]
+        rel = rel.reshape(-1)
+        idx, upd = self.buffer(indices, env), self.buffer(updates, env)
+        um, rm = self.m.index_map(upd_order), self.m.index_map(rel)
+        j, q, off, st, ok = (self.m.fresh(p) for p in ("j", "q", "off", "st", "ok"))
+        clip = eqn.params["mode"] is GatherScatterMode.CLIP
+        cast = np_name(out.aval.dtype)
+        o = self.updatedcopy_lines(eqn, env, lines, ind)
+        lines += [f"{ind}for {j} in range({n}):", f"{ind}    {off} = 0", f"{ind}    {ok} = True"]
+        for k, d in enumerate(dn.scatter_dims_to_operand_dims):
+            hi = shape[d] - window[d]
+            lines.append(f"{ind}    {st} = int({idx}[{j} * {n_idx} + {k}])")
+            if not clip:
+                lines.append(f"{ind}    {ok} = {ok} and 0 <= {st} <= {hi}")
+            lines.append(f"{ind}    {off} += min(max({st}, 0), {hi}) * {strides[d]}")
+        value = combine[eqn.primitive.name].format(o=f"{o}[{off} + {rm}[{q}]]",
+                                                   u=f"{upd}[{um}[{j} * {rel.size} + {q}]]")
+        lines += [f"{ind}    if {ok}:", f"{ind}        for {q} in range({rel.size}):",
+                  f"{ind}            {o}[{off} + {rm}[{q}]] = {cast}({value})"]
+        env[out] = o
+
+    def lower_gather(self, eqn, env, lines, ind):
+        """Gathers without batching dims: each window's clamped start (a window not wholly
+        inside reads the fill value under FILL_OR_DROP), then every output element through
+        static maps to (window, element of the window), laid out as the impl does."""
+        operand, indices = eqn.invars
+        dn, out, sizes = eqn.params["dimension_numbers"], eqn.outvars[0], eqn.params["slice_sizes"]
+        shape = operand.aval.shape
+        if dn.operand_batching_dims or not shape:
+            self.host(eqn, eqn.primitive.impl, env, lines, ind)
+            return
+        from corejax.lax.indexing import GatherScatterMode, _default_fill
+        n_idx, batch = indices.aval.shape[-1], indices.aval.shape[:-1]
+        n, w = size(batch), size(sizes)
+        # where each output element comes from: the impl's own layout steps applied to ids
+        ids = np.arange(n * w).reshape((n,) + tuple(sizes))
+        dropped = set(dn.collapsed_slice_dims)
+        kept = tuple(k for d, k in enumerate(sizes) if d not in dropped)
+        ids = ids.reshape(batch + kept)
+        rank = len(batch) + len(kept)
+        positions = [p for p in range(rank) if p not in dn.offset_dims]
+        ids = np.transpose(ids, [len(batch) + dn.offset_dims.index(p) if p in dn.offset_dims
+                                 else positions.index(p) for p in range(rank)]).reshape(-1)
+        strides = [size(shape[d + 1:]) for d in range(len(shape))]
+        rel = np.arange(size(shape)).reshape(shape)[tuple(slice(0, k) for k in sizes)]
+        fill_mode = eqn.params["mode"] is GatherScatterMode.FILL_OR_DROP
+        fill = eqn.params["fill_value"]
+        fill = literal(_default_fill(out.aval.dtype) if fill is None else fill, out.aval.dtype)
+        src, idx = self.buffer(operand, env), self.buffer(indices, env)
+        offs = self.m.alloc(ShapedArray((n,), np.int64))
+        wm, qm = self.m.index_map(ids // w), self.m.index_map(rel.reshape(-1)[ids % w])
+        o = self.m.alloc(out.aval)
+        j, p, st, off, ok = (self.m.fresh(c) for c in ("j", "p", "st", "off", "ok"))
+        lines += [f"{ind}for {j} in range({n}):", f"{ind}    {off} = 0", f"{ind}    {ok} = True"]
+        for k, d in enumerate(dn.start_index_map):
+            hi = shape[d] - sizes[d]
+            lines.append(f"{ind}    {st} = int({idx}[{j} * {n_idx} + {k}])")
+            if fill_mode:
+                lines.append(f"{ind}    {ok} = {ok} and 0 <= {st} <= {hi}")
+            lines.append(f"{ind}    {off} += min(max({st}, 0), {hi}) * {strides[d]}")
+        lines += [f"{ind}    {offs}[{j}] = {off} if {ok} else -1",
+                  f"{ind}for {p} in range({ids.size}):",
+                  f"{ind}    {off} = {offs}[{wm}[{p}]]",
+                  f"{ind}    {o}[{p}] = {src}[{off} + {qm}[{p}]] if {off} >= 0 else {fill}"]
+        env[out] = o
+
+    def lower_argmax(self, eqn, env, lines, ind, better="{v} > {b}"):
+        """The first index of the extreme along the axis; a NaN beats any number (np.argmax)."""
+        x, out = eqn.invars[0], eqn.outvars[0]
+        (axis,) = eqn.params["axes"]
+        shape = x.aval.shape
+        pre, n, post = size(shape[:axis]), shape[axis], size(shape[axis + 1:])
+        if x.aval.dtype.kind == "f":
+            better = f"({better}) or ({{v}} != {{v}} and {{b}} == {{b}})"
+        src, o = self.buffer(x, env), self.m.alloc(out.aval)
+        p, r, k, b, bi, v = (self.m.fresh(c) for c in ("p", "r", "k", "best", "bi", "v"))
+        cond = better.format(v=v, b=b)
+        lines += [f"{ind}for {p} in range({pre}):", f"{ind}    for {r} in range({post}):",
+                  f"{ind}        {b} = {src}[{p} * {n * post} + {r}]", f"{ind}        {bi} = 0",
+                  f"{ind}        for {k} in range(1, {n}):",
+                  f"{ind}            {v} = {src}[{p} * {n * post} + {k} * {post} + {r}]",
+                  f"{ind}            if {cond}:", f"{ind}                {b} = {v}",
+                  f"{ind}                {bi} = {k}",
+                  f"{ind}        {o}[{p} * {post} + {r}] = {bi}"]
+        env[out] = o
+
+    def lower_argmin(self, eqn, env, lines, ind):
+        self.lower_argmax(eqn, env, lines, ind, better="{v} < {b}")
+
+    lower_scatter_add = lower_scatter_mul = lower_scatter
+
+    def lower_threefry2x32(self, eqn, env, lines, ind):
+        fn = self.m.kernel(threefry_source())
+        outs = [self.m.alloc(v.aval) for v in eqn.outvars]
+        args = [self.buffer(v, env) for v in eqn.invars] + outs
+        lines.append(f"{ind}{fn}({', '.join(args)})")
+        env.update(zip(eqn.outvars, outs))
+
+    def lower_cumsum(self, eqn, env, lines, ind):
+        """A running sum along the axis in the operand's dtype, element after element (as
+        np.cumsum adds)."""
+        x, out = eqn.invars[0], eqn.outvars[0]
+        axis, shape = eqn.params["axis"], x.aval.shape
+        pre, n, post = size(shape[:axis]), shape[axis], size(shape[axis + 1:])
+        cast = np_name(out.aval.dtype)
+        src, o = self.buffer(x, env), self.m.alloc(out.aval)
+        p, r, k, acc, at = (self.m.fresh(c) for c in ("p", "r", "k", "acc", "at"))
+        order = f"range({n} - 1, -1, -1)" if eqn.params["reverse"] else f"range({n})"
+        lines += [f"{ind}for {p} in range({pre}):", f"{ind}    for {r} in range({post}):",
+                  f"{ind}        {acc} = {cast}(0)", f"{ind}        for {k} in {order}:",
+                  f"{ind}            {at} = {p} * {n * post} + {k} * {post} + {r}",
+                  f"{ind}            {acc} = {cast}({acc} + {src}[{at}])",
+                  f"{ind}            {o}[{at}] = {acc}"]
+        env[out] = o
+
+    # --- dot ---------------------------------------------------------------------------------
+
+    def _as_matrices(self, x, perm, env, lines, ind):
+        """x's elements in the order of dims `perm` (batch, rows, cols)."""
+        src = self.buffer(x, env)
+        idx = np.transpose(np.arange(size(x.aval.shape)).reshape(x.aval.shape), perm).reshape(-1)
+        if np.array_equal(idx, np.arange(idx.size)):
+            return src
+        o = self.m.alloc(x.aval)
+        m, q = self.m.index_map(idx), self.m.fresh("q")
+        lines += [f"{ind}for {q} in range({idx.size}):", f"{ind}    {o}[{q}] = {src}[{m}[{q}]]"]
+        return o
+
+    def lower_dot_general(self, eqn, env, lines, ind):
+        lhs, rhs = eqn.invars
+        out = eqn.outvars[0]
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        ls, rs = lhs.aval.shape, rhs.aval.shape
+        lf = tuple(i for i in range(len(ls)) if i not in lc and i not in lb)
+        rf = tuple(i for i in range(len(rs)) if i not in rc and i not in rb)
+        B, K = size([ls[i] for i in lb]), size([ls[i] for i in lc])
+        M, N = size([ls[i] for i in lf]), size([rs[i] for i in rf])
+        dt = np.dtype(out.aval.dtype)
+        if B * M * N * K > DOT_MAX_MACS or dt.kind not in "iuf":
+            from corejax.compiler import cpu   # the executor's BLAS call, for the same bits
+            self.host(eqn, getattr(cpu, "_blas_dot_general", eqn.primitive.impl), env, lines,
+                      ind)
+            return
+        a = self._as_matrices(lhs, tuple(lb) + lf + tuple(lc), env, lines, ind)
+        c = self._as_matrices(rhs, tuple(rb) + tuple(rc) + rf, env, lines, ind)
+        o = self.m.alloc(out.aval)
+        fn = self.m.kernel(matmul_source(B, M, N, K, dt))
+        lines.append(f"{ind}{fn}({a}, {c}, {o})")
+        env[out] = o
