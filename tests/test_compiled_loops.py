@@ -348,6 +348,11 @@ def test_unsupported_bodies_fall_back_correctly(monkeypatch):
     assert seen[-3:] == [0, 1, 2]
     with pytest.raises(loops.Unsupported, match="debug_callback|effectful"):
         _built_loop(lambda c: fori_loop(0, 3, body, c), x3)
+    inner = lambda c: fori_loop(0, 3, lambda i, v: fori_loop(0, 2, lambda j, w: w + j, body(i, v)),  # noqa
+                                c)
+    compiled_calls = loops.stats["compiled_calls"]
+    check(monkeypatch, inner, x3, compiled=False)     # the outer loop is Python-driven ...
+    assert loops.stats["compiled_calls"] > compiled_calls    # ... its inner loop compiled
     half = jnp.asarray([1.0, 2.0], jnp.float16)
     check(monkeypatch, lambda c: fori_loop(0, 3, lambda i, v: v * 1.5, c), half,
           compiled=False)

@@ -3,7 +3,9 @@
 A while / scan (fori is one of them) whose bodies have a nopython form runs as ONE compiled
 Numba function, the loop included (compiler/loops.py). Otherwise, and for cond, the host step
 is a Python loop calling the sub-jaxprs' own compiled executables (the primitives' impls would
-interpret them op by op); `loops.stats` counts which path each loop took."""
+interpret them op by op), in which inner loops are compiled in turn. `loops.stats` counts which
+path each loop took; with COREJAX_EXPLAIN_LOOPS=1 in the environment, every loop left
+Python-driven warns with the reason."""
 from __future__ import annotations
 
 import os
