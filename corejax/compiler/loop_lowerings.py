@@ -160,14 +160,14 @@ class DataLowerings:
         x, upd, *starts = eqn.invars
         out = eqn.outvars[0]
         off, rel = self._window(x.aval, upd.aval.shape, starts, env, lines, ind)
-        o, m = self.updatedcopy_lines(eqn, env, lines, ind), self.m.index_map(rel)
+        o, m = self.updated_copy(eqn, env, lines, ind), self.m.index_map(rel)
         u = self.buffer(upd, env)
         q = self.m.fresh("q")
         lines += [f"{ind}for {q} in range({rel.size}):",
                   f"{ind}    {o}[{off} + {m}[{q}]] = {u}[{q}]"]
         env[out] = o
 
-    def updatedcopy_lines(self, eqn, env, lines, ind) -> str:
+    def updated_copy(self, eqn, env, lines, ind) -> str:
         """The buffer an update of operand 0 writes: that operand's own where it is a dead
         carry (an in-place update), else a copy of it."""
         x = eqn.invars[0]
@@ -179,85 +179,95 @@ class DataLowerings:
 
     # --- scatter, argmax / argmin ------------------------------------------------------------
 
+    def window_starts(self, shape, window, indices, index_dims, batching, env, lines, ind,
+                      check):
+        """Opens the loop over windows: each one's flat start `off` in the operand, clamped
+        into range, and whether it was wholly inside (`ok`, under `check`); a batching dim's
+        start is the window's own coordinate along its indices batch dim (`batching`: pairs
+        of operand dim, indices dim). Returns (window counter, off, ok, lines' indent)."""
+        batch = indices.aval.shape[:-1]
+        n, n_idx = size(batch), indices.aval.shape[-1]
+        strides = [size(shape[d + 1:]) for d in range(len(shape))]
+        coords = np.indices(batch).reshape(len(batch), -1) if batch else np.zeros((0, 1), int)
+        base = sum((coords[idim] * strides[od] for od, idim in batching), np.zeros(n, np.int64))
+        idx = self.buffer(indices, env)
+        j, st, off, ok = (self.m.fresh(c) for c in ("j", "st", "off", "ok"))
+        start = f"{self.m.index_map(base)}[{j}]" if batching else "0"
+        lines += [f"{ind}for {j} in range({n}):", f"{ind}    {off} = {start}",
+                  f"{ind}    {ok} = True"]
+        for k, d in enumerate(index_dims):
+            hi = shape[d] - window[d]
+            lines.append(f"{ind}    {st} = int({idx}[{j} * {n_idx} + {k}])")
+            if check:
+                lines.append(f"{ind}    {ok} = {ok} and 0 <= {st} <= {hi}")
+            lines.append(f"{ind}    {off} += min(max({st}, 0), {hi}) * {strides[d]}")
+        return j, off, ok, ind + "    "
+
     def lower_scatter(self, eqn, env, lines, ind):
-        """Scatters without batching dims: each update window, in order, lands at its start
-        (clamped under CLIP, dropped when not wholly inside otherwise), as the impl does."""
+        """Each update window, in order, lands at its start (clamped under CLIP, dropped when
+        not wholly inside otherwise), as the impl does."""
         operand, indices, updates = eqn.invars
         dn, out = eqn.params["dimension_numbers"], eqn.outvars[0]
         combine = {"scatter": "{u}", "scatter-add": "{o} + {u}", "scatter-mul": "{o} * {u}"}
         shape = operand.aval.shape
-        if dn.operand_batching_dims or not shape or eqn.primitive.name not in combine:
+        if not shape or eqn.primitive.name not in combine:
             self.host(eqn, eqn.primitive.impl, env, lines, ind)
             return
         from corejax.lax.indexing import GatherScatterMode, _scatter_window
         window = _scatter_window(dn, len(shape), updates.aval.shape)
-        n_idx = indices.aval.shape[-1]
-        n = size(indices.aval.shape[:-1])
         scatter_dims = [d for d in range(updates.aval.ndim) if d not in dn.update_window_dims]
         upd_order = np.transpose(np.arange(size(updates.aval.shape)).reshape(updates.aval.shape),
                                  scatter_dims + list(dn.update_window_dims)).reshape(-1)
-        strides = [size(shape[d + 1:]) for d in range(len(shape))]
         rel = np.arange(size(shape)).reshape(shape)[tuple(slice(0, w) for w in window)]
         rel = rel.reshape(-1)
-        idx, upd = self.buffer(indices, env), self.buffer(updates, env)
-        um, rm = self.m.index_map(upd_order), self.m.index_map(rel)
-        j, q, off, st, ok = (self.m.fresh(p) for p in ("j", "q", "off", "st", "ok"))
-        clip = eqn.params["mode"] is GatherScatterMode.CLIP
+        upd = self.buffer(updates, env)
+        um, rm, q = self.m.index_map(upd_order), self.m.index_map(rel), self.m.fresh("q")
         cast = np_name(out.aval.dtype)
-        o = self.updatedcopy_lines(eqn, env, lines, ind)
-        lines += [f"{ind}for {j} in range({n}):", f"{ind}    {off} = 0", f"{ind}    {ok} = True"]
-        for k, d in enumerate(dn.scatter_dims_to_operand_dims):
-            hi = shape[d] - window[d]
-            lines.append(f"{ind}    {st} = int({idx}[{j} * {n_idx} + {k}])")
-            if not clip:
-                lines.append(f"{ind}    {ok} = {ok} and 0 <= {st} <= {hi}")
-            lines.append(f"{ind}    {off} += min(max({st}, 0), {hi}) * {strides[d]}")
+        o = self.updated_copy(eqn, env, lines, ind)
+        j, off, ok, inner = self.window_starts(
+            shape, window, indices, dn.scatter_dims_to_operand_dims,
+            list(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims)), env, lines,
+            ind, check=eqn.params["mode"] is not GatherScatterMode.CLIP)
         value = combine[eqn.primitive.name].format(o=f"{o}[{off} + {rm}[{q}]]",
                                                    u=f"{upd}[{um}[{j} * {rel.size} + {q}]]")
-        lines += [f"{ind}    if {ok}:", f"{ind}        for {q} in range({rel.size}):",
-                  f"{ind}            {o}[{off} + {rm}[{q}]] = {cast}({value})"]
+        lines += [f"{inner}if {ok}:", f"{inner}    for {q} in range({rel.size}):",
+                  f"{inner}        {o}[{off} + {rm}[{q}]] = {cast}({value})"]
         env[out] = o
 
     def lower_gather(self, eqn, env, lines, ind):
-        """Gathers without batching dims: each window's clamped start (a window not wholly
-        inside reads the fill value under FILL_OR_DROP), then every output element through
-        static maps to (window, element of the window), laid out as the impl does."""
+        """Each window's clamped start (a window not wholly inside reads the fill value under
+        FILL_OR_DROP), then every output element through static maps to (window, element of
+        the window), laid out as the impl does."""
         operand, indices = eqn.invars
         dn, out, sizes = eqn.params["dimension_numbers"], eqn.outvars[0], eqn.params["slice_sizes"]
         shape = operand.aval.shape
-        if dn.operand_batching_dims or not shape:
+        if not shape:
             self.host(eqn, eqn.primitive.impl, env, lines, ind)
             return
         from corejax.lax.indexing import GatherScatterMode, _default_fill
-        n_idx, batch = indices.aval.shape[-1], indices.aval.shape[:-1]
+        batch = indices.aval.shape[:-1]
         n, w = size(batch), size(sizes)
         # where each output element comes from: the impl's own layout steps applied to ids
         ids = np.arange(n * w).reshape((n,) + tuple(sizes))
-        dropped = set(dn.collapsed_slice_dims)
+        dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
         kept = tuple(k for d, k in enumerate(sizes) if d not in dropped)
         ids = ids.reshape(batch + kept)
         rank = len(batch) + len(kept)
         positions = [p for p in range(rank) if p not in dn.offset_dims]
         ids = np.transpose(ids, [len(batch) + dn.offset_dims.index(p) if p in dn.offset_dims
                                  else positions.index(p) for p in range(rank)]).reshape(-1)
-        strides = [size(shape[d + 1:]) for d in range(len(shape))]
         rel = np.arange(size(shape)).reshape(shape)[tuple(slice(0, k) for k in sizes)]
-        fill_mode = eqn.params["mode"] is GatherScatterMode.FILL_OR_DROP
         fill = eqn.params["fill_value"]
         fill = literal(_default_fill(out.aval.dtype) if fill is None else fill, out.aval.dtype)
-        src, idx = self.buffer(operand, env), self.buffer(indices, env)
+        src = self.buffer(operand, env)
         offs = self.m.alloc(ShapedArray((n,), np.int64))
         wm, qm = self.m.index_map(ids // w), self.m.index_map(rel.reshape(-1)[ids % w])
-        o = self.m.alloc(out.aval)
-        j, p, st, off, ok = (self.m.fresh(c) for c in ("j", "p", "st", "off", "ok"))
-        lines += [f"{ind}for {j} in range({n}):", f"{ind}    {off} = 0", f"{ind}    {ok} = True"]
-        for k, d in enumerate(dn.start_index_map):
-            hi = shape[d] - sizes[d]
-            lines.append(f"{ind}    {st} = int({idx}[{j} * {n_idx} + {k}])")
-            if fill_mode:
-                lines.append(f"{ind}    {ok} = {ok} and 0 <= {st} <= {hi}")
-            lines.append(f"{ind}    {off} += min(max({st}, 0), {hi}) * {strides[d]}")
-        lines += [f"{ind}    {offs}[{j}] = {off} if {ok} else -1",
+        o, p = self.m.alloc(out.aval), self.m.fresh("p")
+        j, off, ok, inner = self.window_starts(
+            shape, sizes, indices, dn.start_index_map,
+            list(zip(dn.operand_batching_dims, dn.start_indices_batching_dims)), env, lines,
+            ind, check=eqn.params["mode"] is GatherScatterMode.FILL_OR_DROP)
+        lines += [f"{inner}{offs}[{j}] = {off} if {ok} else -1",
                   f"{ind}for {p} in range({ids.size}):",
                   f"{ind}    {off} = {offs}[{wm}[{p}]]",
                   f"{ind}    {o}[{p}] = {src}[{off} + {qm}[{p}]] if {off} >= 0 else {fill}"]

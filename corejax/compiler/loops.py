@@ -14,10 +14,10 @@ lowerings are in compiler/loop_lowerings.py):
 - dot_general becomes a loop matmul (numba's np.dot needs SciPy, which corejax does not depend
   on), for at most DOT_MAX_MACS multiply-adds; bigger dots belong to BLAS;
 - nested cond / while / scan are emitted inline;
-- gather, scatter / scatter-add / scatter-mul without batching dims, argmax / argmin, cumsum are
+- gather, scatter / scatter-add / scatter-mul, argmax / argmin, cumsum are
   loops following the impls' order of updates (so the same bits), threefry2x32 a loop of
   its 20 rounds;
-- anything else (BLAS-sized dots, sort, scatter-min/max, batched gathers, ...) runs
+- anything else (BLAS-sized dots, sort, scatter-min/max, ...) runs
   its NumPy impl (the executor's, so the bits are the Python-driven path's) through
   `host_call` from an objmode block: a few microseconds per call, inside the compiled loop.
 
