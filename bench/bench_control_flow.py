@@ -63,6 +63,28 @@ def cases(jax_like, jnp, lax):
     def fill_rows(buf):
         return lax.fori_loop(0, 1000, lambda i, b: b.at[i].set(jnp.sin(b[i - 1]) + 1.0), buf)
 
+    Xb = rs.randn(64, 8).astype(np.float32)
+    Yb = rs.randint(0, 3, 64)
+    mlp = {"w1": (rs.randn(8, 32) / 3).astype(np.float32), "b1": np.zeros(32, np.float32),
+           "w2": (rs.randn(32, 3) / 6).astype(np.float32)}
+
+    def train_mlp(params):
+        def loss(p):
+            logits = jax_like.nn.relu(Xb @ p["w1"] + p["b1"]) @ p["w2"]
+            return -jnp.mean(jnp.take_along_axis(jax_like.nn.log_softmax(logits),
+                                                 Yb[:, None], axis=1))
+
+        def sgd(i, p):
+            return jax_like.tree_util.tree_map(lambda a, g: a - 0.1 * g, p,
+                                               jax_like.grad(loss)(p))
+        return lax.fori_loop(0, 100, sgd, params)
+
+    Wbig = (rs.randn(256, 256) / 16).astype(np.float32)
+    xs_big = rs.randn(100, 32, 256).astype(np.float32)
+
+    def rnn_blas(h, xs):
+        return lax.scan(lambda h, x: (jnp.tanh(h @ Wbig + x),) * 2, h, xs)
+
     def host_steps(x):
         return lax.fori_loop(0, 1000, lambda i, c: jnp.sort(c * -0.999), x)
 
@@ -81,6 +103,9 @@ def cases(jax_like, jnp, lax):
         "scan 1000 x PRNG dropout[64]": (dropout_scan, (jax_like.random.PRNGKey(0),
                                                         np.ones(64, np.float32))),
         "fori 1000 x row write, (1000,64) buf": (fill_rows, (np.zeros((1000, 64), np.float32),)),
+        "fori 100 x MLP SGD step (64x8-32-3)": (train_mlp, (mlp,)),
+        "scan 100 x RNN 32x256 (BLAS host)": (rnn_blas, (np.zeros((32, 256), np.float32),
+                                                       xs_big)),
         "fori 1000 x sort[16] (host call)": (host_steps, (x16,)),
     }
 
