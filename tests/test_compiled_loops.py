@@ -344,6 +344,17 @@ def test_blas_sized_dots_call_blas_inside_the_loop(monkeypatch):
     assert _built_loop(f, big).host_prims == ["dot_general"]
 
 
+def test_steps_with_big_index_maps_become_host_calls(monkeypatch):
+    monkeypatch.setattr(loops, "INDEX_MAP_MAX", 8)
+
+    def step(c, k):
+        t = jnp.concatenate([c.T, jnp.pad(c, ((0, 1), (0, 0)))[:4]], axis=0)   # maps > 8
+        return c * 0.5 + t[:3] + t[4:7].sum(), c[k % 3, :2]                   # maps <= 8
+    f = lambda c: scan(step, c, jnp.arange(4))   # noqa: E731
+    check(monkeypatch, f, m34[:, :3])
+    assert {"transpose", "pad"} <= set(_built_loop(f, m34[:, :3]).host_prims)
+
+
 # --- bodies that stay Python-driven ---------------------------------------------------------------
 
 def test_unsupported_bodies_fall_back_correctly(monkeypatch):

@@ -56,6 +56,15 @@ stats = {"compiled": 0, "unsupported": 0, "compiled_calls": 0, "python_calls": 0
          "host_calls": 0}
 
 
+# Index maps are arguments as big as the values they move: past this many elements, the step
+# runs its NumPy impl from a host call instead (strided views there, no map).
+INDEX_MAP_MAX = 1 << 20
+
+
+class _IndexMapTooBig(Exception):
+    pass
+
+
 class Unsupported(Exception):
     """A loop body with a step that has no nopython form here; the message names it."""
 
@@ -103,7 +112,10 @@ class _Module:
         return name
 
     def index_map(self, idx) -> str:
-        return self.const(np.asarray(idx).reshape(-1), np.int64)
+        idx = np.asarray(idx).reshape(-1)
+        if idx.size > INDEX_MAP_MAX:
+            raise _IndexMapTooBig
+        return self.const(idx, np.int64)
 
     def kernel(self, source: str) -> str:
         name = self.kernel_names.get(source)
@@ -244,10 +256,16 @@ class _Emitter(DataLowerings):
             env[eqn.outvars[0]] = self.m.const(to_numpy(value), eqn.outvars[0].aval.dtype)
             return
         handler = getattr(self, "lower_" + name.replace("-", "_"), None)
-        if handler is None:
-            self.host(eqn, eqn.primitive.impl, env, lines, ind)
-        else:
-            handler(eqn, env, lines, ind)
+        if handler is not None:
+            emitted: list = []
+            try:
+                handler(eqn, env, emitted, ind)
+            except _IndexMapTooBig:
+                pass
+            else:
+                lines += emitted
+                return
+        self.host(eqn, eqn.primitive.impl, env, lines, ind)
 
     def host(self, eqn, impl, env, lines, ind):
         """The equation run by `impl` on NumPy arrays, from an objmode block inside the loop (a
