@@ -88,7 +88,6 @@ class _Module:
         self.kernel_names: dict = {}     # kernel source -> function name
         self.prelude: list = []          # allocations, run once per call
         self.consts: list = []           # (name, flat array): trailing arguments
-        self.root: dict = {}             # buffer name -> the buffer it is a reshaped alias of
         self.allocated: list = []        # buffers from alloc, in order
         self.host_prims: list = []       # primitives run through host_call
         self._n = 0
@@ -101,14 +100,12 @@ class _Module:
         _check_dtype(aval)
         name = self.fresh("b")
         self.prelude.append(f"{name} = np.empty({size(aval.shape)}, {np_name(aval.dtype)})")
-        self.root[name] = name
         self.allocated.append(name)
         return name
 
     def const(self, value, dtype) -> str:
         name = self.fresh("c")
         self.consts.append((name, np.ascontiguousarray(np.asarray(value, dtype)).reshape(-1)))
-        self.root[name] = name
         return name
 
     def index_map(self, idx) -> str:
@@ -277,8 +274,6 @@ class _Emitter(DataLowerings):
         key = _register_host_fn(eqn, impl)
         ins = [self.buffer(v, env) for v in eqn.invars]
         outs = [self.m.fresh("h") for _ in eqn.outvars]
-        for o in outs:
-            self.m.root[o] = o
         self.m.imports.update({"from numba import objmode",
                                "from corejax.compiler.loops import host_call"})
         self.m.host_prims.append(eqn.primitive.name)
@@ -299,15 +294,14 @@ class _Emitter(DataLowerings):
         the carry (through a temporary first when it is another carry's old buffer)."""
         lines, outs = [], list(outs)
         for k, o in enumerate(outs):
-            r = self.m.root.get(o, o)
-            if r in carry and r != carry[k]:
+            if o in carry and o != carry[k]:
                 t = self.m.alloc(avals[k])
                 lines += copy_lines(t, o, size(avals[k].shape), ind)
                 outs[k] = t
         for k, o in enumerate(outs):
             if o in fresh and outs.count(o) == 1:
                 lines.append(f"{ind}{carry[k]}, {o} = {o}, {carry[k]}")
-            elif self.m.root.get(o, o) != carry[k]:
+            elif o != carry[k]:
                 lines += copy_lines(carry[k], o, size(avals[k].shape), ind)
         return lines
 
@@ -346,7 +340,6 @@ class _Emitter(DataLowerings):
         for x, a in zip(ins[nc + nk:], x_avals):
             s, name = size(a.shape), self.m.fresh("x")
             lines.append(f"{inner}{name} = {x}[{i} * {s}:({i} + 1) * {s}]")
-            self.m.root[name] = name
             xs.append(name)
         mark = len(self.m.allocated)
         body_lines, outs = self.closed(closed, ins[:nc] + carry + xs, inner, carry)
@@ -462,8 +455,6 @@ def _build(name, params):
     for a in in_avals:
         _check_dtype(a)
     args = [module.fresh("a") for _ in in_avals]
-    for a in args:
-        module.root[a] = a
     loop = emitter.while_loop if name == "while" else emitter.scan
     lines, outs = loop(params, args, "    ")
     out_avals = (params["body_jaxpr"].out_avals if name == "while" else
