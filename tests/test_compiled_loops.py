@@ -337,6 +337,15 @@ def test_host_calls_inside_compiled_loops(monkeypatch):
     assert set(_built_loop(f, x3).host_prims) == {"scatter-max", "sort"}
 
 
+def test_host_calls_in_branches_of_nested_loops(monkeypatch):
+    def f(x):
+        return fori_loop(0, 5, lambda i, c: cond(
+            i % 2 == 0, lambda v: jnp.sort(v) * -1.0,
+            lambda v: fori_loop(0, 2, lambda j, w: jnp.sort(w) + j, v), c), x)
+    check(monkeypatch, f, x3)
+    assert _built_loop(f, x3).host_prims == ["sort"]
+
+
 def test_blas_sized_dots_call_blas_inside_the_loop(monkeypatch):
     big = jnp.asarray(np.random.RandomState(4).randn(96, 96) / 96, jnp.float32)
     f = lambda m: fori_loop(0, 2, lambda i, v: jnp.tanh(v @ big), m)   # noqa: E731

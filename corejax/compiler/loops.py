@@ -128,9 +128,7 @@ class _Module:
         for d in self.kernel_defs:
             lines += [d.rstrip("\n"), "", ""]
         params = ", ".join(list(args) + [n for n, _ in self.consts])
-        # (objmode blocks take the GIL, and Numba warns about nogil with them)
-        nogil = "" if self.host_prims else "nogil=True, "
-        lines += [f'@njit(error_model="numpy", {nogil}cache=True)', f"def kernel({params}):"]
+        lines += ['@njit(error_model="numpy", nogil=True, cache=True)', f"def kernel({params}):"]
         lines += ["    " + line for line in self.prelude] + body
         lines.append(f"    return ({''.join(o + ', ' for o in outs)})")
         return "\n".join(lines) + "\n"
@@ -274,17 +272,10 @@ class _Emitter(DataLowerings):
         key = _register_host_fn(eqn, impl)
         ins = [self.buffer(v, env) for v in eqn.invars]
         outs = [self.m.fresh("h") for _ in eqn.outvars]
-        self.m.imports.update({"from numba import objmode",
-                               "from corejax.compiler.loops import host_call"})
         self.m.host_prims.append(eqn.primitive.name)
-        types = ", ".join(f'{o}="{numba.from_dtype(np.dtype(v.aval.dtype))}[::1]"'
-                          for o, v in zip(outs, eqn.outvars))
-        lines += [f"{ind}with objmode({types}):",
-                  f"{ind}    ({''.join(o + ', ' for o in outs)}) = "
-                  f"host_call({key!r}, {', '.join(ins)})"]
+        fn = self.m.kernel(_host_call_source(key, len(ins), [v.aval.dtype for v in eqn.outvars]))
+        lines.append(f"{ind}({''.join(o + ', ' for o in outs)}) = {fn}({', '.join(ins)})")
         env.update(zip(eqn.outvars, outs))
-
-    # --- layout ------------------------------------------------------------------------------
 
     # --- control flow --------------------------------------------------------------------------
 
@@ -397,6 +388,19 @@ def _register_host_fn(eqn, impl) -> str:
                       [np.dtype(v.aval.dtype) for v in eqn.outvars],
                       eqn.primitive.multiple_results)
     return key
+
+
+def _host_call_source(key, n_in, out_dtypes) -> str:
+    """A function of its own around each objmode block: inlined into the loop's control flow,
+    objmode blocks can fail to compile ("Instruction does not dominate all uses")."""
+    args = ", ".join(f"x{i}" for i in range(n_in))
+    outs = "".join(f"y{i}, " for i in range(len(out_dtypes)))
+    types = ", ".join(f'y{i}="{numba.from_dtype(np.dtype(dt))}[::1]"'
+                      for i, dt in enumerate(out_dtypes))
+    return "\n".join([
+        "from numba import njit, objmode", "from corejax.compiler.loops import host_call", "",
+        "@njit(cache=True)", f"def kernel({args}):", f"    with objmode({types}):",
+        f"        ({outs}) = host_call({key!r}, {args})", f"    return ({outs})"]) + "\n"
 
 
 def host_call(key, *flat):
