@@ -346,24 +346,6 @@ def test_host_calls_in_branches_of_nested_loops(monkeypatch):
     assert _built_loop(f, x3).host_prims == ["sort"]
 
 
-def test_blas_sized_dots_call_blas_inside_the_loop(monkeypatch):
-    big = jnp.asarray(np.random.RandomState(4).randn(96, 96) / 96, jnp.float32)
-    f = lambda m: fori_loop(0, 2, lambda i, v: jnp.tanh(v @ big), m)   # noqa: E731
-    check(monkeypatch, f, big)          # the executor's BLAS call: the same bits
-    assert _built_loop(f, big).host_prims == ["dot_general"]
-
-
-def test_steps_with_big_index_maps_become_host_calls(monkeypatch):
-    monkeypatch.setattr(loops, "INDEX_MAP_MAX", 8)
-
-    def step(c, k):
-        t = jnp.concatenate([c.T, jnp.pad(c, ((0, 1), (0, 0)))[:4]], axis=0)   # maps > 8
-        return c * 0.5 + t[:3] + t[4:7].sum(), c[k % 3, :2]                   # maps <= 8
-    f = lambda c: scan(step, c, jnp.arange(4))   # noqa: E731
-    check(monkeypatch, f, m34[:, :3])
-    assert {"transpose", "pad"} <= set(_built_loop(f, m34[:, :3]).host_prims)
-
-
 # --- bodies that stay Python-driven ---------------------------------------------------------------
 
 def test_unsupported_bodies_fall_back_correctly(monkeypatch):
@@ -381,6 +363,11 @@ def test_unsupported_bodies_fall_back_correctly(monkeypatch):
     compiled_calls = loops.stats["compiled_calls"]
     check(monkeypatch, inner, x3, compiled=False)     # the outer loop is Python-driven ...
     assert loops.stats["compiled_calls"] > compiled_calls    # ... its inner loop compiled
+    big = jnp.asarray(np.random.RandomState(4).randn(96, 96) / 96, jnp.float32)
+    blas = lambda m: fori_loop(0, 2, lambda i, v: jnp.tanh(v @ big), m)   # noqa: E731
+    check(monkeypatch, blas, big, compiled=False)         # a BLAS-sized dot
+    with pytest.raises(loops.Unsupported, match="BLAS-sized dot_general"):
+        _built_loop(blas, big)
     half = jnp.asarray([1.0, 2.0], jnp.float16)
     check(monkeypatch, lambda c: fori_loop(0, 3, lambda i, v: v * 1.5, c), half,
           compiled=False)

@@ -17,7 +17,10 @@ from corejax.compiler.scalar_ctx import literal
 
 __all__ = ["DataLowerings", "DOT_MAX_MACS", "np_name", "size", "copy_lines"]
 
-# A 64x64 @ 64x64 product; past this BLAS (from a host call) beats the loop matmul.
+# A 64x64 @ 64x64 product. Past this BLAS beats the loop matmul, and a BLAS call made from
+# inside a compiled loop measured slower than the same loop driven from Python (0.8x for a
+# 32x256 @ 256x256 RNN cell; OpenBLAS's own threads fare far worse there), so such loops stay
+# Python-driven.
 DOT_MAX_MACS = 1 << 18
 
 
@@ -86,7 +89,7 @@ def copy_lines(dst, src, n, ind) -> list:
 
 class DataLowerings:
     """Mixin of the loop emitter: needs `self.m` (the module being generated), `self.buffer`,
-    `self.scalar`, `self.host` and `self.in_place`."""
+    `self.scalar`, `self.host`, `self.unsupported` and `self.in_place`."""
 
     def _static_gather(self, eqn, env, lines, ind):
         x, out = eqn.invars[0], eqn.outvars[0]
@@ -349,7 +352,9 @@ class DataLowerings:
         B, K = size([ls[i] for i in lb]), size([ls[i] for i in lc])
         M, N = size([ls[i] for i in lf]), size([rs[i] for i in rf])
         dt = np.dtype(out.aval.dtype)
-        if B * M * N * K > DOT_MAX_MACS or dt.kind not in "iuf":
+        if B * M * N * K > DOT_MAX_MACS:
+            self.unsupported(f"a BLAS-sized dot_general ({B * M * N * K} multiply-adds)")
+        if dt.kind not in "iuf":
             from corejax.compiler import cpu   # the executor's BLAS call, for the same bits
             self.host(eqn, getattr(cpu, "_blas_dot_general", eqn.primitive.impl), env, lines,
                       ind)

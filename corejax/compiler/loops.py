@@ -12,12 +12,13 @@ lowerings are in compiler/loop_lowerings.py):
   primitives' own impls applied to `arange` (so they cannot disagree with them);
   dynamic_slice / dynamic_update_slice add a clamped run-time offset to such a map;
 - dot_general becomes a loop matmul (numba's np.dot needs SciPy, which corejax does not depend
-  on), for at most DOT_MAX_MACS multiply-adds; bigger dots belong to BLAS;
+  on), for at most DOT_MAX_MACS multiply-adds; a loop with a bigger dot stays Python-driven
+  (the executor's BLAS call);
 - nested cond / while / scan are emitted inline;
 - gather, scatter / scatter-add / scatter-mul, argmax / argmin, cumsum are
   loops following the impls' order of updates (so the same bits), threefry2x32 a loop of
   its 20 rounds;
-- anything else (BLAS-sized dots, sort, scatter-min/max, ...) runs
+- anything else (sort, scatter-min/max, bool dots, ...) runs
   its NumPy impl (the executor's, so the bits are the Python-driven path's) through
   `host_call` from an objmode block: a few microseconds per call, inside the compiled loop.
 
@@ -25,8 +26,8 @@ Every buffer is allocated once per call, before the loop; each iteration writes 
 values into them, then a new carry value the body computed trades buffers with the old carry
 (a swap of two local names, no copy), and any other (a passthrough, a constant, another
 carry's old value) is copied over it. ys are written by index into preallocated stacks.
-Bodies with effects (debug callbacks) or values Numba kernels do not handle (float16,
-complex) raise `Unsupported`, and the caller keeps the Python-driven loop.
+Bodies with effects (debug callbacks), BLAS-sized dots or values Numba kernels do not handle
+(float16, complex) raise `Unsupported`, and the caller keeps the Python-driven loop.
 
 The module source (kernels, then `kernel`, the loop) is cached on disk by diskcache exactly
 like fused kernels: keyed by its text, compiled with `cache=True`. Compile-time constants (the
@@ -128,7 +129,10 @@ class _Module:
         for d in self.kernel_defs:
             lines += [d.rstrip("\n"), "", ""]
         params = ", ".join(list(args) + [n for n, _ in self.consts])
-        lines += ['@njit(error_model="numpy", nogil=True, cache=True)', f"def kernel({params}):"]
+        # (no GIL round trip around each host call: measured faster, and much faster when
+        # the host call runs multithreaded BLAS)
+        nogil = "" if self.host_prims else "nogil=True, "
+        lines += [f'@njit(error_model="numpy", {nogil}cache=True)', f"def kernel({params}):"]
         lines += ["    " + line for line in self.prelude] + body
         lines.append(f"    return ({''.join(o + ', ' for o in outs)})")
         return "\n".join(lines) + "\n"
@@ -261,6 +265,10 @@ class _Emitter(DataLowerings):
                 lines += emitted
                 return
         self.host(eqn, eqn.primitive.impl, env, lines, ind)
+
+    @staticmethod
+    def unsupported(reason: str):
+        raise Unsupported(reason)
 
     def host(self, eqn, impl, env, lines, ind):
         """The equation run by `impl` on NumPy arrays, from an objmode block inside the loop (a
