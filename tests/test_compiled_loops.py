@@ -43,6 +43,9 @@ def _same(a, b, exact=True, tol=1e-5):
         assert x.dtype == y.dtype and x.shape == y.shape, (x.dtype, y.dtype, x.shape, y.shape)
         if exact:
             np.testing.assert_array_equal(x, y)
+            if x.dtype.kind == "f":     # the sign of zero too
+                np.testing.assert_array_equal(np.signbit(x) | np.isnan(x),
+                                              np.signbit(y) | np.isnan(y))
         else:
             np.testing.assert_allclose(x, y, rtol=tol, atol=tol)
 
@@ -249,6 +252,23 @@ def test_gathers_are_native(monkeypatch):
     assert np.isnan(np.asarray(out)[1])                             # the default NaN fill
 
 
+def test_stable_sorts_are_native(monkeypatch):
+    keys = jnp.asarray([[2.0, np.nan, -0.0, 1.0, 0.0, 2.0, np.nan, -1.0],
+                        [0.0, -0.0, 0.0, 3.0, 3.0, 1.0, 1.0, 1.0]], jnp.float32)
+    ints = jnp.asarray([[3, 1, 3, 0, 1, 2, 2, 0], [1, 1, 0, 0, 1, 1, 0, 0]], jnp.int32)
+
+    def step(c, k):
+        ks, order = c
+        s = jnp.sort(ks, axis=1)
+        perm = jnp.argsort(ks[:, ::-1], axis=1)                        # ties: stable order
+        by_two = lax.sort((ints, ks, order), dimension=1, num_keys=2)  # lexicographic keys
+        top, where = lax.top_k(ks[0], 3)
+        return (ks * -1.0 + s, by_two[2] + k), (perm, by_two[1], top, where, jnp.sort(ks, 0))
+    f = lambda ks: scan(step, (ks, jnp.zeros((2, 8), jnp.int32)), jnp.arange(3))  # noqa: E731
+    check(monkeypatch, f, keys)
+    assert _built_loop(f, keys).host_prims == []
+
+
 def test_random_bits_in_loops(monkeypatch):
     def f(key, x):
         def step(c, k):
@@ -329,7 +349,7 @@ def test_host_calls_inside_compiled_loops(monkeypatch):
     def body(i, c):
         c = c.at[jnp.argmax(c)].max(0.5)                         # scatter-max
         along = jnp.take_along_axis(c, jnp.asarray([2, 0, 1]), axis=0)  # a batched gather
-        return jnp.sort(c) * 0.25 + along                        # sort
+        return lax.sort(c, is_stable=False) * 0.25 + along       # unstable sort
     f = lambda c: fori_loop(0, 6, body, c)   # noqa: E731
     calls = loops.stats["host_calls"]
     check(monkeypatch, f, x3)
@@ -340,8 +360,8 @@ def test_host_calls_inside_compiled_loops(monkeypatch):
 def test_host_calls_in_branches_of_nested_loops(monkeypatch):
     def f(x):
         return fori_loop(0, 5, lambda i, c: cond(
-            i % 2 == 0, lambda v: jnp.sort(v) * -1.0,
-            lambda v: fori_loop(0, 2, lambda j, w: jnp.sort(w) + j, v), c), x)
+            i % 2 == 0, lambda v: lax.sort(v, is_stable=False) * -1.0,
+            lambda v: fori_loop(0, 2, lambda j, w: lax.sort(w, is_stable=False) + j, v), c), x)
     check(monkeypatch, f, x3)
     assert _built_loop(f, x3).host_prims == ["sort"]
 

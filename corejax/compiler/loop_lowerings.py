@@ -1,6 +1,7 @@
 """The nopython lowerings of compiled loops' data steps (compiler/loops.py emits the loop
 itself, fused groups and control flow): layout ops as gathers through static index maps,
-dynamic slices, gather / scatter, argmax / argmin, cumsum, threefry2x32 and small dots.
+dynamic slices, gather / scatter, argmax / argmin, cumsum, stable sorts, threefry2x32 and
+small dots.
 
 Each `lower_<primitive>(eqn, env, lines, ind)` appends source lines to `lines` (indented by
 `ind`) computing the equation on flat buffers named in `env`, and binds its outputs there. The
@@ -79,6 +80,57 @@ def threefry_source() -> str:
         "def kernel(k0, k1, x0, x1, y0, y1):", "    for q in range(x0.size):",
         "        ks0 = k0[q]", "        ks1 = k1[q]", *body,
         "        y0[q] = x", "        y1[q] = y"]) + "\n"
+
+
+def sort_source(pre, n, post, key_dtypes, n_operands) -> str:
+    """A stable bottom-up merge sort of every lane (pre, ., post) by the first keys,
+    lexicographically, NaN after every number (np.argsort / np.lexsort's order, and with
+    stability the same permutation), applied to every operand."""
+    xs = [f"x{i}" for i in range(n_operands)]
+    ys = [f"y{i}" for i in range(n_operands)]
+
+    def less(u, v, dt):
+        nan = f" or ({u} == {u} and {v} != {v})" if np.dtype(dt).kind == "f" else ""
+        return f"{u} < {v}{nan}"
+
+    compare, ind = [], " " * 24
+    for k, dt in enumerate(key_dtypes):
+        compare += [f"{ind}u = x{k}[a]", f"{ind}v = x{k}[b]",
+                    f"{ind}if {less('u', 'v', dt)}:", f"{ind}    right = True"]
+        if k + 1 < len(key_dtypes):
+            compare += [f"{ind}elif not ({less('v', 'u', dt)}):"]
+            ind += "    "
+    return "\n".join([
+        "import numpy as np", "from numba import njit", "",
+        "@njit(error_model=\"numpy\", nogil=True, cache=True)",
+        f"def kernel({', '.join(xs + ys)}):",
+        f"    perm = np.empty({n}, np.int64)", f"    tmp = np.empty({n}, np.int64)",
+        f"    for p in range({pre}):", f"        for r in range({post}):",
+        f"            base = p * {n * post} + r",
+        f"            for i in range({n}):", "                perm[i] = i",
+        "            width = 1", f"            while width < {n}:", "                lo = 0",
+        f"                while lo < {n}:",
+        f"                    mid = min(lo + width, {n})",
+        f"                    hi = min(lo + 2 * width, {n})",
+        "                    i = lo", "                    j = mid", "                    t = lo",
+        "                    while i < mid and j < hi:",
+        f"                        a = base + perm[j] * {post}",
+        f"                        b = base + perm[i] * {post}",
+        "                        right = False", *compare,
+        "                        if right:", "                            tmp[t] = perm[j]",
+        "                            j += 1", "                        else:",
+        "                            tmp[t] = perm[i]", "                            i += 1",
+        "                        t += 1",
+        "                    while i < mid:", "                        tmp[t] = perm[i]",
+        "                        i += 1", "                        t += 1",
+        "                    while j < hi:", "                        tmp[t] = perm[j]",
+        "                        j += 1", "                        t += 1",
+        "                    lo += 2 * width",
+        "                perm, tmp = tmp, perm", "                width *= 2",
+        f"            for i in range({n}):",
+        f"                src = base + perm[i] * {post}",
+        f"                dst = base + i * {post}",
+        *[f"                y{i}[dst] = x{i}[src]" for i in range(n_operands)]]) + "\n"
 
 
 def copy_lines(dst, src, n, ind) -> list:
@@ -310,6 +362,19 @@ class DataLowerings:
         outs = [self.m.alloc(v.aval) for v in eqn.outvars]
         args = [self.buffer(v, env) for v in eqn.invars] + outs
         lines.append(f"{ind}{fn}({', '.join(args)})")
+        env.update(zip(eqn.outvars, outs))
+
+    def lower_sort(self, eqn, env, lines, ind):
+        dim, num_keys = eqn.params["dimension"], eqn.params["num_keys"]
+        if not eqn.params["is_stable"]:     # numpy's quicksort orders ties its own way
+            self.host(eqn, eqn.primitive.impl, env, lines, ind)
+            return
+        shape = eqn.invars[0].aval.shape
+        fn = self.m.kernel(sort_source(size(shape[:dim]), shape[dim], size(shape[dim + 1:]),
+                                       [v.aval.dtype for v in eqn.invars[:num_keys]],
+                                       len(eqn.invars)))
+        outs = [self.m.alloc(v.aval) for v in eqn.outvars]
+        lines.append(f"{ind}{fn}({', '.join([self.buffer(v, env) for v in eqn.invars] + outs)})")
         env.update(zip(eqn.outvars, outs))
 
     def lower_cumsum(self, eqn, env, lines, ind):

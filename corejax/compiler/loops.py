@@ -15,12 +15,12 @@ lowerings are in compiler/loop_lowerings.py):
   on), for at most DOT_MAX_MACS multiply-adds; a loop with a bigger dot stays Python-driven
   (the executor's BLAS call);
 - nested cond / while / scan are emitted inline;
-- gather, scatter / scatter-add / scatter-mul, argmax / argmin, cumsum are
-  loops following the impls' order of updates (so the same bits), threefry2x32 a loop of
-  its 20 rounds;
-- anything else (sort, scatter-min/max, bool dots, ...) runs
-  its NumPy impl (the executor's, so the bits are the Python-driven path's) through
-  `host_call` from an objmode block: a few microseconds per call, inside the compiled loop.
+- gather, scatter / scatter-add / scatter-mul, argmax / argmin, cumsum and stable sorts
+  (a merge sort) are loops following the impls' order of updates (so the same bits),
+  threefry2x32 a loop of its 20 rounds;
+- anything else (unstable sorts, scatter-min/max, windowed reductions, convolutions, bool
+  dots, ...) runs its NumPy impl (the executor's, so the bits are the Python-driven path's)
+  through `host_call` from an objmode block: a few microseconds per call, inside the loop.
 
 Every buffer is allocated once per call, before the loop; each iteration writes the body's
 values into them, then a new carry value the body computed trades buffers with the old carry
