@@ -428,7 +428,10 @@ def test_split_gemm_is_bit_identical_to_one_call(m, k, n, lhs_t, rhs_t):
     b = rng.standard_normal((n, k) if rhs_t else (k, n)).astype(np.float32)
     a, b = (a.T if lhs_t else a), (b.T if rhs_t else b)
     out = np.full((m, n), np.nan, np.float32)
-    cpu._splitter.matmul(a, b, out)
+    cpu._splitter.matmul(a, b, out, [0.0, 0.0, 0])        # split (not yet measured)
+    unsplit = np.full((m, n), np.nan, np.float32)
+    cpu._splitter.matmul(a, b, unsplit, [1.0, 0.0, 0])    # unsplit (measured faster)
+    np.testing.assert_array_equal(unsplit, out)
     threads = cpu._splitter._get()
     cpu._splitter._set(1)
     try:
