@@ -109,11 +109,13 @@ def test_scan_rnn_small_dots(monkeypatch):
     W = jnp.asarray(rs.randn(8, 8) / 3, jnp.float32)
     U = jnp.asarray(rs.randn(5, 8) / 3, jnp.float32)
     xs = jnp.asarray(rs.randn(20, 2, 5), jnp.float32)
+    W3 = jnp.asarray(rs.randn(2, 8, 9) / 3, jnp.float32)
 
     def rnn(h, xs):
         def cell(h, x):
             h = jnp.tanh(h @ W + x @ U)                              # matrix products
-            return h, jnp.dot(W, h[0]) + jnp.einsum("bi,bi->b", h, h).sum()  # matvec, batched
+            batched = jnp.einsum("bi,bik->bk", h, W3).sum()              # batched, n >= 8
+            return h, jnp.dot(W, h[0]) + jnp.einsum("bi,bi->b", h, h).sum() + batched
         return scan(cell, h, xs)
     check(monkeypatch, rnn, jnp.zeros((2, 8), jnp.float32), xs, exact=False)
 
