@@ -249,6 +249,7 @@ def main(argv=None) -> int:
         name = name.strip()
         if name not in FRAMEWORKS:
             p.error(f"unknown framework {name!r}")
+        load_before = os.getloadavg()[0]
         try:
             results[name] = FRAMEWORKS[name](batches, args.epochs)
         except ImportError as e:
@@ -257,8 +258,12 @@ def main(argv=None) -> int:
         mod = {"jax": "jax", "pytorch": "torch", "numpy": "numpy"}.get(name)
         versions[name] = sys.modules[mod].__version__ if mod in sys.modules else "repo"
         r = results[name]
+        # The machine may be shared: other processes' load changes every figure, most of all
+        # for frameworks whose threads spin (OpenBLAS, OpenMP).
         print(f"  {name}: warm-up {r['warmup']:.2f} s, epochs "
-              + ", ".join(f"{t:.2f}" for t in r["times"]), file=sys.stderr, flush=True)
+              + ", ".join(f"{t:.2f}" for t in r["times"])
+              + f" (1-min load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after)",
+              file=sys.stderr, flush=True)
 
     jx = results.get("jax", {}).get("median")
     pt = results.get("pytorch", {}).get("median")
