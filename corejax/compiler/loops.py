@@ -418,8 +418,14 @@ def host_call(key, *flat):
     outs = impl(*[x.reshape(s) for x, s in zip(flat, shapes)], **params)
     if not multiple:
         outs = (outs,)
-    return tuple(np.ascontiguousarray(to_numpy(o), dt).reshape(-1)
-                 for o, dt in zip(outs, dtypes))
+    flat_outs = []
+    for o, dt in zip(outs, dtypes):
+        o = np.ascontiguousarray(to_numpy(o), dt).reshape(-1)
+        # The loop copies carries in place: an output must not be a view of an operand.
+        if not o.flags.writeable or any(np.may_share_memory(o, x) for x in flat):
+            o = o.copy()
+        flat_outs.append(o)
+    return tuple(flat_outs)
 
 
 # Built loops by their body Jaxpr: (name, other params) -> runner, or the Unsupported message.
