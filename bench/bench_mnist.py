@@ -9,7 +9,9 @@ float32 parameters (N(0, 0.01^2), NumPy seed 0) and sees the same batches.
 
 Timed: the loop over the 469 batches calling the update step only (no evaluation, no per-step
 host sync; the parameters are synchronized once at the end of the epoch). One warm-up epoch
-(compilation) is run first, then the median over --epochs timed epochs is reported.
+(compilation) is run first for each framework, then --epochs rounds each time one epoch of
+every framework in turn (round robin: on a shared machine the load changes by the minute, so
+every framework samples the same conditions); the median per framework is reported.
 JAX and PyTorch are imported inside their measuring functions: missing ones are skipped.
 """
 from __future__ import annotations
@@ -66,23 +68,31 @@ def init_params():
     return out
 
 
-def run_epochs(step_epoch, n_timed):
-    """step_epoch() runs one epoch and returns the last loss (synchronized)."""
-    t = time.perf_counter()
-    loss0 = step_epoch()
-    warm = time.perf_counter() - t
-    times = []
-    for _ in range(n_timed):
+def run_round_robin(epochs: dict, n_timed: int) -> dict:
+    """epochs: name -> epoch() (runs one epoch, returns the last loss, synchronized). One
+    warm-up epoch each, then n_timed rounds timing one epoch of every framework in turn, so
+    that all of them see the same load on a shared machine (it changes by the minute)."""
+    results = {}
+    for name, epoch in epochs.items():
         t = time.perf_counter()
-        loss = step_epoch()
-        times.append(time.perf_counter() - t)
-    return {"median": statistics.median(times), "times": times, "warmup": warm,
-            "loss_after_warmup": float(loss0), "last_loss": float(loss)}
+        loss0 = epoch()
+        results[name] = {"warmup": time.perf_counter() - t, "times": [], "load": [],
+                         "loss_after_warmup": float(loss0)}
+    for _ in range(n_timed):
+        for name, epoch in epochs.items():
+            r = results[name]
+            t = time.perf_counter()
+            r["last_loss"] = float(epoch())
+            r["times"].append(time.perf_counter() - t)
+            r["load"].append(os.getloadavg()[0])
+    for r in results.values():
+        r["median"] = statistics.median(r["times"])
+    return results
 
 
 # --------------------------------------------------------------------------- frameworks
 
-def bench_corejax(batches, n_timed):
+def bench_corejax(batches):
     import corejax as cj
     import corejax.numpy as cjnp
     import optim
@@ -116,10 +126,10 @@ def bench_corejax(batches, n_timed):
         cj.tree_util.tree_map(lambda a: a.block_until_ready(), p)
         state["p"], state["o"] = p, o
         return np.asarray(loss)
-    return run_epochs(epoch, n_timed)
+    return epoch
 
 
-def bench_jax(batches, n_timed):
+def bench_jax(batches):
     import jax
     import jax.numpy as jnp
 
@@ -149,10 +159,10 @@ def bench_jax(batches, n_timed):
         jax.block_until_ready(p)
         state["p"] = p
         return np.asarray(loss)
-    return run_epochs(epoch, n_timed)
+    return epoch
 
 
-def bench_torch(batches, n_timed):
+def bench_torch(batches):
     import torch
     torch.set_num_threads(2)
     layers = [torch.nn.Linear(m, n) for m, n in zip(SIZES[:-1], SIZES[1:])]
@@ -173,10 +183,10 @@ def bench_torch(batches, n_timed):
             loss.backward()
             opt.step()
         return loss.detach().numpy()
-    return run_epochs(epoch, n_timed)
+    return epoch
 
 
-def bench_numpy(batches, n_timed):
+def bench_numpy(batches):
     state = {"p": [(w.copy(), b.copy()) for w, b in init_params()]}
     lr = np.float32(LR)
 
@@ -208,7 +218,7 @@ def bench_numpy(batches, n_timed):
         for x, y in batches:
             loss = step(state["p"], x, y)
         return loss
-    return run_epochs(epoch, n_timed)
+    return epoch
 
 
 FRAMEWORKS = {"corejax": bench_corejax, "jax": bench_jax, "pytorch": bench_torch,
@@ -244,26 +254,25 @@ def main(argv=None) -> int:
     batches = load_batches(args.data_dir)
     print(machine_line())
     print(f"{len(batches)} batches per epoch; 1 warm-up epoch + median of {args.epochs}")
-    results, versions = {}, {}
+    epochs, versions = {}, {}
     for name in args.only.split(","):
         name = name.strip()
         if name not in FRAMEWORKS:
             p.error(f"unknown framework {name!r}")
-        load_before = os.getloadavg()[0]
         try:
-            results[name] = FRAMEWORKS[name](batches, args.epochs)
+            epochs[name] = FRAMEWORKS[name](batches)
         except ImportError as e:
             print(f"  {name}: skipped ({e})", file=sys.stderr)
             continue
         mod = {"jax": "jax", "pytorch": "torch", "numpy": "numpy"}.get(name)
         versions[name] = sys.modules[mod].__version__ if mod in sys.modules else "repo"
-        r = results[name]
+    results = run_round_robin(epochs, args.epochs)
+    for name, r in results.items():
         # The machine may be shared: other processes' load changes every figure, most of all
         # for frameworks whose threads spin (OpenBLAS, OpenMP).
         print(f"  {name}: warm-up {r['warmup']:.2f} s, epochs "
-              + ", ".join(f"{t:.2f}" for t in r["times"])
-              + f" (1-min load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after)",
-              file=sys.stderr, flush=True)
+              + ", ".join(f"{t:.2f}" for t in r["times"]) + " (1-min load average after each: "
+              + ", ".join(f"{x:.1f}" for x in r["load"]) + ")", file=sys.stderr, flush=True)
 
     jx = results.get("jax", {}).get("median")
     pt = results.get("pytorch", {}).get("median")
