@@ -490,7 +490,8 @@ def test_control_flow_sub_jaxprs_run_compiled():
     x = _f32(5, 3)
     check_jit(f, x)
     text = jax.jit(f).lower(x).as_text()
-    assert "host step scan [sub-jaxprs compiled]" in text
+    assert "host step scan [compiled loop k_" in text and "\n# loop k_" in text
+    assert "host step cond [branches compiled]" in text
     check_jit(jax.grad(lambda v: jnp.sum(f(v)[1])), x, rtol=1e-5, atol=1e-5)
 
 

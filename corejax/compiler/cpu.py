@@ -325,6 +325,7 @@ class CpuExecutable:
         self.optimized = run_passes(closed)
         self.steps = partition(self.optimized.jaxpr)
         self.kernels: list = []          # (step, KernelPlan, cache key) for as_text
+        self._control_flow: dict = {}    # id(eqn) -> its cond/while/scan callable, for as_text
         self._slots: dict = {}
         self._pool = _BufferPool()
         jaxpr = self.optimized.jaxpr
@@ -397,6 +398,8 @@ class CpuExecutable:
     def _host(self, eqn, template):
         prim, params = eqn.primitive, eqn.params
         compiled_control_flow = host_control_flow(prim.name, params)
+        if compiled_control_flow is not None:
+            self._control_flow[id(eqn)] = compiled_control_flow
         if registry.kernel_lowerings.get(prim) == ("dot_general",) \
                 and type(eqn.invars[0]) is Var and type(eqn.invars[1]) is Var:
             return self._dot(eqn, template)
@@ -493,12 +496,19 @@ class CpuExecutable:
         lines = ["# passes: " + ", ".join(n for n, _ in PASSES), "# optimized IR:",
                  str(self.optimized), "# execution plan:"]
         kernel_of = {id(step): (plan, key) for step, plan, key in self.kernels}
+        loop_sources = []
         for i, step in enumerate(self.steps):
             if isinstance(step, HostStep):
                 name = step.eqn.primitive.name
-                kind = ("BLAS (np.matmul)" if name == "dot_general" else
-                        "sub-jaxprs compiled" if host_control_flow(name, step.eqn.params) else
-                        "NumPy impl")
+                flow = self._control_flow.get(id(step.eqn))
+                if getattr(flow, "source", None) is not None:
+                    kind = f"compiled loop k_{flow.key}"
+                    loop_sources.append(f"\n# loop k_{flow.key}\n{flow.source}")
+                else:
+                    kind = ("BLAS (np.matmul)" if name == "dot_general" else
+                            "NumPy impl" if flow is None else
+                            "branches compiled" if name == "cond" else
+                            "Python-driven loop, body compiled")
                 outs = " ".join(f"{v.aval.str_short()}" for v in step.eqn.outvars)
                 lines.append(f"step {i}: host step {name} [{kind}] -> {outs}")
             elif id(step) in kernel_of:
@@ -509,6 +519,7 @@ class CpuExecutable:
                 lines.append(f"step {i}: host-evaluated group {step!r}")
         for step, plan, key in self.kernels:
             lines.append(f"\n# kernel k_{key}\n{plan.source}")
+        lines += loop_sources
         return "\n".join(lines)
 
 
