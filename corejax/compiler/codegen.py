@@ -26,7 +26,7 @@ from corejax.compiler import registry
 from corejax.compiler.fusion import FusedGroup, Virtual
 from corejax.compiler.scalar_ctx import ScalarCtx, literal
 
-__all__ = ["KernelPlan", "generate", "PARALLEL_MIN"]
+__all__ = ["KernelPlan", "generate", "collapse", "monoid", "flat_offset", "PARALLEL_MIN"]
 
 # Threads pay off only on very big loops here: on the 2-core shared machine, with other
 # processes running, (x - mean)/std over 4000x4000 took 52 ms with prange and 40 ms without,
@@ -51,7 +51,10 @@ def _np_name(dt) -> str:
     return "np.bool_" if dt == np.bool_ else f"np.{dt.name}"
 
 
-def _monoid(name, dt):
+def monoid(name, dt, select_minmax: bool = False):
+    """(identity literal, combine template with {a} and {b}) of a reduction monoid.
+    `select_minmax` writes integer max/min as conditional expressions (for CUDA, where the
+    two-argument builtins do not compile)."""
     dt = np.dtype(dt)
     if name == "add":
         return literal(0, dt), "({a} + {b})"
@@ -61,24 +64,28 @@ def _monoid(name, dt):
         return literal(name == "and", dt), "({a} & {b})" if name == "and" else "({a} | {b})"
     big = np.inf if dt.kind == "f" else (True if dt == np.bool_ else np.iinfo(dt).max)
     small = -np.inf if dt.kind == "f" else (False if dt == np.bool_ else np.iinfo(dt).min)
+    init = literal(small if name == "max" else big, dt)
     if dt.kind == "f":
-        fn = "fmax" if name == "max" else "fmin"
-        return literal(small if name == "max" else big, dt), fn + "({a}, {b})"
-    fn = "max" if name == "max" else "min"
-    return literal(small if name == "max" else big, dt), fn + "({a}, {b})"
+        return init, ("fmax" if name == "max" else "fmin") + "({a}, {b})"
+    if select_minmax:
+        return init, ("({a} if {a} >= {b} else {b})" if name == "max"
+                      else "({a} if {a} <= {b} else {b})")
+    return init, ("max" if name == "max" else "min") + "({a}, {b})"
 
 
-def generate(group: FusedGroup) -> KernelPlan:
+def collapse(group: FusedGroup):
+    """How a group is laid out as loops, for every code generator: `(arrays, operand,
+    collapsed, red_axes)` where `arrays` lists the distinct (base Var, spanned S dims in the
+    base's memory order) the kernel reads, `operand` maps each input atom to ("array", i),
+    ("literal", Literal) or ("iota", S dim, dtype), and `collapsed` groups the non-unit S dims
+    into loop dims (adjacent dims every array spans alike, in the same memory order, alike
+    reduced or kept)."""
     S = group.shape
     red = group.reduction
     red_axes = set(red.params["axes"]) if red is not None else set()
     loop_dims = [d for d in range(len(S)) if S[d] != 1]
-
-    # Operands: arrays (deduplicated by base Var and spanned dims) and iotas. An array's spans
-    # are the S dims its own non-unit dims map to, in its memory order (not increasing when it
-    # is a transposed view).
-    arrays: list = []        # (base Var, tuple of spanned S dims in the base's dim order)
-    operand: dict = {}       # atom -> ("array", index) | ("iota", S dim, dtype)
+    arrays: list = []
+    operand: dict = {}
     for atom, src in group.inputs.items():
         if isinstance(src, Virtual) and type(src.src) is Literal:
             operand[atom] = ("literal", src.src)
@@ -96,12 +103,9 @@ def generate(group: FusedGroup) -> KernelPlan:
         if key not in arrays:
             arrays.append(key)
         operand[atom] = ("array", arrays.index(key))
-
     iota_dims = {o[1] for o in operand.values() if o[0] == "iota"}
 
     def mergeable(a, b):
-        """Loop dims a < b (adjacent) become one loop if every array spans both, a right
-        before b in its memory order, or neither, and both are alike reduced or kept."""
         if (a in red_axes) != (b in red_axes) or a in iota_dims or b in iota_dims:
             return False
         for _, spans in arrays:
@@ -117,17 +121,27 @@ def generate(group: FusedGroup) -> KernelPlan:
             collapsed[-1].append(d)
         else:
             collapsed.append([d])
+    return arrays, operand, collapsed, red_axes
+
+
+def flat_offset(cdims) -> str:
+    """The row-major offset expression over loop indices i<c> with sizes n<c>."""
+    expr = None
+    for c in cdims:
+        expr = f"i{c}" if expr is None else f"({expr} * n{c} + i{c})"
+    return expr or "0"
+
+
+def generate(group: FusedGroup) -> KernelPlan:
+    S = group.shape
+    red = group.reduction
+    arrays, operand, collapsed, red_axes = collapse(group)
     k = len(collapsed)
     sizes = [int(np.prod([S[d] for d in c], dtype=np.int64)) for c in collapsed]
     cdim_of = {d: i for i, c in enumerate(collapsed) for d in c}
     reduced = [collapsed[i][0] in red_axes for i in range(k)]
 
-    def offset(cdims):
-        expr = None
-        for c in cdims:
-            expr = f"i{c}" if expr is None else f"({expr} * n{c} + i{c})"
-        return expr or "0"
-
+    offset = flat_offset
     ctx = ScalarCtx()
     loads: list[list[str]] = [[] for _ in range(k + 1)]
     names: dict = {}
@@ -166,7 +180,7 @@ def generate(group: FusedGroup) -> KernelPlan:
     init = combine = None
     if red is not None:
         dt = red.outvars[0].aval.dtype
-        init, combine = _monoid(registry.kernel_lowerings[red.primitive][1], dt)
+        init, combine = monoid(registry.kernel_lowerings[red.primitive][1], dt)
         if "fmax" in combine or "fmin" in combine:
             ctx.imports.add("from corejax.compiler.kernel_lib import fmax, fmin")
         while suffix > 0 and reduced[suffix - 1]:

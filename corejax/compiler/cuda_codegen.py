@@ -1,6 +1,6 @@
 """CUDA code generation: a FusedGroup becomes the source of one numba.cuda kernel.
 
-The group is read exactly as the CPU code generator reads it (compiler/codegen.py): operands are
+The group is laid out by the CPU code generator's `collapse` (compiler/codegen.py): operands are
 materialized Vars or Virtuals (broadcasts, transposes, unit reshapes seen through indexing,
 iotas, scalar literals); output dims of size 1 are dropped and adjacent dims every operand spans
 alike (in its own memory order, alike reduced or kept) collapse into one loop dim; every buffer
@@ -20,8 +20,9 @@ import numpy as np
 
 from corejax.core import Literal
 from corejax.compiler import registry
+from corejax.compiler.codegen import collapse, flat_offset, monoid
 from corejax.compiler.cuda_kernels import REDUCE_BLOCK, np_name
-from corejax.compiler.fusion import FusedGroup, Virtual
+from corejax.compiler.fusion import FusedGroup
 from corejax.compiler.scalar_ctx import ScalarCtx, literal
 
 __all__ = ["CudaScalarCtx", "CudaKernelPlan", "generate", "SERIAL_MAX"]
@@ -99,72 +100,10 @@ class CudaKernelPlan:
         return grid_for(self.extra[0]), BLOCK
 
 
-def _monoid(name, dt):
-    dt = np.dtype(dt)
-    if name == "add":
-        return literal(0, dt), "({a} + {b})"
-    if name == "mul":
-        return literal(1, dt), "({a} * {b})"
-    if name in ("and", "or"):
-        return literal(name == "and", dt), "({a} & {b})" if name == "and" else "({a} | {b})"
-    big = np.inf if dt.kind == "f" else (True if dt == np.bool_ else np.iinfo(dt).max)
-    small = -np.inf if dt.kind == "f" else (False if dt == np.bool_ else np.iinfo(dt).min)
-    init = literal(small if name == "max" else big, dt)
-    if dt.kind == "f":
-        return init, ("fmax" if name == "max" else "fmin") + "({a}, {b})"
-    return init, "({a} if {a} >= {b} else {b})" if name == "max" else "({a} if {a} <= {b} else {b})"
-
-
-def _collapse(group: FusedGroup):
-    """Operands, collapsed loop dims and per-operand spans, as the CPU code generator forms
-    them."""
-    S = group.shape
-    red = group.reduction
-    red_axes = set(red.params["axes"]) if red is not None else set()
-    loop_dims = [d for d in range(len(S)) if S[d] != 1]
-    arrays, operand = [], {}
-    for atom, src in group.inputs.items():
-        if isinstance(src, Virtual) and type(src.src) is Literal:
-            operand[atom] = ("literal", src.src)
-            continue
-        if isinstance(src, Virtual) and src.src is None:
-            operand[atom] = ("iota", src.iota_dim, src.aval.dtype)
-            continue
-        if isinstance(src, Virtual):
-            base = src.src
-            spans = tuple(d for k, d in enumerate(src.dims)
-                          if d is not None and base.aval.shape[k] != 1 and S[d] != 1)
-        else:
-            base, spans = atom, tuple(loop_dims)
-        key = (base, spans)
-        if key not in arrays:
-            arrays.append(key)
-        operand[atom] = ("array", arrays.index(key))
-    iota_dims = {o[1] for o in operand.values() if o[0] == "iota"}
-
-    def mergeable(a, b):
-        if (a in red_axes) != (b in red_axes) or a in iota_dims or b in iota_dims:
-            return False
-        for _, spans in arrays:
-            if (a in spans) != (b in spans):
-                return False
-            if a in spans and spans.index(b) != spans.index(a) + 1:
-                return False
-        return True
-
-    collapsed: list[list[int]] = []
-    for d in loop_dims:
-        if collapsed and mergeable(collapsed[-1][-1], d):
-            collapsed[-1].append(d)
-        else:
-            collapsed.append([d])
-    return arrays, operand, collapsed, red_axes
-
-
 def generate(group: FusedGroup) -> CudaKernelPlan:
     S = group.shape
     red = group.reduction
-    arrays, operand, collapsed, red_axes = _collapse(group)
+    arrays, operand, collapsed, red_axes = collapse(group)
     k = len(collapsed)
     sizes = [int(np.prod([S[d] for d in c], dtype=np.int64)) for c in collapsed]
     cdim_of = {d: i for i, c in enumerate(collapsed) for d in c}
@@ -172,11 +111,7 @@ def generate(group: FusedGroup) -> CudaKernelPlan:
     kept = [c for c in range(k) if not reduced[c]]
     reds = [c for c in range(k) if reduced[c]]
 
-    def offset(cdims):
-        expr = None
-        for c in cdims:
-            expr = f"i{c}" if expr is None else f"({expr} * n{c} + i{c})"
-        return expr or "0"
+    offset = flat_offset
 
     def unravel(var, cdims):
         lines = [f"r = {var}"]
@@ -232,7 +167,8 @@ def generate(group: FusedGroup) -> CudaKernelPlan:
     else:
         dt = red.outvars[0].aval.dtype
         T = np_name(dt)
-        init, combine = _monoid(registry.kernel_lowerings[red.primitive][1], dt)
+        init, combine = monoid(registry.kernel_lowerings[red.primitive][1], dt,
+                               select_minmax=True)
         nk = int(np.prod([sizes[c] for c in kept], dtype=np.int64))
         nr = int(np.prod([sizes[c] for c in reds], dtype=np.int64))
         val = expr_of(red.invars[0])
