@@ -17,6 +17,7 @@ import pytest
 from numba import njit
 
 from corejax.compiler import fastmath as fm
+from corejax.lax.elementwise import _erf_inv_np
 
 def _inputs(bits, stride_log2, n_random):
     """Every 2**stride_log2-th bit pattern, the same shifted by an odd offset, random patterns."""
@@ -126,6 +127,7 @@ REFERENCES_F32 = {
     fm.softplus_f32: lambda x: np.logaddexp(x, 0.0),
     fm.erf_f32: lambda x: _erf(x).astype(np.float64),
     fm.erfc_f32: lambda x: _erfc(x).astype(np.float64),
+    fm.erf_inv_f32: lambda x: _erf_inv_np(x.astype(np.float64)),
     fm.sin_f32: np.sin,
     fm.cos_f32: np.cos,
 }
@@ -222,6 +224,8 @@ SPECIAL = [
                     (1e-45, 1e-45), (-1e-45, -1e-45), (89.0, np.inf)]),
     (fm.log_f32, [(0.0, -np.inf), (-0.0, -np.inf), (-1e-45, np.nan), (-np.inf, np.nan),
                   (np.inf, np.inf), (np.nan, np.nan), (1.0, 0.0)]),
+    (fm.erf_inv_f32, [(1.0, np.inf), (-1.0, -np.inf), (1.5, np.nan), (-np.inf, np.nan),
+                       (np.nan, np.nan), (0.0, 0.0), (-0.0, -0.0)]),
     (fm.log1p_f32, [(-1.0, -np.inf), (-1.5, np.nan), (np.inf, np.inf), (np.nan, np.nan),
                     (-0.0, -0.0), (0.0, 0.0), (1e-45, 1e-45)]),
     (fm.log2_f32, [(2.0 ** -149, -149.0), (2.0 ** 127, 127.0), (0.0, -np.inf), (np.inf, np.inf)]),

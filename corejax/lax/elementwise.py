@@ -143,34 +143,44 @@ def _lgamma_np(x):
     return np.asarray(_lgamma_ufunc(x.astype(np.float64)), np.float64).astype(x.dtype)
 
 
-_GILES_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
-                  0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
-_GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-               -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+# M. Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011): single-precision
+# polynomials in w = -log(1 - x^2), for w < 5 in (w - 2.5) and beyond in (sqrt(w) - 3), highest
+# degree first. XLA computes float32 erf_inv with exactly these; float64 refines them by Newton.
+GILES_ERF_INV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                         0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+GILES_ERF_INV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                      0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _giles_erf_inv(y):
+    """Giles' approximation in y's precision; |y| = 1 gives +-inf and |y| > 1 nan."""
+    dt = y.dtype.type
+    with np.errstate(all="ignore"):
+        w = -np.log1p(-y * y)
+        central = w < dt(5.0)
+        t = np.where(central, w - dt(2.5), np.sqrt(w) - dt(3.0))
+        p = np.zeros_like(y)
+        for c_c, c_t in zip(GILES_ERF_INV_CENTRAL, GILES_ERF_INV_TAIL):
+            p = p * t + np.where(central, dt(c_c), dt(c_t))
+        return np.where(np.abs(y) == 1, y * dt(np.inf), p * y)
 
 
 def _erf_inv_np(x):
-    """Inverse error function: M. Giles' single-precision polynomial approximation (published
-    coefficients) as the start, then Newton steps on erf in float64."""
-    y = np.asarray(x, np.float64)
+    """Inverse error function. float32 (and narrower): Giles' polynomials in float32, as XLA
+    computes it (so random.normal's last bits follow JAX's); float64: that start refined by two
+    Newton steps on erf."""
+    x = np.asarray(x)
+    if x.dtype.itemsize < 8:
+        return _giles_erf_inv(x.astype(np.float32)).astype(x.dtype)
+    y = x.astype(np.float64)
+    r = _giles_erf_inv(y)
     with np.errstate(all="ignore"):
-        w = -np.log((1.0 - y) * (1.0 + y))
-        central = w < 5.0
-        t = np.where(central, w - 2.5, np.sqrt(w) - 3.0)
-        p_c = np.zeros_like(y)
-        p_t = np.zeros_like(y)
-        for c_c, c_t in zip(_GILES_CENTRAL, _GILES_TAIL):
-            p_c = p_c * t + c_c
-            p_t = p_t * t + c_t
-        r = np.where(central, p_c, p_t) * y
-        for _ in range(2 if np.asarray(x).dtype.itemsize >= 8 else 1):
+        for _ in range(2):
             finite = np.isfinite(r)
             rf = np.where(finite, r, 0.0)
             step = (_erf_and_erfc(rf)[0] - y) / (2 / np.sqrt(np.pi) * np.exp(-rf * rf))
             r = np.where(finite, rf - step, r)
-        r = np.where(y == 1, np.inf, np.where(y == -1, -np.inf, r))
-        r = np.where(np.abs(y) > 1, np.nan, r)
-    return r.astype(np.asarray(x).dtype)
+    return np.where(np.abs(y) > 1, np.nan, r)
 
 
 def _round_impl(x, rounding_method=1):
