@@ -4,8 +4,9 @@ random.bits, the Threefry hash alone, for reference).
     python bench/bench_random.py [--n 10000000] [--repeats 5]
 
 Prints millions of numbers per second (median of the repeats, after a warm-up call) for
-corejax eager and jit (each threefry layout) and NumPy's PCG64 standard_normal, and the ratio
-to NumPy (>1 means corejax is faster). No assertions: benchmarks are not tests.
+corejax eager and jit (each threefry layout), NumPy's PCG64 standard_normal and, when it is
+importable, JAX's normal (CPU), and the ratio to NumPy (>1 means faster than NumPy). No
+assertions: benchmarks are not tests.
 """
 import argparse
 import os
@@ -38,6 +39,22 @@ def median_seconds(fn, repeats):
     return statistics.median(times)
 
 
+def _jax_rows(n, repeats):
+    """JAX's normal, eager and jitted, on its CPU backend (skipped when JAX is absent)."""
+    try:
+        import jax
+    except ImportError as e:
+        print(f"JAX: skipped ({e})", file=sys.stderr)
+        return []
+    cpu = jax.devices("cpu")[0]
+    key = jax.device_put(jax.random.PRNGKey(0), cpu)
+    jitted = jax.jit(lambda k: jax.random.normal(k, (n,)))
+    return [(f"JAX {jax.__version__} normal eager",
+             median_seconds(lambda: jax.random.normal(key, (n,)).block_until_ready(), repeats)),
+            (f"JAX {jax.__version__} normal jit",
+             median_seconds(lambda: jitted(key).block_until_ready(), repeats))]
+
+
 def main():
     args = _parse_args()
     n, key = args.n, random.PRNGKey(0)
@@ -55,6 +72,7 @@ def main():
         rows.append((f"corejax bits uint32 eager ({layout})",
                      median_seconds(lambda: random.bits(key, (n,)), args.repeats)))
     config.update("threefry_partitionable", False)
+    rows += _jax_rows(n, args.repeats)
     numpy_seconds = rows[0][1]
     print(f"normal float32, n={n:,}, median of {args.repeats}")
     print(f"{'':44s} {'ms':>9s} {'M numbers/s':>12s} {'vs numpy':>9s}")

@@ -415,6 +415,19 @@ class Literal:
     def __init__(self, val, aval: ShapedArray):
         self.val, self.aval = val, aval
 
+    def value(self):
+        """`val` as an operand of exactly this aval, for re-evaluating the equation: `val`
+        itself (a Python scalar) stands for a weak value of the default dtype only; a uint32 or
+        weak float16 literal must not come back as a weak int32 / float32."""
+        val, aval = self.val, self.aval
+        own = get_aval(val)
+        if own.dtype == aval.dtype and own.weak_type == aval.weak_type:
+            return val
+        if not aval.weak_type:
+            return np.asarray(val, aval.dtype)[()]
+        from corejax.array import Array
+        return Array(np.asarray(val, aval.dtype), True)
+
     def __repr__(self):
         return f"Literal({self.val})"
 
@@ -483,7 +496,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list:
     env: dict[Var, Any] = {}
 
     def read(v):
-        return v.val if type(v) is Literal else env[v]
+        return v.value() if type(v) is Literal else env[v]
 
     for v, x in zip(jaxpr.constvars, consts):
         env[v] = x

@@ -6,6 +6,9 @@ Everything is composed of lax/jnp operations on top of the `threefry2x32` primit
 samplers work unchanged under jit, vmap and grad (gradients flow through `minval`/`maxval`,
 `lower`/`upper`, `logits`...).
 
+The samplers' cores are jitted, as JAX's are: an eager call runs one compiled program (the
+hash and the transform of its bits fused into one loop), under jit they inline into the caller.
+
 `config.threefry_partitionable` picks how counters are laid out, as JAX's flag of that name:
 False (corejax's default) hashes one flat run of counters split in halves; True hashes each
 element's own index, so a sample does not depend on how the array is split up.
@@ -14,12 +17,14 @@ from __future__ import annotations
 
 import math
 import operator
+from functools import partial
 import warnings
 
 import numpy as np
 
 from corejax import dtypes, lax
 from corejax import numpy as jnp
+from corejax.api import jit
 from corejax.config import config
 from corejax.core import get_aval
 from corejax.lax.prng import threefry2x32_p
@@ -196,11 +201,33 @@ def _hash_counts(words, counts):
     return lax.slice(lax.concatenate([y0, y1], 0), (0,), (n,))
 
 
-def _iota(count: int):
+def _hash_iota(words, n: int):
+    """`_hash_counts(words, iota(n))` element by element: element j < half is word 0 of pair j
+    (counters j and j + half), element j >= half word 1 of pair j - half; the last counter of
+    an odd n is the zero padding. Being elementwise in the iota, it fuses with whatever
+    transforms the bits into one loop: each pair is hashed once per element it yields, which
+    costs less than materializing both halves and concatenating them."""
+    half = (n + 1) // 2
+    j = _iota(n)
+    first = lax.lt(j, np.uint32(half))
+    pair = lax.sub(j, lax.select(first, lax.full((n,), 0, np.uint32),
+                                 lax.full((n,), half, np.uint32)))
+    second = lax.add(pair, np.uint32(half))
+    if n % 2:
+        second = lax.select(lax.eq(second, np.uint32(n)), lax.full((n,), 0, np.uint32), second)
+    y0, y1 = _threefry(words, pair, second)
+    return lax.select(first, y0, y1)
+
+
+def _check_count(count: int):
     if count > _MAX_COUNTERS:
         raise ValueError(f"corejax.random draws at most {_MAX_COUNTERS} 32-bit words from one "
                          f"key in one call; {count} were requested. Split the key and draw in "
                          "pieces.")
+
+
+def _iota(count: int):
+    _check_count(count)
     return lax.iota(np.uint32, count)
 
 
@@ -211,13 +238,15 @@ def _element_counters(shape):
     return lax.full(shape, 0, np.uint32), low
 
 
+@partial(jit, static_argnums=1)
 def _split(words, shape):
     if config.threefry_partitionable:
         y0, y1 = _threefry(words, *_element_counters(shape))
         return jnp.stack([y0, y1], axis=-1)
-    return lax.reshape(_hash_counts(words, _iota(2 * math.prod(shape))), shape + (2,))
+    return lax.reshape(_hash_iota(words, 2 * math.prod(shape)), shape + (2,))
 
 
+@partial(jit, static_argnums=(1, 2))
 def _random_bits(words, width: int, shape):
     """`width`-bit unsigned random integers of `shape`."""
     if config.threefry_partitionable:
@@ -229,12 +258,15 @@ def _random_bits(words, width: int, shape):
         return mixed if width == 32 else lax.convert_element_type(mixed, _UINT[width])
     size = math.prod(shape)
     count = -(-width * size // 32)
-    words32 = _hash_counts(words, _iota(count))
     if width == 64:
-        high, low = (lax.convert_element_type(lax.slice(words32, (s,), (s + count // 2,)),
-                                              _UINT[64]) for s in (0, count // 2))
-        out = lax.bitwise_or(lax.shift_left(high, 32), low)
-    elif width < 32:
+        # Words j and j + size of the 2 * size counters: the two words of pair j.
+        _check_count(count)
+        pair = lax.iota(np.uint32, size)
+        high, low = (lax.convert_element_type(w, _UINT[64]) for w in
+                     _threefry(words, pair, lax.add(pair, np.uint32(size))))
+        return lax.reshape(lax.bitwise_or(lax.shift_left(high, np.uint64(32)), low), shape)
+    words32 = _hash_iota(words, count)
+    if width < 32:
         # Each 32-bit word yields 32 // width values, least significant bits first.
         per_word = 32 // width
         spread = lax.broadcast_in_dim(words32, (count, per_word), (0,))
@@ -309,9 +341,14 @@ def fold_in(key, data):
     data = jnp.asarray(data)
     if data.shape != ():
         raise TypeError(f"fold_in data must be a scalar, got an array of shape {data.shape}.")
+    return _like(typed, _fold_in(words, data))
+
+
+@jit
+def _fold_in(words, data):
     counts = lax.concatenate([lax.full((1,), 0, np.uint32),
                               lax.reshape(lax.convert_element_type(data, np.uint32), (1,))], 0)
-    return _like(typed, _hash_counts(words, counts))
+    return _hash_counts(words, counts)
 
 
 def bits(key, shape=(), dtype=None):
@@ -323,6 +360,7 @@ def bits(key, shape=(), dtype=None):
     return _random_bits(words, dt.itemsize * 8, _shape("bits", shape))
 
 
+@partial(jit, static_argnums=(1, 2))
 def _uniform(words, shape, dt, minval, maxval):
     minval, maxval = _param(minval, dt), _param(maxval, dt)
     _check_shape("uniform", shape, minval.shape, maxval.shape)
@@ -342,6 +380,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     return _uniform(words, shape, _float_dtype("uniform", dtype), minval, maxval)
 
 
+@partial(jit, static_argnums=(1, 2))
 def _normal(words, shape, dt):
     # Uniform on the open interval (-1, 1), through the inverse error function.
     low = np.nextafter(np.array(-1.0, dt), np.array(0.0, dt))

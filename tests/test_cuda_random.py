@@ -61,9 +61,13 @@ def test_sampler_eager_on_cuda_matches_jax(case):
 
 
 def test_vmap_of_keys_on_cuda_matches_cpu():
+    """The same bits; the normals within a few ulp (fused multiply-adds in erf_inv's
+    polynomial round differently on each backend and in the simulator)."""
     keys = random.split(random.PRNGKey(3), 4)
-    f = corejax.jit(corejax.vmap(lambda k: random.normal(k, (3,))), backend="cuda")
-    got = f(keys)
-    assert got.device == GPU
-    np.testing.assert_array_equal(np.asarray(got), np.asarray(corejax.jit(
-        corejax.vmap(lambda k: random.normal(k, (3,))))(keys)))
+    for sample, ulps in ((lambda k: random.bits(k, (3,)), 0),
+                         (lambda k: random.normal(k, (3,)), 4)):
+        got = corejax.jit(corejax.vmap(sample), backend="cuda")(keys)
+        assert got.device == GPU
+        want = np.asarray(corejax.jit(corejax.vmap(sample))(keys))
+        np.testing.assert_allclose(np.asarray(got), want, rtol=ulps * np.finfo(np.float32).eps,
+                                   atol=0)

@@ -519,3 +519,16 @@ def test_disable_jit_runs_python_eagerly():
     assert seen == ["Array"]
     f(jnp.ones(2))
     assert seen[-1] != "Array"  # traced under jit again
+
+
+def test_typed_literals_keep_their_dtype_when_a_jitted_function_is_transformed():
+    """vmap / grad re-evaluate the staged program: a uint32 literal (weak or not) must come
+    back as uint32, not as the weak int32 of a bare Python int."""
+    x = np.arange(8, dtype=np.uint32).reshape(2, 4)
+    shifted = jax.vmap(jax.jit(lambda v: lax.shift_right_logical(v, 1)))(x)
+    np.testing.assert_array_equal(shifted, x >> 1)
+    assert shifted.dtype == np.uint32
+    below = jax.vmap(jax.jit(lambda v: lax.lt(v, np.uint32(3))))(x)
+    np.testing.assert_array_equal(below, x < 3)
+    g = jax.grad(jax.jit(lambda v: jnp.sum(v * np.float32(3.0))))(np.ones(3, np.float32))
+    assert g.dtype == np.float32 and not g.weak_type

@@ -69,6 +69,10 @@ def elementwise_cases():
                     cases.append((f"{name}:{dt}:{y}", lambda x, y=y: lax.integer_pow(x, y),
                                   (sample(dt),)))
                 continue
+            elif name == "threefry2x32":
+                if dt == "uint32":
+                    cases.append((name, lambda *a, prim=prim: prim.bind(*a), (sample(dt),) * 4))
+                continue
             elif name == "round":
                 for m in (0, 1):
                     cases.append((f"{name}:{dt}:{m}",

@@ -165,7 +165,7 @@ def test_threefry2x32_has_every_rule():
     assert threefry2x32_p.impl is not None and threefry2x32_p.abstract_eval is not None
     assert threefry2x32_p in ad.primitive_jvps
     assert threefry2x32_p in batching.primitive_batchers
-    assert threefry2x32_p in registry.kernel_lowerings
+    assert threefry2x32_p in registry.elementwise_lowerings
 
 
 def test_threefry2x32_has_zero_derivative():

@@ -26,7 +26,8 @@ from corejax.compiler import registry
 from corejax.compiler.fusion import FusedGroup, Virtual
 from corejax.compiler.scalar_ctx import ScalarCtx, literal
 
-__all__ = ["KernelPlan", "generate", "collapse", "monoid", "flat_offset", "PARALLEL_MIN"]
+__all__ = ["KernelPlan", "generate", "collapse", "emit_eqns", "monoid", "flat_offset",
+           "PARALLEL_MIN"]
 
 # Threads pay off only on very big loops here: on the 2-core shared machine, with other
 # processes running, (x - mean)/std over 4000x4000 took 52 ms with prange and 40 ms without,
@@ -132,6 +133,26 @@ def flat_offset(cdims) -> str:
     return expr or "0"
 
 
+def emit_eqns(group: FusedGroup, ctx: ScalarCtx, expr_of, names: dict) -> list[str]:
+    """The group's equations as scalar statements, one each, for every code generator: `v<n> =`
+    the rule's expression cast to the result dtype, or for several results (a rule returning a
+    tuple, as threefry2x32's) `v<n>_0, v<n>_1 = ...`. Records each result's name in `names`."""
+    body = []
+    for n, eqn in enumerate(group.eqns):
+        rule = registry.elementwise_lowerings[eqn.primitive]
+        ctx.in_dtypes = [v.aval.dtype for v in eqn.invars]
+        ctx.out_dtype = eqn.outvars[0].aval.dtype
+        expr = rule(ctx, *map(expr_of, eqn.invars), **eqn.params)
+        if len(eqn.outvars) == 1:
+            body.append(f"v{n} = {_np_name(ctx.out_dtype)}({expr})")
+            names[eqn.outvars[0]] = f"v{n}"
+        else:
+            results = [f"v{n}_{i}" for i in range(len(eqn.outvars))]
+            body.append(f"{', '.join(results)} = {expr}")
+            names.update(zip(eqn.outvars, results))
+    return body
+
+
 def generate(group: FusedGroup) -> KernelPlan:
     S = group.shape
     red = group.reduction
@@ -163,14 +184,7 @@ def generate(group: FusedGroup) -> KernelPlan:
             return literal(atom.val, atom.aval.dtype)
         return names[atom]
 
-    body: list[str] = []
-    for n, eqn in enumerate(group.eqns):
-        rule = registry.elementwise_lowerings[eqn.primitive]
-        ctx.in_dtypes = [v.aval.dtype for v in eqn.invars]
-        ctx.out_dtype = eqn.outvars[0].aval.dtype
-        expr = rule(ctx, *map(expr_of, eqn.invars), **eqn.params)
-        body.append(f"v{n} = {_np_name(ctx.out_dtype)}({expr})")
-        names[eqn.outvars[0]] = f"v{n}"
+    body = emit_eqns(group, ctx, expr_of, names)
     outputs = [o for o in group.outputs if red is None or o is not red.outvars[0]]
     for j, v in enumerate(outputs):
         body.append(f"o{j}[{offset(range(k))}] = {names[v]}")

@@ -2,9 +2,9 @@
 
 Every value of a program lives in a flat (1-D, C-contiguous) numba device array; shapes are
 static, so reshapes and squeezes are aliases and every kernel indexes flat buffers. Steps:
-- fused groups: one generated kernel each (compiler/cuda_codegen.py);
-- dot_general, layout ops, argmax/argmin, cumsum, windowed reductions, convolution and
-  threefry2x32: hand-written kernels (compiler/cuda_kernels.py);
+- fused groups: one generated kernel each (compiler/cuda_codegen.py), threefry2x32 included;
+- dot_general, layout ops, argmax/argmin, cumsum, windowed reductions and convolution:
+  hand-written kernels (compiler/cuda_kernels.py);
 - cond / while / scan: driven from the host (the predicate / branch index is read back, the
   sub-programs run as CUDA executables of their own; scan slices xs as device views and writes
   ys with the copy kernel);
@@ -596,25 +596,6 @@ class CudaExecutable:
             o = env[s_o] = alloc(out.aval)
             if total:
                 K.load(src)[K.grid_for(total), K.BLOCK](env[s_l], env[s_r], o, *scal)
-        return run
-
-    def _k_threefry2x32(self, eqn):
-        if any(type(v) is Literal for v in eqn.invars):
-            return None
-        src = K.threefry_source()
-        total = _size(eqn.outvars[0].aval.shape)
-        from numba import types
-        self._kernel("threefry2x32", src, [types.uint32[::1]] * 6 + [types.int64])
-        ins = [self._slot(v) for v in eqn.invars]
-        outs = [(self._slot(v), v.aval) for v in eqn.outvars]
-        alloc = self._alloc
-
-        def run(env):
-            os_ = []
-            for s, aval in outs:
-                env[s] = alloc(aval)
-                os_.append(env[s])
-            K.load(src)[K.grid_for(total), K.BLOCK](*[env[s] for s in ins], *os_, total)
         return run
 
     def _k_gather(self, eqn):

@@ -20,7 +20,7 @@ import numpy as np
 
 from corejax.core import Literal
 from corejax.compiler import registry
-from corejax.compiler.codegen import collapse, flat_offset, monoid
+from corejax.compiler.codegen import collapse, emit_eqns, flat_offset, monoid
 from corejax.compiler.cuda_kernels import REDUCE_BLOCK, np_name
 from corejax.compiler.fusion import FusedGroup
 from corejax.compiler.scalar_ctx import ScalarCtx, literal
@@ -49,6 +49,8 @@ class CudaScalarCtx(ScalarCtx):
 
     def math(self, name: str, *args) -> str:
         dt = self._dt()
+        if name == "erf_inv" and dt == np.float32:
+            return f"np.float32(erf_inv_f32({args[0]}))"
         if dt.kind == "f" and name in _LIBDEVICE:
             fn = _LIBDEVICE[name] + ("f" if dt == np.float32 else "")
             return f"np.{dt.name}(libdevice.{fn}({', '.join(args)}))"
@@ -143,14 +145,7 @@ def generate(group: FusedGroup) -> CudaKernelPlan:
             return literal(atom.val, atom.aval.dtype)
         return names[atom]
 
-    body = list(loads)
-    for n, eqn in enumerate(group.eqns):
-        rule = registry.elementwise_lowerings[eqn.primitive]
-        ctx.in_dtypes = [v.aval.dtype for v in eqn.invars]
-        ctx.out_dtype = eqn.outvars[0].aval.dtype
-        expr = rule(ctx, *map(expr_of, eqn.invars), **eqn.params)
-        body.append(f"v{n} = {np_name(ctx.out_dtype)}({expr})")
-        names[eqn.outvars[0]] = f"v{n}"
+    body = loads + emit_eqns(group, ctx, expr_of, names)
     outputs = [o for o in group.outputs if red is None or o is not red.outvars[0]]
     for j, v in enumerate(outputs):
         body.append(f"o{j}[{offset(range(k))}] = {names[v]}")

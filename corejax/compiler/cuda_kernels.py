@@ -24,6 +24,8 @@ import numpy as np
 from numba import config as _nb_config, cuda
 
 from corejax.compiler import kernel_lib
+from corejax.lax.elementwise import GILES_ERF_INV_CENTRAL, GILES_ERF_INV_TAIL
+from corejax.lax.prng import threefry2x32_scalar
 
 __all__ = ["SIM", "BLOCK", "load", "kernel_namespace", "np_name"]
 
@@ -207,8 +209,27 @@ def integer_pow(x, n, one):
     return acc if n >= 0 else one / acc
 
 
+_ERF_INV_CENTRAL = tuple(np.float32(c) for c in GILES_ERF_INV_CENTRAL)
+_ERF_INV_TAIL = tuple(np.float32(c) for c in GILES_ERF_INV_TAIL)
+
+
+@device
+def erf_inv_f32(x):
+    """float32 erf_inv as XLA computes it on every backend (compiler/fastmath.erf_inv_f32)."""
+    w = -math.log1p(-x * x)
+    central = w < np.float32(5.0)
+    t = w - np.float32(2.5) if central else math.sqrt(w) - np.float32(3.0)
+    p = _ERF_INV_CENTRAL[0] if central else _ERF_INV_TAIL[0]
+    for i in range(1, len(_ERF_INV_CENTRAL)):
+        p = p * t + (_ERF_INV_CENTRAL[i] if central else _ERF_INV_TAIL[i])
+    return x * np.float32(np.inf) if abs(x) == np.float32(1.0) else p * x
+
+
+threefry2x32 = device(threefry2x32_scalar)
+
 HELPERS = ("int_div", "int_rem", "float_to_int", "shift_left", "shift_right_arith",
-           "shift_right_logical", "round_away", "fmax", "fmin", "popcount", "integer_pow")
+           "shift_right_logical", "round_away", "fmax", "fmin", "popcount", "integer_pow",
+           "erf_inv_f32", "threefry2x32")
 
 
 def kernel_namespace() -> dict:
@@ -455,33 +476,6 @@ def conv_source(nsp: int, dtype) -> str:
     oidx = "n * os_n + o * os_c" + "".join(f" + y{d} * os{d}" for d in S)
     body.append(f"dst[{oidx}] = acc")
     return _kernel(args, _grid_loop("total", body))
-
-
-# --- threefry2x32 --------------------------------------------------------------------------------
-
-_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
-
-
-def threefry_source() -> str:
-    """Both output words of Threefry-2x32 (20 rounds) per counter pair, in uint32 arithmetic
-    (masked with & 0xFFFFFFFF after each addition so simulated Python ints wrap too)."""
-    M = "np.uint32(0xFFFFFFFF)"
-    body = ["k0 = np.uint32(K0[t])", "k1 = np.uint32(K1[t])",
-            "k2 = np.uint32(k0 ^ k1 ^ np.uint32(0x1BD11BDA))",
-            f"x0 = np.uint32((np.uint64(X0[t]) + np.uint64(k0)) & {M})",
-            f"x1 = np.uint32((np.uint64(X1[t]) + np.uint64(k1)) & {M})"]
-    keys = ("k0", "k1", "k2")
-    for inj in range(1, 6):
-        for r in _ROTATIONS[(inj - 1) % 2]:
-            body += [f"x0 = np.uint32((np.uint64(x0) + np.uint64(x1)) & {M})",
-                     f"x1 = np.uint32(((np.uint64(x1) << np.uint64({r})) & {M}) | "
-                     f"(np.uint64(x1) >> np.uint64({32 - r})))",
-                     "x1 = np.uint32(x1 ^ x0)"]
-        body += [f"x0 = np.uint32((np.uint64(x0) + np.uint64({keys[inj % 3]})) & {M})",
-                 f"x1 = np.uint32((np.uint64(x1) + np.uint64({keys[(inj + 1) % 3]}) + "
-                 f"np.uint64({inj})) & {M})"]
-    body += ["Y0[t] = x0", "Y1[t] = x1"]
-    return _kernel(["K0", "K1", "X0", "X1", "Y0", "Y1", "total"], _grid_loop("total", body))
 
 
 # --- gather --------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Fusion: partitions an optimized Jaxpr into steps the executor runs in order.
 
-- `FusedGroup`: a chain of elementwise equations of one shape, whose operands may be
+- `FusedGroup`: a chain of elementwise equations of one shape (an equation may have several
+  results of that shape, as threefry2x32's two words), whose operands may be
   broadcasts, transposes, unit-dimension reshapes, iotas and scalar literals (folded into the
   loop's indexing, never materialized), optionally ending in one reduction (sum/prod/max/min/and/or over
   any axes). Becomes one loop nest (compiler/codegen.py).
@@ -162,9 +163,9 @@ def partition(jaxpr) -> list:
             continue
 
         lowering_is_elementwise = prim in registry.elementwise_lowerings
-        if lowering_is_elementwise and out is not None and _fusible_dtype(out.aval) and all(
-                _fusible_dtype(v.aval) for v in eqn.invars):
-            shape = out.aval.shape
+        if lowering_is_elementwise and len({o.aval.shape for o in eqn.outvars}) == 1 and all(
+                _fusible_dtype(v.aval) for v in (*eqn.invars, *eqn.outvars)):
+            shape = eqn.outvars[0].aval.shape
             candidates = []
             for v in eqn.invars:
                 g = owner.get(v) if type(v) is Var else None
@@ -191,8 +192,9 @@ def partition(jaxpr) -> list:
                     seal_use(v)
                     g.inputs[v] = v
             g.eqns.append(eqn)
-            g.internal.add(out)
-            owner[out] = g
+            for o in eqn.outvars:
+                g.internal.add(o)
+                owner[o] = g
             move_to_end(g)
             continue
 
@@ -222,7 +224,7 @@ def partition(jaxpr) -> list:
         seal_use(v)
     for s in steps:
         if isinstance(s, FusedGroup):
-            s.outputs = [e.outvars[0] for e in s.eqns if e.outvars[0] in needed_outside]
+            s.outputs = [o for e in s.eqns for o in e.outvars if o in needed_outside]
             if s.reduction is not None:
                 s.outputs.append(s.reduction.outvars[0])
     return steps
@@ -243,7 +245,7 @@ def _rematerialize(v, producer: FusedGroup, g: FusedGroup) -> bool:
         return False
     chain, need = [], {v}
     for e in reversed(producer.eqns):
-        if e.outvars[0] in need:
+        if any(o in need for o in e.outvars):
             if e.primitive.name not in _CHEAP or len(chain) == _REMAT_MAX_EQNS:
                 return False
             chain.append(e)

@@ -13,6 +13,8 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
+from corejax.lax.prng import threefry2x32_scalar
+
 MODULE = __name__
 
 _jit = njit(cache=True, error_model="numpy", fastmath=False, forceinline=True)
@@ -165,6 +167,10 @@ def integer_pow(x, n, one):
         base = base * base
         m >>= 1
     return acc if n >= 0 else one / acc
+
+
+# lax.prng's scalar hash, inlined into fused loops (both words from one call).
+threefry2x32 = _jit(threefry2x32_scalar)
 
 
 def import_line(*names):

@@ -1,6 +1,6 @@
 """The nopython lowerings of compiled loops' data steps (compiler/loops.py emits the loop
 itself, fused groups and control flow): layout ops as gathers through static index maps,
-dynamic slices, gather / scatter, argmax / argmin, cumsum, stable sorts, threefry2x32 and
+dynamic slices, gather / scatter, argmax / argmin, cumsum, stable sorts and
 small dots.
 
 Each `lower_<primitive>(eqn, env, lines, ind)` appends source lines to `lines` (indented by
@@ -62,28 +62,6 @@ def matmul_source(B, M, N, K, dt, rows: bool) -> str:
         f"@njit(error_model=\"numpy\", nogil=True, cache=True{flags})",
         "def kernel(a, c, o):", f"    for b in range({B}):", f"        for m in range({M}):",
         f"            row = b * {M} + m", *loop]) + "\n"
-
-
-def threefry_source() -> str:
-    """Threefry-2x32 (20 rounds) per element, as lax.prng's NumPy reference computes it; every
-    step wraps to uint32 (Numba widens uint32 arithmetic to 64 bits)."""
-    from corejax.lax.prng import _KEY_SCHEDULE_PARITY, _ROTATIONS
-    u = "np.uint32"
-    body = [f"        ks2 = {u}(ks0 ^ ks1 ^ {u}({int(_KEY_SCHEDULE_PARITY)}))",
-            f"        x = {u}(x0[q] + ks0)", f"        y = {u}(x1[q] + ks1)"]
-    for injection in range(1, 6):
-        for r in _ROTATIONS[(injection - 1) % 2]:
-            body += [f"        x = {u}(x + y)",
-                     f"        y = {u}({u}(y << {u}({r})) | (y >> {u}({32 - r})))",
-                     f"        y = {u}(y ^ x)"]
-        body += [f"        x = {u}(x + ks{injection % 3})",
-                 f"        y = {u}({u}(y + ks{(injection + 1) % 3}) + {u}({injection}))"]
-    return "\n".join([
-        "import numpy as np", "from numba import njit", "",
-        "@njit(error_model=\"numpy\", nogil=True, cache=True)",
-        "def kernel(k0, k1, x0, x1, y0, y1):", "    for q in range(x0.size):",
-        "        ks0 = k0[q]", "        ks1 = k1[q]", *body,
-        "        y0[q] = x", "        y1[q] = y"]) + "\n"
 
 
 def sort_source(pre, n, post, key_dtypes, n_operands) -> str:
@@ -360,13 +338,6 @@ class DataLowerings:
         self.lower_argmax(eqn, env, lines, ind, better="{v} < {b}")
 
     lower_scatter_add = lower_scatter_mul = lower_scatter
-
-    def lower_threefry2x32(self, eqn, env, lines, ind):
-        fn = self.m.kernel(threefry_source())
-        outs = [self.m.alloc(v.aval) for v in eqn.outvars]
-        args = [self.buffer(v, env) for v in eqn.invars] + outs
-        lines.append(f"{ind}{fn}({', '.join(args)})")
-        env.update(zip(eqn.outvars, outs))
 
     def lower_sort(self, eqn, env, lines, ind):
         dim, num_keys = eqn.params["dimension"], eqn.params["num_keys"]

@@ -16,8 +16,7 @@ lowerings are in compiler/loop_lowerings.py):
   (the executor's BLAS call);
 - nested cond / while / scan are emitted inline;
 - gather, scatter / scatter-add / scatter-mul, argmax / argmin, cumsum and stable sorts
-  (a merge sort) are loops following the impls' order of updates (so the same bits),
-  threefry2x32 a loop of its 20 rounds;
+  (a merge sort) are loops following the impls' order of updates (so the same bits);
 - anything else (unstable sorts, scatter-min/max, windowed reductions, convolutions, bool
   dots, ...) runs its NumPy impl (the executor's, so the bits are the Python-driven path's)
   through `host_call` from an objmode block: a few microseconds per call, inside the loop.

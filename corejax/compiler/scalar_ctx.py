@@ -130,6 +130,9 @@ class ScalarCtx:
         one = literal(1, dt)
         return f"({one} / ({one} + np.{dt.name}(math.exp(-{x}))))"
 
+    def _m_threefry2x32(self, dt, *words):
+        return f"{self._lib('threefry2x32')}({', '.join(words)})"
+
     def _m_round_even(self, dt, x):
         return f"np.{dt.name}({self._lib('round_even')}({x}))"
 

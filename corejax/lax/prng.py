@@ -3,8 +3,9 @@
 threefry bit for bit.
 
 `threefry2x32_p(k0, k1, x0, x1) -> [y0, y1]` hashes counter pairs (x0, x1) under the key
-(k0, k1); all four operands are uint32 arrays of one shape. It is elementwise, has integer
-outputs (no derivative), and batches by aligning batch axes.
+(k0, k1); all four operands are uint32 arrays of one shape. It is elementwise (with two results),
+has integer outputs (no derivative), and batches by aligning batch axes. Its NumPy impl hashes
+whole arrays round by round; compiled kernels call `threefry2x32_scalar` per element.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from corejax.compiler import registry
 from corejax.transforms import ad, batching
 from corejax.lax._factories import shape_str
 
-__all__ = ["threefry2x32_p", "threefry2x32"]
+__all__ = ["threefry2x32_p", "threefry2x32", "threefry2x32_scalar"]
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _KEY_SCHEDULE_PARITY = np.uint32(0x1BD11BDA)
@@ -56,6 +57,27 @@ def threefry2x32_numpy(k0, k1, x0, x1):
     return x0.reshape(shape), x1.reshape(shape)
 
 
+def threefry2x32_scalar(k0, k1, x0, x1):
+    """The hash of one counter pair, (y0, y1), as compiled kernels compute it: kernel_lib (CPU)
+    and cuda_kernels (CUDA device function) compile this very function, and the fusion pass
+    inlines it into the loop that transforms its words (random.normal's bits, mantissa and
+    erf_inv become one loop). Each 32-bit sum is formed in 64 bits and masked, so it wraps alike
+    in compiled code (LLVM narrows it back to 32-bit lanes) and in Numba's CUDA simulator, which
+    runs this as Python on NumPy scalars (a wrapping uint32 addition there would warn)."""
+    m = np.uint64(0xFFFFFFFF)
+    ks0, ks1 = np.uint64(k0), np.uint64(k1)
+    keys = (ks0, ks1, ks0 ^ ks1 ^ np.uint64(_KEY_SCHEDULE_PARITY))
+    a = (np.uint64(x0) + ks0) & m
+    b = (np.uint64(x1) + ks1) & m
+    for injection in range(1, 6):
+        for r in _ROTATIONS[(injection - 1) % 2]:
+            a = (a + b) & m
+            b = (((b << np.uint64(r)) & m) | (b >> np.uint64(32 - r))) ^ a
+        a = (a + keys[injection % 3]) & m
+        b = (b + keys[(injection + 1) % 3] + np.uint64(injection)) & m
+    return np.uint32(a), np.uint32(b)
+
+
 threefry2x32_p = Primitive("threefry2x32")
 threefry2x32_p.multiple_results = True
 
@@ -90,9 +112,9 @@ def _threefry2x32_batch(vals, dims):
 
 
 batching.primitive_batchers[threefry2x32_p] = _threefry2x32_batch
-# Two outputs per element: not a single scalar template, so the code generator emits it as a
-# kernel of its own (one loop computing both words).
-registry.def_kernel(threefry2x32_p, ("threefry2x32",))
+# Elementwise with two results: fused groups bind both words from one call.
+registry.def_elementwise(threefry2x32_p, lambda ctx, *operands: ctx.math("threefry2x32",
+                                                                         *operands))
 
 
 def threefry2x32(k0, k1, x0, x1):

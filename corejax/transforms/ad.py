@@ -478,7 +478,7 @@ def backward_pass(jaxpr: core.Jaxpr, consts, args, cts_out) -> list:
 
     def read_primal(v):
         if type(v) is core.Literal:
-            return v.val
+            return v.value()
         return primal_env[v]
 
     for v, c in zip(jaxpr.constvars, consts):
