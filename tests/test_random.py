@@ -382,3 +382,36 @@ def test_seeds_from_python_bools_and_numpy_scalars_as_jax():
     np.testing.assert_array_equal(random.PRNGKey(np.uint32(7)), [0, 7])
     with pytest.raises(TypeError, match="got a PRNG key"):
         random.PRNGKey(random.key(0))
+
+
+@pytest.mark.parametrize("partitionable", [False, True])
+def test_normal_is_one_fused_kernel_from_key_to_sample(partitionable):
+    """The hash fuses with the transform of its bits: no host step hashes, and one kernel holds
+    threefry2x32 and erf_inv."""
+    with flags(partitionable):
+        text = corejax.jit(lambda k: random.normal(k, (1001,))).lower(
+            random.PRNGKey(0)).as_text()
+    steps = [line for line in text.splitlines() if line.startswith("step ")]
+    fused = [s for s in steps if "fused kernel" in s]
+    assert len(fused) == 1, steps
+    assert "threefry2x32" in fused[0] and "erf_inv" in fused[0]
+    assert not any("host step threefry2x32" in s for s in steps)
+
+
+@pytest.mark.parametrize("partitionable", [False, True])
+@pytest.mark.parametrize("n", [1, 8, 1001])
+def test_eager_samples_are_the_jitted_ones_bit_for_bit(partitionable, n):
+    key = random.PRNGKey(11)
+    with flags(partitionable):
+        for sample in (lambda k: random.normal(k, (n,)), lambda k: random.uniform(k, (n,)),
+                       lambda k: random.bits(k, (n,)), lambda k: random.split(k, n)):
+            np.testing.assert_array_equal(sample(key), corejax.jit(sample)(key))
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 8, 1001])
+def test_elementwise_counter_layout_is_the_halves_layout(n):
+    """`_hash_iota` (elementwise, fusible) gives JAX's layout: hash iota(n) as pairs of its
+    halves, zero-padded to even length, and concatenate the two words."""
+    words = jnp.asarray(random.PRNGKey(5))
+    np.testing.assert_array_equal(random._hash_iota(words, n),
+                                  random._hash_counts(words, lax.iota(np.uint32, n)))

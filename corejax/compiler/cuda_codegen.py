@@ -34,6 +34,9 @@ _MATH = {n: f"math.{n}" for n in (
     "exp", "log", "log1p", "expm1", "tanh", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
     "cosh", "asinh", "acosh", "atanh", "sqrt", "erf", "erfc", "lgamma", "atan2", "log2",
     "log10")}
+# Functions computed by cuda_kernels' device helpers instead of libdevice: float32 erf_inv by
+# XLA's formula (as compiler/fastmath on the CPU), so random.normal agrees across backends.
+_DEVICE_HELPERS = {("erf_inv", "float32"): "erf_inv_f32"}
 _LIBDEVICE = {"exp2": "exp2", "cbrt": "cbrt", "floor": "floor", "ceil": "ceil",
               "nextafter": "nextafter", "rem": "fmod", "pow": "pow", "round_even": "rint",
               "erf_inv": "erfinv"}
@@ -49,8 +52,9 @@ class CudaScalarCtx(ScalarCtx):
 
     def math(self, name: str, *args) -> str:
         dt = self._dt()
-        if name == "erf_inv" and dt == np.float32:
-            return f"np.float32(erf_inv_f32({args[0]}))"
+        helper = _DEVICE_HELPERS.get((name, dt.name))
+        if helper is not None:
+            return f"np.{dt.name}({helper}({', '.join(args)}))"
         if dt.kind == "f" and name in _LIBDEVICE:
             fn = _LIBDEVICE[name] + ("f" if dt == np.float32 else "")
             return f"np.{dt.name}(libdevice.{fn}({', '.join(args)}))"

@@ -68,6 +68,11 @@ class ScalarCtx:
     def const(self, value, dtype=None) -> str:
         return literal(value, self._dt() if dtype is None else dtype)
 
+    def call(self, helper: str, *args) -> str:
+        """A call to the backend's compiled helper `helper` (kernel_lib on the CPU, a device
+        function of cuda_kernels on CUDA); it may return a tuple."""
+        return f"{self._lib(helper)}({', '.join(args)})"
+
     def math(self, name: str, *args) -> str:
         dt = self._dt()
         kind = dt.kind
@@ -129,9 +134,6 @@ class ScalarCtx:
     def _m_logistic(self, dt, x):
         one = literal(1, dt)
         return f"({one} / ({one} + np.{dt.name}(math.exp(-{x}))))"
-
-    def _m_threefry2x32(self, dt, *words):
-        return f"{self._lib('threefry2x32')}({', '.join(words)})"
 
     def _m_round_even(self, dt, x):
         return f"np.{dt.name}({self._lib('round_even')}({x}))"

@@ -113,8 +113,7 @@ def _threefry2x32_batch(vals, dims):
 
 batching.primitive_batchers[threefry2x32_p] = _threefry2x32_batch
 # Elementwise with two results: fused groups bind both words from one call.
-registry.def_elementwise(threefry2x32_p, lambda ctx, *operands: ctx.math("threefry2x32",
-                                                                         *operands))
+registry.def_elementwise(threefry2x32_p, lambda ctx, *words: ctx.call("threefry2x32", *words))
 
 
 def threefry2x32(k0, k1, x0, x1):
