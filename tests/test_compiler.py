@@ -418,26 +418,68 @@ def test_group_without_scalar_lowering_runs_on_host(monkeypatch):
 
 
 @pytest.mark.parametrize("lhs_t,rhs_t", [(False, False), (True, False), (False, True)])
-@pytest.mark.parametrize("m,k,n", [(128, 784, 512), (784, 128, 512), (96, 512, 10)])
-def test_split_gemm_is_bit_identical_to_one_call(m, k, n, lhs_t, rhs_t):
-    from corejax.compiler import cpu
-    if cpu._splitter is None:
-        pytest.skip("no GEMM splitting on this machine")
+@pytest.mark.parametrize("m,k,n", [(128, 784, 512), (784, 128, 512), (96, 512, 10),
+                                   (64, 1500, 96)])
+def test_gemm_gives_the_same_bits_on_one_thread_and_on_all(m, k, n, lhs_t, rhs_t):
+    from corejax.compiler import blas
+    if blas._adaptive is None:
+        pytest.skip("no adaptive BLAS threading here (no OpenBLAS, or one thread)")
     rng = np.random.default_rng(0)
     a = rng.standard_normal((k, m) if lhs_t else (m, k)).astype(np.float32)
     b = rng.standard_normal((n, k) if rhs_t else (k, n)).astype(np.float32)
     a, b = (a.T if lhs_t else a), (b.T if rhs_t else b)
-    out = np.full((m, n), np.nan, np.float32)
-    cpu._splitter.matmul(a, b, out, [0.0, 0.0, 0])        # split (not yet measured)
-    unsplit = np.full((m, n), np.nan, np.float32)
-    cpu._splitter.matmul(a, b, unsplit, [1.0, 0.0, 0])    # unsplit (measured faster)
-    np.testing.assert_array_equal(unsplit, out)
-    threads = cpu._splitter._get()
-    cpu._splitter._set(1)
-    try:
-        one_call = np.matmul(a, b)
-    finally:
-        cpu._splitter._set(threads)
-    np.testing.assert_array_equal(out, one_call)
+    site = blas.GemmSite()
+    results = []
+    for mode in (0, 1, 0, 1):
+        site.seconds = [1.0, 2.0] if mode == 0 else [2.0, 1.0]
+        site.next_trial = site.calls + 100
+        assert site.mode() == mode
+        out = np.full((m, n), np.nan, np.float32)
+        blas.matmul(a, b, out, site)
+        results.append(out)
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(results[0], exact, rtol=1e-4, atol=1e-4 * np.abs(exact).max())
+    if 2 * m * n * k >= blas.MIN_FLOPS:
+        assert site.chunks and site.chunks[0] == 0 and site.chunks[-1] == k
     f = jax.jit(lambda x, y: x @ y)
-    np.testing.assert_array_equal(np.asarray(f(a, b)), out)
+    np.testing.assert_array_equal(np.asarray(f(a, b)), results[0])
+
+
+def test_gemm_site_measures_both_modes_then_runs_the_faster_with_rare_trials():
+    from corejax.compiler.blas import GemmSite
+    site = GemmSite()
+    speed = {0: 1.0, 1: 2.0}                 # threads twice as fast as one thread
+    modes = []
+    for _ in range(3000):
+        mode = site.mode()
+        modes.append(mode)
+        site.record(mode, speed[mode])
+    assert modes[:2] == [0, 1]
+    trials = [i for i, m in enumerate(modes) if m == 1][1:]
+    assert 1 <= len(trials) <= 12                      # intervals grow to MAX_INTERVAL
+    assert np.diff(trials).min() >= GemmSite.MIN_INTERVAL
+    assert trials[-1] - trials[-2] == GemmSite.MAX_INTERVAL + 1
+    # another process takes a core: threaded calls now take 10x; a few calls flip the choice
+    speed[0] = 10.0
+    modes = []
+    for _ in range(3000):
+        mode = site.mode()
+        modes.append(mode)
+        site.record(mode, speed[mode])
+    first_single = modes.index(1)
+    assert first_single <= 6
+    assert site.choice() == 1
+    # a trial of threads comes back soon after the flip, then (each one costly) ever rarer
+    trials = [i for i, m in enumerate(modes) if m == 0 and i > first_single]
+    assert trials[0] - first_single <= GemmSite.MIN_INTERVAL
+    gaps = np.diff(trials)
+    assert len(trials) <= 8 and np.all(np.diff(gaps) > 0)
+    assert gaps[-1] == GemmSite.MAX_INTERVAL + 1
+    # the core is free again: the next trial finds threads faster and the choice returns
+    speed[0] = 1.0
+    for _ in range(GemmSite.MAX_INTERVAL + 1):
+        mode = site.mode()
+        site.record(mode, speed[mode])
+    assert site.choice() == 0

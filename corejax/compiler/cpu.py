@@ -9,12 +9,9 @@ run their sub-jaxprs as compiled executables of their own.
 """
 from __future__ import annotations
 
-import itertools
 import os
-import queue
 import sys
 import threading
-import time
 import warnings
 
 import numpy as np
@@ -22,7 +19,7 @@ import numpy as np
 from corejax import core
 from corejax.array import Array, _NanChecks, to_numpy
 from corejax.core import Literal, Var
-from corejax.compiler import codegen, diskcache, registry
+from corejax.compiler import blas, codegen, diskcache, registry
 from corejax.compiler.fusion import FusedGroup, HostStep, Virtual, partition
 from corejax.compiler.control_flow import host_control_flow
 from corejax.compiler.passes import PASSES, run_passes
@@ -77,188 +74,6 @@ def _materialize_virtual(vv: Virtual, base_val):
     return np.broadcast_to(x.reshape(shape), vv.aval.shape)
 
 
-def _find_openblas_threads():
-    """(get_num_threads, set_num_threads) of the OpenBLAS NumPy's matmul calls, or None."""
-    import ctypes
-    import glob
-    root = os.path.dirname(np.__path__[0])
-    paths = glob.glob(os.path.join(root, "numpy.libs", "*openblas*")) + \
-        glob.glob(os.path.join(np.__path__[0], ".dylibs", "*openblas*"))
-    if not paths:
-        try:
-            with open("/proc/self/maps") as f:
-                paths = sorted({line.split()[-1] for line in f if "openblas" in line})
-        except OSError:
-            paths = []
-    for path in paths:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for prefix in ("scipy_openblas_", "openblas_"):
-            for suffix in ("64_", ""):
-                try:
-                    get = getattr(lib, f"{prefix}get_num_threads{suffix}")
-                    set_ = getattr(lib, f"{prefix}set_num_threads{suffix}")
-                except AttributeError:
-                    continue
-                return get, set_
-    return None
-
-
-class _Splitter:
-    """Runs one big GEMM as P single-threaded BLAS calls over blocks of its output (rows or
-    columns, whichever dimension is larger), on P - 1 persistent helper threads plus the caller.
-
-    On the 2-core machine OpenBLAS's own threading reaches only ~1.4x one core on the MLP's
-    128-row GEMMs and collapses when another process holds a core (its workers spin); the
-    split halves ran at single-thread speed side by side. Each GEMM output element's sum over
-    k runs in the same order as in one unsplit single-threaded call, so results are
-    bit-identical to it (checked on 390 random shapes and transpositions; OpenBLAS's
-    multithreaded sgemm rounds differently). (Elementwise
-    kernels are not split: the 784x512 SGD update is memory-bound, 196 us split vs 175 us
-    on one thread.)"""
-
-    MIN_FLOPS = 1 << 22
-    EXPLORE_EVERY = 8
-    DRIFT = 1.02
-
-    def __init__(self, parts, threads_api):
-        self.parts = parts
-        self._get, self._set = threads_api
-        self._lock = threading.Lock()
-        self._jobs = None
-        os.register_at_fork(after_in_child=self._forget_helpers)
-
-    def _forget_helpers(self):
-        self._jobs = None
-        self._lock = threading.Lock()
-
-    def _start_helpers(self):
-        jobs = queue.SimpleQueue()
-        for _ in range(self.parts - 1):
-            threading.Thread(target=_helper_loop, args=(jobs,), name="corejax-split",
-                             daemon=True).start()
-        self._jobs = jobs
-
-    def _run(self, calls):
-        """The calls, each taken by whichever thread comes first (lock held): when another
-        process holds a core and a helper is not scheduled in time, the caller runs its
-        part too instead of waiting for it."""
-        if self._jobs is None:
-            self._start_helpers()
-        job = _Job(calls)
-        for _ in range(min(self.parts, len(calls)) - 1):
-            self._jobs.put(job)
-        _work(job)
-        job.done.acquire()
-        if job.error is not None:
-            raise job.error
-
-    def cuts(self, size, align):
-        cuts = [(size * i // self.parts) // align * align for i in range(self.parts)]
-        return cuts + [size]
-
-    def matmul(self, a, b, out, timing):
-        """out[...] = a @ b for 2-D operands BLAS can read (rows or columns unit-stride).
-
-        Whether a big product is split is learned per call site: `timing` holds smoothed
-        seconds of the split and the unsplit call and a call count; the faster one runs,
-        the other every EXPLORE_EVERY-th call. On the shared machine neither always wins:
-        with the second core free the split halves run side by side, with it taken by other
-        processes one unsplit call was 9% faster (4091 vs 4474 us per MLP step). Both give
-        the same bits. Small products run as one single-threaded call: waking OpenBLAS's
-        workers after they slept costs more than they save there. Concurrent callers take
-        turns: OpenBLAS's thread count is process-wide, and its result bits depend on it."""
-        m, n = out.shape
-        with self._lock:
-            threads = self._get()
-            self._set(1)
-            try:
-                if 2 * m * n * a.shape[1] < self.MIN_FLOPS or max(m, n) < 16 * self.parts:
-                    np.matmul(a, b, out=out)
-                    return
-                timing[2] += 1
-                split = timing[0] <= timing[1]
-                if timing[2] % self.EXPLORE_EVERY == 0:
-                    split = not split
-                start = time.perf_counter()
-                if not split:
-                    np.matmul(a, b, out=out)
-                elif m >= n:
-                    cuts = self.cuts(m, 16)
-                    self._run([(_matmul_into, (a[lo:hi], b, out[lo:hi]))
-                               for lo, hi in zip(cuts, cuts[1:])])
-                else:
-                    cuts = self.cuts(n, 16)
-                    self._run([(_matmul_into, (a, b[:, lo:hi], out[:, lo:hi]))
-                               for lo, hi in zip(cuts, cuts[1:])])
-                took = time.perf_counter() - start
-                k = 0 if split else 1
-                # the fastest recent time, drifting up when the calls keep taking longer:
-                # a burst of load on the other core does not flip the choice
-                timing[k] = took if timing[k] == 0.0 else min(took, timing[k] * self.DRIFT)
-            finally:
-                self._set(threads)
-
-
-class _Job:
-    __slots__ = ("calls", "take", "left", "lock", "done", "error")
-
-    def __init__(self, calls):
-        self.calls = calls
-        self.take = itertools.count().__next__      # atomic under the GIL
-        self.left = len(calls)
-        self.lock = threading.Lock()
-        self.done = threading.Lock()
-        self.done.acquire()
-        self.error = None
-
-
-def _work(job):
-    n = len(job.calls)
-    while True:
-        i = job.take()
-        if i >= n:
-            return
-        fn, args = job.calls[i]
-        try:
-            fn(*args)
-        except BaseException as e:  # re-raised by the caller
-            job.error = e
-        with job.lock:
-            job.left -= 1
-            last = job.left == 0
-        if last:
-            job.done.release()
-
-
-def _helper_loop(jobs):
-    while True:
-        _work(jobs.get())
-
-
-def _matmul_into(a, b, out):
-    np.matmul(a, b, out=out)
-
-
-def _make_splitter():
-    if os.environ.get("COREJAX_CPU_SPLIT", "1") == "0":
-        return None
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cpus = os.cpu_count() or 1
-    # Only small machines: with many cores OpenBLAS's own threading is the better split.
-    if not 2 <= cpus <= 4:
-        return None
-    api = _find_openblas_threads()
-    return _Splitter(cpus, api) if api is not None else None
-
-
-_splitter = _make_splitter()
-
-
 def _blas_dot_general(lhs, rhs, dimension_numbers, precision=None,
                       preferred_element_type=None):
     """dot_general as one np.matmul (see `_DotStep`), into a fresh buffer."""
@@ -290,7 +105,7 @@ class _DotStep:
         self.out_shape = batch + m_shape + n_shape
         self.dtype = np.dtype(preferred_element_type or lhs_dtype)
         self.mat_shape = (self.m, self.n) if self.b == 1 else (self.b, self.m, self.n)
-        self.timing = [0.0, 0.0, 0]          # see _Splitter.matmul
+        self.site = blas.GemmSite()
 
     def __call__(self, lhs, rhs, out):
         """lhs . rhs, written into `out` (a C-contiguous buffer of mat_shape) if given."""
@@ -299,8 +114,8 @@ class _DotStep:
         c = _as_matrices(np.transpose(rhs, self.rperm), b, self.k, self.n, dt)
         if out is None:
             out = np.empty(self.mat_shape, dt)
-        if b == 1 and _splitter is not None:
-            _splitter.matmul(a, c, out, self.timing)
+        if b == 1:
+            blas.matmul(a, c, out, self.site)
         else:
             np.matmul(a, c, out=out)
         return out.reshape(self.out_shape)

@@ -1,0 +1,216 @@
+"""GEMMs of the CPU backend: OpenBLAS's own threads or one thread, chosen per call site, with
+the same bits either way.
+
+OpenBLAS parallelizes a GEMM well (on the 2-core test machine its two threads beat two
+single-threaded calls over halves of the output by 10-15%: they share the packed panels), but
+its workers spin, and when another process holds a core a threaded call can take three times
+as long as a single-threaded one. So each dot_general call site times both and runs the faster
+one, trying the other now and then (`_GemmSite`).
+
+Switching must not change results: the same seed and config give bitwise-identical parameters
+whatever the load was. OpenBLAS's threads split the output, not the reduction, but its
+threaded and serial drivers cut a long reduction into blocks differently (one block below
+the kernel's GEMM_Q, about 450 for the float32 kernel picked on the test machine), and the
+sums round differently. The plan of a call site is therefore found by testing, once per
+shape, layout and dtype, on random operands: the smallest number of equal reduction chunks
+for which one thread and all threads give identical bits. The chunks are separate BLAS calls
+summed in a fixed order. A shape for which no plan passes, or too big to test cheaply, runs
+with OpenBLAS's threads only, as NumPy would.
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import threading
+import time
+
+import numpy as np
+
+__all__ = ["matmul", "GemmSite"]
+
+# GEMMs below this many flops run on one thread: waking OpenBLAS's workers costs more there.
+MIN_FLOPS = 1 << 22
+# The bit-equality test runs the product twice; bigger products skip it (and adaptation).
+MAX_TEST_FLOPS = 1 << 31
+MAX_CHUNKS = 8
+MIN_CHUNK = 32
+
+
+def _find_threads_api():
+    """(get_num_threads, set_num_threads) of the OpenBLAS NumPy's matmul calls, or None."""
+    root = os.path.dirname(np.__path__[0])
+    paths = glob.glob(os.path.join(root, "numpy.libs", "*openblas*")) + \
+        glob.glob(os.path.join(np.__path__[0], ".dylibs", "*openblas*"))
+    if not paths:
+        try:
+            with open("/proc/self/maps") as f:
+                paths = sorted({line.split()[-1] for line in f if "openblas" in line})
+        except OSError:
+            paths = []
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix in ("scipy_openblas_", "openblas_"):
+            for suffix in ("64_", ""):
+                try:
+                    get = getattr(lib, f"{prefix}get_num_threads{suffix}")
+                    set_ = getattr(lib, f"{prefix}set_num_threads{suffix}")
+                except AttributeError:
+                    continue
+                return get, set_
+    return None
+
+
+class GemmSite:
+    """One dot_general call site: its reduction chunks and which thread count runs it.
+
+    `seconds[mode]` (mode 0: OpenBLAS's threads, 1: one thread) is the fastest recent time,
+    raised a quarter of the way towards each slower call, so that one slow call does not flip
+    the choice but a sustained change does within a few calls. The mode not chosen is tried
+    again after `interval` calls; the interval doubles each time the trial confirms the choice,
+    and is at least 32 times the ratio of the two modes' times (a trial of OpenBLAS's threads
+    while another process holds a core can take ten times the single-threaded call), up to
+    MAX_INTERVAL; it falls back to MIN_INTERVAL when the choice flips. Under steady
+    conditions the trials cost well under 1% of the call site's time."""
+
+    __slots__ = ("chunks", "seconds", "calls", "next_trial", "interval", "partial")
+    MIN_INTERVAL = 8
+    MAX_INTERVAL = 1024
+
+    def __init__(self):
+        self.chunks = None          # None: not planned yet; () : threads only; else k bounds
+        self.seconds = [0.0, 0.0]   # 0.0: not measured yet
+        self.calls = 0
+        self.next_trial = 0
+        self.interval = self.MIN_INTERVAL
+        self.partial = None         # scratch product for chunks after the first
+
+    def choice(self) -> int:
+        return 0 if self.seconds[0] <= self.seconds[1] else 1
+
+    def mode(self) -> int:
+        """The mode for the next call: an unmeasured one, a trial, or the faster."""
+        if self.seconds[0] == 0.0:
+            return 0
+        if self.seconds[1] == 0.0:
+            return 1
+        best = self.choice()
+        return 1 - best if self.calls >= self.next_trial else best
+
+    def record(self, mode: int, seconds: float):
+        both = self.seconds[0] > 0.0 and self.seconds[1] > 0.0
+        before = self.choice()
+        old = self.seconds[mode]
+        self.seconds[mode] = seconds if old == 0.0 or seconds < old else \
+            old + 0.25 * (seconds - old)
+        self.calls += 1
+        if not both:
+            self.next_trial = self.calls + self.interval
+        elif self.choice() != before:
+            # the other mode's time may be stale: measure it again soon
+            self.interval = self.MIN_INTERVAL
+            self.next_trial = self.calls + self.interval
+        elif mode != before:
+            # a trial that confirmed the choice; one that cost r times the chosen mode's
+            # time waits at least 32 r calls
+            ratio = self.seconds[mode] / self.seconds[before]
+            self.interval = int(min(max(2 * self.interval, 32 * ratio), self.MAX_INTERVAL))
+            self.next_trial = self.calls + self.interval
+
+
+class _AdaptiveBlas:
+    def __init__(self, threads_api):
+        self._get, self._set = threads_api
+        self.threads = int(self._get())
+        self._lock = threading.Lock()
+        self._plans: dict = {}
+
+    def _product(self, a, b, out, chunks, partial):
+        """out = a @ b as BLAS calls over the reduction chunks, summed left to right."""
+        if len(chunks) == 2:
+            np.matmul(a, b, out=out)
+            return
+        np.matmul(a[:, :chunks[1]], b[:chunks[1]], out=out)
+        for lo, hi in zip(chunks[1:-1], chunks[2:]):
+            np.matmul(a[:, lo:hi], b[lo:hi], out=partial)
+            np.add(out, partial, out=out)
+
+    def _plan(self, a, b, out):
+        m, k = a.shape
+        n = b.shape[1]
+        key = (m, k, n, a.flags.f_contiguous and not a.flags.c_contiguous,
+               b.flags.f_contiguous and not b.flags.c_contiguous, out.dtype)
+        chunks = self._plans.get(key)
+        if chunks is not None:
+            return chunks
+        chunks = ()
+        if 2 * m * n * k <= MAX_TEST_FLOPS:
+            rng = np.random.default_rng(0)
+            ta = rng.standard_normal((k, m) if key[3] else (m, k)).astype(out.dtype)
+            tb = rng.standard_normal((n, k) if key[4] else (k, n)).astype(out.dtype)
+            ta, tb = (ta.T if key[3] else ta), (tb.T if key[4] else tb)
+            partial = np.empty_like(out)
+            for parts in range(1, MAX_CHUNKS + 1):
+                if parts > 1 and k // parts < MIN_CHUNK:
+                    break
+                bounds = tuple(k * i // parts for i in range(parts + 1))
+                one, many = np.empty_like(out), np.empty_like(out)
+                self._set(1)
+                self._product(ta, tb, one, bounds, partial)
+                self._set(self.threads)
+                self._product(ta, tb, many, bounds, partial)
+                if np.array_equal(one, many, equal_nan=True):
+                    chunks = bounds
+                    break
+        self._plans[key] = chunks
+        return chunks
+
+    def matmul(self, a, b, out, site: GemmSite):
+        """out[...] = a @ b for 2-D operands BLAS reads without a copy. Concurrent callers
+        take turns: OpenBLAS's thread count is process-wide."""
+        m, n = out.shape
+        with self._lock:
+            try:
+                if 2 * m * n * a.shape[1] < MIN_FLOPS:
+                    self._set(1)
+                    np.matmul(a, b, out=out)
+                    return
+                if site.chunks is None:
+                    site.chunks = self._plan(a, b, out)
+                if not site.chunks:
+                    np.matmul(a, b, out=out)
+                    return
+                mode = site.mode()
+                if mode == 1:
+                    self._set(1)
+                if len(site.chunks) > 2 and site.partial is None:
+                    site.partial = np.empty_like(out)
+                start = time.perf_counter()
+                self._product(a, b, out, site.chunks, site.partial)
+                site.record(mode, time.perf_counter() - start)
+            finally:
+                self._set(self.threads)
+
+
+def _make():
+    if os.environ.get("COREJAX_ADAPTIVE_BLAS", "1") == "0":
+        return None
+    api = _find_threads_api()
+    if api is None:
+        return None
+    adaptive = _AdaptiveBlas(api)
+    return adaptive if adaptive.threads > 1 else None
+
+
+_adaptive = _make()
+
+
+def matmul(a, b, out, site: GemmSite):
+    """out[...] = a @ b (2-D, BLAS-readable operands) as `site` has learned to run it."""
+    if _adaptive is None or out.dtype.char not in "fdFD":
+        np.matmul(a, b, out=out)
+    else:
+        _adaptive.matmul(a, b, out, site)
