@@ -76,8 +76,9 @@ def _scalar_value(atom, known):
 
 def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
     """Algebraic identities: x*1, 1*x, x+0 (integers), x-0, x/1, double transpose, reshape
-    of reshape, conversion to the same dtype, no-op broadcasts and reshapes, and a transposed
-    matrix product computed as the product of the swapped operands."""
+    of reshape, conversion to the same dtype, no-op broadcasts and reshapes, a transposed
+    matrix product computed as the product of the swapped operands, and products reading
+    the operands of transposes instead of their results."""
     env: dict = {}
     known: dict = {}          # var -> scalar value of a broadcast constant
     producer: dict = {}       # var -> the equation that defines it
@@ -118,6 +119,8 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
                 env[out] = inner.invars[0]
                 continue
             eqn = eqn._replace(invars=[inner.invars[0]], params={**eqn.params, "permutation": perm})
+        elif name == "dot_general":
+            eqn = _read_through_transposes(eqn, producer)
         elif name == "reshape" and type(invars[0]) is Var and invars[0] in producer \
                 and producer[invars[0]].primitive.name == "reshape" \
                 and producer[invars[0]].params.get("dimensions") is None \
@@ -136,6 +139,34 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
         eqns.append(eqn)
     outs = [_substitute(v, env) for v in closed.jaxpr.outvars]
     return _rebuild(closed, eqns, outs)
+
+
+def _read_through_transposes(dot, producer):
+    """dot_general(transpose(x, perm), ...) reads x, with its dimension numbers mapped through
+    perm (dimension d of the transpose is dimension perm[d] of x), when the free dimensions
+    keep their order (dot_general lists them in increasing order). The transposed value is
+    then never materialized for the product; BLAS reads x with its transpose flag."""
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+    dims = [[lc, lb], [rc, rb]]
+    invars = list(dot.invars)
+    changed = False
+    for side, x in enumerate(invars):
+        t = producer.get(x) if type(x) is Var else None
+        if t is None or t.primitive.name != "transpose":
+            continue
+        perm = t.params["permutation"]
+        contract, batch = dims[side]
+        free = [d for d in range(len(perm)) if d not in contract and d not in batch]
+        if any(perm[a] > perm[b] for a, b in zip(free, free[1:])):
+            continue
+        dims[side] = [tuple(perm[d] for d in contract), tuple(perm[d] for d in batch)]
+        invars[side] = t.invars[0]
+        changed = True
+    if not changed:
+        return dot
+    (lc, lb), (rc, rb) = dims
+    return dot._replace(invars=invars, params={**dot.params,
+                                               "dimension_numbers": ((lc, rc), (lb, rb))})
 
 
 def _is_swappable_dot(dot, transpose_eqn) -> bool:
