@@ -217,6 +217,60 @@ def program_cases():
     return c
 
 
+def loop_cases():
+    """(label, fn, args): loops small enough to run as one single-block CUDA kernel, covering
+    every in-kernel lowering of compiler/cuda_loops.py."""
+    r = np.random.default_rng(7)
+    f32 = lambda *shape: r.standard_normal(shape).astype(np.float32)
+    x, m, xs = f32(5), f32(6, 4), f32(6, 5)
+    w, u, seq = f32(8, 8) * 0.3, f32(3, 8) * 0.3, f32(10, 3)
+    table = np.linspace(0.0, 1.0, 7).astype(np.float32)
+
+    def rnn(w, u, h0, xs):
+        return lax.scan(lambda h, x: (jnp.tanh(h @ w + x @ u),) * 2, h0, xs)
+
+    def rows(m):
+        def body(i, acc):
+            row = lax.dynamic_slice(m, (i, 0), (1, 4))[0]
+            row = lax.cond(i % 2 == 0, lambda q: jnp.sin(q), lambda q: q * 3.0, row)
+            inner = lax.fori_loop(0, i, lambda j, q: q + 1.0, row)
+            return lax.dynamic_update_slice(acc, inner[None, :], (5 - i, 0))
+        return lax.fori_loop(0, 6, body, jnp.zeros_like(m))
+
+    def layouts(i, v):
+        t = jnp.transpose(v)[::-1]
+        c = jnp.concatenate([t[:, :1], t[:, 1:] * 2.0], axis=1)
+        p = lax.pad(c, 0.5, ((1, -1, 0), (0, 0, 1)))[:4, :3]
+        return (v + jnp.broadcast_to(jnp.sum(p), v.shape) * 1e-3
+                + jnp.reshape(jnp.arange(24.0), (6, 4)) * i)
+
+    def collatz(n):
+        def body(s):
+            n, k = s
+            return jnp.where(n % 2 == 0, n // 2, 3 * n + 1), k + 1
+        return lax.while_loop(lambda s: s[0] != 1, body, (n, 0))[1]
+
+    return [
+        ("fori", lambda p: lax.fori_loop(0, 7, lambda i, v: v * 0.5 + i, p), (x,)),
+        ("while", lambda p: lax.while_loop(lambda s: s[0] < 6,
+                                           lambda s: (s[0] + 1, s[1] * 1.5), (0, p)), (x,)),
+        ("scan", lambda c, xs: lax.scan(lambda c, xi: (c * 0.9 + xi, c * xi), c, xs), (x, xs)),
+        ("scan_reverse", lambda c, xs: lax.scan(lambda c, xi: (c * 0.9 + xi, c * xi), c, xs,
+                                                reverse=True), (x, xs)),
+        ("collatz", collatz, (np.int32(7),)),
+        ("reductions", lambda v: lax.fori_loop(
+            0, 3, lambda i, v: v - jnp.mean(v, axis=1, keepdims=True) * 0.5 + jnp.max(v), v),
+         (f32(4, 100),)),
+        ("rnn", rnn, (w, u, np.zeros(8, np.float32), seq)),
+        ("rnn_grad", jax.grad(lambda w, u, xs: jnp.sum(rnn(w, u, jnp.zeros(8), xs)[1] ** 2)),
+         (w, u, seq)),
+        ("rows", rows, (m,)),
+        ("layouts", lambda v: lax.fori_loop(0, 4, layouts, v), (m,)),
+        ("constants", lambda v: lax.fori_loop(0, 5, lambda i, q: q * jnp.asarray(table)[i] + 1.0,
+                                              v), (np.ones(7, np.float32),)),
+    ]
+
+
 def mlp_and_cnn_steps():
     """(label, step fn, args) for MNIST-style MLP (sgd) and CNN (adam; max and avg pooling)
     training steps with accuracy, at tiny sizes."""
@@ -325,3 +379,11 @@ def test_training_step_kernels_compile(ptx):
         exe = _plan(fn, args)
         assert not exe.fallbacks, (label, exe.fallbacks)
         ptx(exe)
+
+
+@pytest.mark.parametrize("label", [c[0] for c in loop_cases()])
+def test_compiled_loop_kernels_compile(ptx, label):
+    fn, args = {c[0]: c[1:] for c in loop_cases()}[label]
+    exe = _plan(fn, args)
+    assert any("the whole loop, one block" in k[0] for k in exe.kernels), exe.plan
+    ptx(exe)

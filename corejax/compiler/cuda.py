@@ -5,9 +5,11 @@ static, so reshapes and squeezes are aliases and every kernel indexes flat buffe
 - fused groups: one generated kernel each (compiler/cuda_codegen.py), threefry2x32 included;
 - dot_general, layout ops, argmax/argmin, cumsum, windowed reductions and convolution:
   hand-written kernels (compiler/cuda_kernels.py);
-- cond / while / scan: driven from the host (the predicate / branch index is read back, the
-  sub-programs run as CUDA executables of their own; scan slices xs as device views and writes
-  ys with the copy kernel);
+- while / scan with small values: the whole loop as one single-block kernel launch
+  (compiler/cuda_loops.py);
+- cond, and bigger while / scan: driven from the host (the predicate / branch index is read
+  back, the sub-programs run as CUDA executables of their own; scan slices xs as device views
+  and writes ys with the copy kernel);
 - anything else: a *host fallback* (operands copied to the host, the NumPy impl, results
   copied back), listed in `as_text()` with its reason.
 Kernels go on the default stream and nothing synchronizes except reading a predicate/index, a
@@ -19,7 +21,7 @@ import numpy as np
 
 from corejax import core
 from corejax.core import Literal, Var
-from corejax.compiler import cuda_codegen, cuda_kernels as K, registry
+from corejax.compiler import cuda_codegen, cuda_kernels as K, cuda_loops, registry
 from corejax.compiler.fusion import FusedGroup, HostStep, Virtual, partition
 from corejax.compiler.passes import PASSES, run_passes
 
@@ -66,6 +68,7 @@ class CudaExecutable:
         self.kernels: list = []       # (label, source, argtypes) of every launch
         self.plan: list = []          # one line per step for as_text
         self.fallbacks: list = []     # (primitive name, reason)
+        self._note = None             # a builder's remark for its plan line
         self._slots: dict = {}
         jaxpr = self.optimized.jaxpr
         self._host_template: list = []
@@ -122,9 +125,11 @@ class CudaExecutable:
         builder = getattr(self, "_k_" + name.replace("-", "_"), None)
         outs = " ".join(v.aval.str_short() for v in eqn.outvars)
         if builder is not None and eqn.primitive not in registry.effectful:
+            self._note = None
             run = builder(eqn)
             if run is not None:
-                self.plan.append(f"step {i}: device kernel {name} -> {outs}")
+                note = f" ({self._note})" if self._note else ""
+                self.plan.append(f"step {i}: device kernel {name}{note} -> {outs}")
                 return run
         reason = _FALLBACK_REASONS.get(name, "no CUDA kernel for this primitive")
         if eqn.primitive in registry.effectful:
@@ -641,7 +646,28 @@ class CudaExecutable:
                 env[s] = r
         return run
 
+    def _compiled_loop(self, eqn):
+        """The loop as one single-block kernel (compiler/cuda_loops.py), or None with the
+        reason noted in the plan."""
+        loop, reason = cuda_loops.compile_loop(eqn)
+        if loop is None:
+            self._note = f"host-driven: {reason}"
+            return None
+        self._kernel(f"{eqn.primitive.name}: the whole loop, one block", loop.source,
+                     loop.argtypes())
+        self._note = "the whole loop in one launch"
+        ins = [self._atom(v) for v in eqn.invars]
+        outs = [self._slot(v) for v in eqn.outvars]
+
+        def run(env):
+            for s, r in zip(outs, loop.run([env[s] for s in ins])):
+                env[s] = r
+        return run
+
     def _k_while(self, eqn):
+        compiled = self._compiled_loop(eqn)
+        if compiled is not None:
+            return compiled
         p = eqn.params
         cond, body = self._sub(p["cond_jaxpr"]), self._sub(p["body_jaxpr"])
         self._adopt(cond, "while cond")
@@ -660,6 +686,9 @@ class CudaExecutable:
         return run
 
     def _k_scan(self, eqn):
+        compiled = self._compiled_loop(eqn)
+        if compiled is not None:
+            return compiled
         p = eqn.params
         body = self._sub(p["jaxpr"])
         self._adopt(body, "scan body")

@@ -1,0 +1,494 @@
+"""Small loops on CUDA compiled whole: a while / scan (fori lowers to either) whose values are
+small becomes ONE kernel launch of one thread block that runs every iteration on the device,
+instead of a host loop launching the body's kernels and reading the predicate back.
+
+A small loop on a GPU is bound by launches and read-backs, not arithmetic (a few microseconds
+each, per step and per iteration); one block of REDUCE_BLOCK threads holding the whole loop
+pays one launch. Bigger loops keep the host-driven form (compiler/cuda.py), whose kernels use
+the whole grid.
+
+The cond / body Jaxprs go through the usual passes and fusion; every step becomes code of the
+loop kernel, each followed by `cuda.syncthreads()`:
+- fused groups call their generated kernels (cuda_codegen's source, compiled as device
+  functions): their grid-stride loops and per-block reductions run on the one block, so they
+  compute exactly what their own launches compute;
+- reshape / squeeze are aliases; broadcast_in_dim, transpose, slice, rev, pad, concatenate
+  are gathers through index maps computed at build time by the primitives' own impls applied
+  to `arange`; dynamic_slice / dynamic_update_slice add a clamped run-time offset to such a
+  map; iota and layout ops of literals are constants;
+- dot_general: one thread per output element, at most DOT_MAX_MACS multiply-adds;
+- nested cond / while / scan are emitted inline (every thread reads the same predicate or
+  branch index after a barrier, so all of them take the same path through the barriers).
+Anything else (sorts, scatters, gathers, host callbacks, convolutions, ...) raises
+`Unsupported`, and the caller keeps the host-driven loop.
+
+Intermediate values live in one scratch buffer per dtype (views sliced in the kernel: a
+kernel's parameter space holds a few dozen arrays), constants (index maps, the bodies'
+consts, literals) in one buffer per dtype uploaded once. The carries are the kernel's output
+buffers; each iteration copies the body's results over them.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from corejax.array import to_numpy
+from corejax.core import Literal, Var
+from corejax.compiler import cuda_codegen, cuda_kernels as K
+from corejax.compiler.fusion import FusedGroup, partition
+from corejax.compiler.passes import run_passes
+
+__all__ = ["CudaLoop", "Unsupported", "compile_loop", "LOOP_MAX_SIZE", "DOT_MAX_MACS", "stats"]
+
+# Any value of the loop (per iteration) with more elements than this keeps the host-driven
+# loop: one block would be too narrow for it.
+LOOP_MAX_SIZE = 1 << 15
+DOT_MAX_MACS = 1 << 18
+# Kernel parameters are limited (4 KiB, about 56 bytes per array argument).
+MAX_ARGS = 60
+
+stats = {"compiled": 0, "unsupported": 0}
+
+
+class Unsupported(Exception):
+    """A loop with a step that has no in-kernel form here; the message names it."""
+
+
+def _size(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _check(aval):
+    dt = np.dtype(aval.dtype)
+    if not (dt.kind in "biu" or (dt.kind == "f" and dt.itemsize >= 4)):
+        raise Unsupported(f"a {dt} value")
+    if _size(aval.shape) > LOOP_MAX_SIZE:
+        raise Unsupported(f"a value of {_size(aval.shape)} elements (more than {LOOP_MAX_SIZE})")
+
+
+class _Module:
+    """The kernel being generated: device functions, scratch and constant layout, lines."""
+
+    def __init__(self):
+        self.defs: list = []
+        self.fn_names: dict = {}          # device function source -> name
+        self.scratch: dict = {}           # dtype name -> elements
+        self.consts: dict = {}            # dtype name -> list of flat host arrays
+        self.const_sizes: dict = {}
+        self.views: list = []
+        self._n = 0
+
+    def fresh(self, prefix: str) -> str:
+        self._n += 1
+        return f"{prefix}_{self._n}"
+
+    def alloc(self, aval) -> str:
+        _check(aval)
+        dt = np.dtype(aval.dtype).name
+        n = _size(aval.shape)
+        off = self.scratch.get(dt, 0)
+        self.scratch[dt] = off + max(n, 1)
+        name = self.fresh("b")
+        self.views.append(f"{name} = s_{dt}[{off}:{off + n}]")
+        return name
+
+    def const(self, value, dtype) -> str:
+        dt = np.dtype(dtype).name
+        flat = np.ascontiguousarray(np.asarray(value, dtype)).reshape(-1)
+        off = self.const_sizes.get(dt, 0)
+        self.consts.setdefault(dt, []).append(flat)
+        self.const_sizes[dt] = off + max(flat.size, 1)
+        if flat.size == 0:
+            self.consts[dt].append(np.zeros(1, dt))
+        name = self.fresh("c")
+        self.views.append(f"{name} = c_{dt}[{off}:{off + flat.size}]")
+        return name
+
+    def device_fn(self, source: str) -> str:
+        name = self.fn_names.get(source)
+        if name is None:
+            name = self.fn_names[source] = self.fresh("k")
+            self.defs.append(source.replace("def kernel(", f"def {name}(", 1) +
+                             f"{name} = cuda.jit(device=True)({name})\n")
+        return name
+
+
+def _grid(n, body, ind) -> list:
+    return [f"{ind}for t in range(cuda.grid(1), {n}, cuda.gridsize(1)):"] + \
+        [f"{ind}    {line}" for line in body]
+
+
+def _clamp(name, value, hi, ind) -> list:
+    """`name` = int(value) clamped into [0, hi] (conditional expressions: numba.cuda's
+    builtin min / max reject mixed integer types)."""
+    return [f"{ind}{name} = int({value})", f"{ind}{name} = {name} if {name} > 0 else 0",
+            f"{ind}{name} = {name} if {name} < {hi} else {hi}"]
+
+
+def _sync(ind) -> str:
+    return f"{ind}cuda.syncthreads()"
+
+
+def _np(dt) -> str:
+    return K.np_name(np.dtype(dt))
+
+
+class _Emitter:
+    def __init__(self, module: _Module):
+        self.m = module
+
+    # --- atoms ---------------------------------------------------------------------------
+
+    def buffer(self, atom, env) -> str:
+        if type(atom) is Literal:
+            return self.m.const(np.full(atom.aval.shape, atom.val), atom.aval.dtype)
+        return env[atom]
+
+    def scalar(self, atom, env) -> str:
+        if type(atom) is Literal:
+            return repr(np.asarray(atom.val).item())
+        return f"{env[atom]}[0]"
+
+    def copy(self, dst, src, n, ind) -> list:
+        return _grid(n, [f"{dst}[t] = {src}[t]"], ind) if n else []
+
+    # --- Jaxprs ----------------------------------------------------------------------------
+
+    def closed(self, closed, in_names, ind):
+        """Lines computing `closed` on the buffers `in_names`, and its output buffers."""
+        opt = run_passes(closed)
+        jaxpr = opt.jaxpr
+        env: dict = {}
+        for v, c in zip(jaxpr.constvars, opt.consts):
+            _check(v.aval)
+            env[v] = self.m.const(to_numpy(c), v.aval.dtype)
+        for v, n in zip(jaxpr.invars, in_names):
+            _check(v.aval)
+            env[v] = n
+        lines: list = []
+        for step in partition(jaxpr):
+            if isinstance(step, FusedGroup):
+                self.group(step, env, lines, ind)
+            else:
+                self.eqn(step.eqn, env, lines, ind)
+        return lines, [self.buffer(v, env) for v in jaxpr.outvars]
+
+    def group(self, group, env, lines, ind):
+        try:
+            plan = cuda_codegen.generate(group)
+        except NotImplementedError as e:
+            raise Unsupported(f"a fused group with no CUDA lowering ({e})") from e
+        fn = self.m.device_fn(plan.source)
+        outs = plan.outputs + ([plan.reduction_out] if plan.reduction_out is not None else [])
+        for v in outs:
+            env[v] = self.m.alloc(v.aval)
+        args = [str(s) for s in plan.sizes] + [self.buffer(v, env) for v in plan.arrays] + \
+            [env[v] for v in outs] + [str(e) for e in plan.extra]
+        lines += [f"{ind}{fn}({', '.join(args)})", _sync(ind)]
+
+    def eqn(self, eqn, env, lines, ind):
+        name = eqn.primitive.name
+        for v in eqn.outvars:
+            _check(v.aval)
+        if name in _LAYOUT and all(type(v) is Literal for v in eqn.invars):
+            value = eqn.primitive.impl(*[np.asarray(v.val, v.aval.dtype) for v in eqn.invars],
+                                       **eqn.params)
+            env[eqn.outvars[0]] = self.m.const(to_numpy(value), eqn.outvars[0].aval.dtype)
+            return
+        handler = getattr(self, "lower_" + name.replace("-", "_"), None)
+        if handler is None:
+            raise Unsupported(f"the primitive {name}")
+        handler(eqn, env, lines, ind)
+
+    # --- data steps --------------------------------------------------------------------------
+
+    def _gather(self, eqn, env, lines, ind):
+        x, out = eqn.invars[0], eqn.outvars[0]
+        src = self.buffer(x, env)
+        n = _size(x.aval.shape)
+        idx = np.asarray(eqn.primitive.impl(np.arange(n).reshape(x.aval.shape),
+                                            **eqn.params)).reshape(-1)
+        if np.array_equal(idx, np.arange(n)):
+            env[out] = src                      # the same elements in the same order
+            return
+        o, m = self.m.alloc(out.aval), self.m.const(idx, np.int64)
+        lines += _grid(idx.size, [f"{o}[t] = {src}[{m}[t]]"], ind) + [_sync(ind)]
+        env[out] = o
+
+    lower_broadcast_in_dim = lower_transpose = lower_reshape = lower_squeeze = \
+        lower_slice = lower_rev = lower_expand_dims = _gather
+
+    def lower_copy(self, eqn, env, lines, ind):
+        env[eqn.outvars[0]] = self.buffer(eqn.invars[0], env)
+
+    def lower_iota(self, eqn, env, lines, ind):
+        out = eqn.outvars[0]
+        env[out] = self.m.const(to_numpy(eqn.primitive.impl(**eqn.params)), out.aval.dtype)
+
+    def lower_pad(self, eqn, env, lines, ind):
+        x, pv = eqn.invars
+        out = eqn.outvars[0]
+        idx = np.asarray(eqn.primitive.impl(np.arange(_size(x.aval.shape)).reshape(x.aval.shape),
+                                            np.int64(-1), **eqn.params)).reshape(-1)
+        src, o, m = self.buffer(x, env), self.m.alloc(out.aval), self.m.const(idx, np.int64)
+        lines += _grid(idx.size, [f"j = {m}[t]",
+                                  f"{o}[t] = {src}[j] if j >= 0 else {self.scalar(pv, env)}"],
+                       ind) + [_sync(ind)]
+        env[out] = o
+
+    def lower_concatenate(self, eqn, env, lines, ind):
+        out, axis = eqn.outvars[0], eqn.params["dimension"]
+        tags = np.concatenate([np.full(v.aval.shape, k) for k, v in enumerate(eqn.invars)],
+                              axis).reshape(-1)
+        pos = np.concatenate([np.arange(_size(v.aval.shape)).reshape(v.aval.shape)
+                              for v in eqn.invars], axis).reshape(-1)
+        o = self.m.alloc(out.aval)
+        for k, v in enumerate(eqn.invars):
+            dst = np.nonzero(tags == k)[0]
+            if dst.size == 0:
+                continue
+            src = self.buffer(v, env)
+            d, s = self.m.const(dst, np.int64), self.m.const(pos[dst], np.int64)
+            lines += _grid(dst.size, [f"{o}[{d}[t]] = {src}[{s}[t]]"], ind)
+        lines.append(_sync(ind))
+        env[out] = o
+
+    def _window(self, x_aval, sizes, starts, env, lines, ind):
+        """The flat offset of a clamped dynamic window (every thread computes it), and the
+        window's index map at offset 0."""
+        shape = x_aval.shape
+        strides = [_size(shape[d + 1:]) for d in range(len(shape))]
+        off = self.m.fresh("off")
+        lines.append(f"{ind}{off} = 0")
+        for d, s in enumerate(starts):
+            if shape[d] == sizes[d]:
+                continue                    # the start clamps to 0
+            lines += _clamp("q", self.scalar(s, env), shape[d] - sizes[d], ind)
+            lines.append(f"{ind}{off} += q * {strides[d]}")
+        grid = np.arange(_size(shape)).reshape(shape)[tuple(slice(0, k) for k in sizes)]
+        return off, self.m.const(grid.reshape(-1), np.int64), grid.size
+
+    def lower_dynamic_slice(self, eqn, env, lines, ind):
+        x, *starts = eqn.invars
+        out = eqn.outvars[0]
+        off, m, n = self._window(x.aval, eqn.params["slice_sizes"], starts, env, lines, ind)
+        src, o = self.buffer(x, env), self.m.alloc(out.aval)
+        lines += _grid(n, [f"{o}[t] = {src}[{off} + {m}[t]]"], ind) + [_sync(ind)]
+        env[out] = o
+
+    def lower_dynamic_update_slice(self, eqn, env, lines, ind):
+        x, upd, *starts = eqn.invars
+        out = eqn.outvars[0]
+        o = self.m.alloc(out.aval)
+        lines += self.copy(o, self.buffer(x, env), _size(x.aval.shape), ind) + [_sync(ind)]
+        off, m, n = self._window(x.aval, upd.aval.shape, starts, env, lines, ind)
+        u = self.buffer(upd, env)
+        lines += _grid(n, [f"{o}[{off} + {m}[t]] = {u}[t]"], ind) + [_sync(ind)]
+        env[out] = o
+
+    def lower_dot_general(self, eqn, env, lines, ind):
+        lhs, rhs = eqn.invars
+        out = eqn.outvars[0]
+        dt = np.dtype(out.aval.dtype)
+        if dt.kind == "b" or np.dtype(lhs.aval.dtype).kind == "b":
+            raise Unsupported("a boolean dot_general")
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        ls, rs = lhs.aval.shape, rhs.aval.shape
+        lf = [d for d in range(len(ls)) if d not in lc and d not in lb]
+        rf = [d for d in range(len(rs)) if d not in rc and d not in rb]
+        B, M = _size([ls[d] for d in lb]), _size([ls[d] for d in lf])
+        N, Kd = _size([rs[d] for d in rf]), _size([ls[d] for d in lc])
+        if B * M * N * Kd > DOT_MAX_MACS:
+            raise Unsupported(f"a dot_general of {B * M * N * Kd} multiply-adds")
+
+        def reader(x, perm, inner_index):
+            buf = self.buffer(x, env)
+            idx = np.transpose(np.arange(_size(x.aval.shape)).reshape(x.aval.shape),
+                               perm).reshape(-1)
+            if np.array_equal(idx, np.arange(idx.size)):
+                return f"{buf}[{inner_index}]"
+            return f"{buf}[{self.m.const(idx, np.int64)}[{inner_index}]]"
+
+        a = reader(lhs, list(lb) + lf + list(lc), f"(b * {M} + i) * {Kd} + p")
+        c = reader(rhs, list(rb) + list(rc) + rf, f"(b * {Kd} + p) * {N} + j")
+        T = _np(dt)
+        o, acc = self.m.alloc(out.aval), self.m.fresh("acc")    # (one name per dtype)
+        lines += _grid(B * M * N, [f"b = t // {M * N}", f"r = t - b * {M * N}",
+                                   f"i = r // {N}", f"j = r - i * {N}", f"{acc} = {T}(0)",
+                                   f"for p in range({Kd}):",
+                                   f"    {acc} += {T}({a}) * {T}({c})",
+                                   f"{o}[t] = {acc}"], ind) + [_sync(ind)]
+        env[out] = o
+
+    # --- control flow --------------------------------------------------------------------------
+
+    def carry_update(self, carry, outs, avals, ind) -> list:
+        """The body's results copied over the carries (through temporaries where a result is
+        another carry's old buffer), then a barrier."""
+        lines, outs = [], list(outs)
+        for k, o in enumerate(outs):
+            if o in carry and o != carry[k]:
+                t = self.m.alloc(avals[k])
+                lines += self.copy(t, o, _size(avals[k].shape), ind)
+                outs[k] = t
+        if lines:
+            lines.append(_sync(ind))
+        for k, o in enumerate(outs):
+            if o != carry[k]:
+                lines += self.copy(carry[k], o, _size(avals[k].shape), ind)
+        return lines + [_sync(ind)]
+
+    def init_carry(self, carry, ins, avals, ind) -> list:
+        lines = []
+        for c, x, a in zip(carry, ins, avals):
+            lines += self.copy(c, x, _size(a.shape), ind)
+        return lines + [_sync(ind)]
+
+    def while_loop(self, params, ins, carry, ind) -> list:
+        nc, nb = params["cond_nconsts"], params["body_nconsts"]
+        body = params["body_jaxpr"]
+        avals = body.in_avals[nb:]
+        for a in avals:
+            _check(a)
+        lines = self.init_carry(carry, ins[nc + nb:], avals, ind)
+        cond_lines, (pred,) = self.closed(params["cond_jaxpr"], ins[:nc] + carry, ind + "    ")
+        body_lines, outs = self.closed(body, ins[nc:nc + nb] + carry, ind + "    ")
+        return lines + [f"{ind}while True:", *cond_lines, f"{ind}    if not {pred}[0]:",
+                        f"{ind}        break", *body_lines,
+                        *self.carry_update(carry, outs, avals, ind + "    ")]
+
+    def scan(self, params, ins, carry, ys, ind) -> list:
+        closed, length = params["jaxpr"], params["length"]
+        nc, nk = params["num_consts"], params["num_carry"]
+        avals = closed.in_avals[nc:nc + nk]
+        x_avals, y_avals = closed.in_avals[nc + nk:], closed.out_avals[nk:]
+        for a in list(avals) + list(x_avals) + list(y_avals):
+            _check(a)
+        lines = self.init_carry(carry, ins[nc:nc + nk], avals, ind)
+        it = self.m.fresh("it")
+        order = f"range({length - 1}, -1, -1)" if params["reverse"] else f"range({length})"
+        lines.append(f"{ind}for {it} in {order}:")
+        inner = ind + "    "
+        xs = []
+        for x, a in zip(ins[nc + nk:], x_avals):
+            n = _size(a.shape)
+            name = self.m.fresh("x")
+            lines.append(f"{inner}{name} = {x}[{it} * {n}:({it} + 1) * {n}]")
+            xs.append(name)
+        body_lines, outs = self.closed(closed, ins[:nc] + carry + xs, inner)
+        lines += body_lines
+        for y, o, a in zip(ys, outs[nk:], y_avals):
+            n = _size(a.shape)
+            if n:
+                lines += _grid(n, [f"{y}[{it} * {n} + t] = {o}[t]"], inner)
+        if ys:
+            lines.append(_sync(inner))
+        return lines + self.carry_update(carry, outs[:nk], avals, inner)
+
+    def lower_while(self, eqn, env, lines, ind):
+        carry = [self.m.alloc(v.aval) for v in eqn.outvars]
+        lines += self.while_loop(eqn.params, [self.buffer(v, env) for v in eqn.invars], carry,
+                                 ind)
+        env.update(zip(eqn.outvars, carry))
+
+    def lower_scan(self, eqn, env, lines, ind):
+        nk = eqn.params["num_carry"]
+        outs = [self.m.alloc(v.aval) for v in eqn.outvars]
+        lines += self.scan(eqn.params, [self.buffer(v, env) for v in eqn.invars], outs[:nk],
+                           outs[nk:], ind)
+        env.update(zip(eqn.outvars, outs))
+
+    def lower_cond(self, eqn, env, lines, ind):
+        branches = eqn.params["branches"]
+        idx, *ops = eqn.invars
+        outs = [self.m.alloc(v.aval) for v in eqn.outvars]
+        br = self.m.fresh("br")
+        lines += _clamp(br, self.scalar(idx, env), len(branches) - 1, ind)
+        ins = [self.buffer(v, env) for v in ops]
+        for k, closed in enumerate(branches):
+            head = "if" if k == 0 else "elif" if k + 1 < len(branches) else "else"
+            lines.append(f"{ind}{head}{'' if head == 'else' else f' {br} == {k}'}:")
+            body, res = self.closed(closed, ins, ind + "    ")
+            for o, r, v in zip(outs, res, eqn.outvars):
+                body += self.copy(o, r, _size(v.aval.shape), ind + "    ")
+            lines += body or [f"{ind}    pass"]
+        lines.append(_sync(ind))
+        env.update(zip(eqn.outvars, outs))
+
+
+_LAYOUT = {"broadcast_in_dim", "transpose", "reshape", "squeeze", "slice", "rev", "iota",
+           "concatenate", "pad", "expand_dims"}
+
+_compiled: dict = {}
+_lock = threading.Lock()
+
+
+class CudaLoop:
+    """A while / scan equation as one single-block kernel: `run(operands) -> results` on
+    flat device buffers (no synchronization)."""
+
+    def __init__(self, eqn):
+        name = eqn.primitive.name
+        for v in list(eqn.invars) + list(eqn.outvars):
+            if np.dtype(v.aval.dtype).kind not in "biuf":
+                raise Unsupported(f"a {v.aval.dtype} operand")
+        m = _Module()
+        em = _Emitter(m)
+        ins = [f"in{k}" for k in range(len(eqn.invars))]
+        outs = [f"out{k}" for k in range(len(eqn.outvars))]
+        if name == "while":
+            body = em.while_loop(eqn.params, ins, outs, "    ")
+        elif name == "scan":
+            nk = eqn.params["num_carry"]
+            body = em.scan(eqn.params, ins, outs[:nk], outs[nk:], "    ")
+        else:
+            raise Unsupported(f"the primitive {name}")
+        self.scratch = sorted(m.scratch.items())
+        self.consts = sorted((dt, np.concatenate(parts)) for dt, parts in m.consts.items())
+        params = ins + outs + [f"s_{dt}" for dt, _ in self.scratch] + \
+            [f"c_{dt}" for dt, _ in self.consts]
+        if len(params) > MAX_ARGS:
+            raise Unsupported(f"{len(params)} kernel arguments (more than {MAX_ARGS})")
+        self.in_dtypes = [np.dtype(v.aval.dtype) for v in eqn.invars]
+        self.out_avals = [v.aval for v in eqn.outvars]
+        self.source = "".join(m.defs) + f"def kernel({', '.join(params)}):\n" + \
+            "".join(f"    {line}\n" for line in m.views) + "".join(f"{line}\n" for line in body)
+        self._device_consts = None
+
+    def argtypes(self):
+        from numba import types, from_dtype
+        arr = lambda dt: types.Array(from_dtype(np.dtype(dt)), 1, "C")
+        return tuple([arr(d) for d in self.in_dtypes] + [arr(a.dtype) for a in self.out_avals] +
+                     [arr(dt) for dt, _ in self.scratch] + [arr(dt) for dt, _ in self.consts])
+
+    def kernel(self):
+        k = _compiled.get(self.source)
+        if k is None:
+            from numba import cuda
+            with _lock:
+                k = _compiled.get(self.source)
+                if k is None:
+                    k = _compiled[self.source] = cuda.jit(K.pyfunc(self.source))
+        return k
+
+    def run(self, operands) -> list:
+        from numba import cuda
+        if self._device_consts is None:
+            self._device_consts = [cuda.to_device(c) for _, c in self.consts]
+        outs = [cuda.device_array(max(0, _size(a.shape)), np.dtype(a.dtype))
+                for a in self.out_avals]
+        scratch = [cuda.device_array(n, np.dtype(dt)) for dt, n in self.scratch]
+        self.kernel()[1, K.REDUCE_BLOCK](*operands, *outs, *scratch, *self._device_consts)
+        return outs
+
+
+def compile_loop(eqn):
+    """The loop as a CudaLoop, or (None, reason) when it keeps the host-driven form."""
+    try:
+        loop = CudaLoop(eqn)
+    except Unsupported as e:
+        stats["unsupported"] += 1
+        return None, str(e)
+    stats["compiled"] += 1
+    return loop, None
