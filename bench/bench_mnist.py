@@ -2,6 +2,8 @@
 
     python bench/bench_mnist.py --data-dir ../shared/data/mnist [--epochs 3] [--only corejax,numpy]
 
+`gemms` is a floor, not a framework: the step's eight matrix products alone through NumPy.
+
 The model, loss and step are those of configs/mlp.yaml: MLP 784-512-512-10, relu, log-softmax,
 loss -mean(logp * onehot) over the (batch, 10) array, plain SGD 0.01, batch 128 (the last batch
 of 96 kept: 469 batches), raw 0..255 pixels, stored order. Every framework starts from the same
@@ -221,8 +223,36 @@ def bench_numpy(batches):
     return epoch
 
 
+def bench_gemms(batches):
+    """A floor, not a framework: the step's eight matrix products alone (three forward, five
+    backward), np.matmul into preallocated outputs on OpenBLAS's default threads, on the same
+    batches and weights; nothing else of the step runs. Its "loss" is nan."""
+    (w1, _), (w2, _), (w3, _) = init_params()
+    n = BATCH
+    h1, h2 = np.empty((n, 512), np.float32), np.empty((n, 512), np.float32)
+    z, g3 = np.empty((n, 10), np.float32), np.full((n, 10), 1e-3, np.float32)
+    dw1, dw2, dw3 = np.empty_like(w1), np.empty_like(w2), np.empty_like(w3)
+    dh1, dh2 = np.empty((n, 512), np.float32), np.empty((n, 512), np.float32)
+
+    def epoch():
+        for x, _ in batches:
+            m = x.shape[0]
+            a1, a2, o = h1[:m], h2[:m], z[:m]
+            np.matmul(x, w1, out=a1)
+            np.matmul(a1, w2, out=a2)
+            np.matmul(a2, w3, out=o)
+            g = g3[:m]
+            np.matmul(a2.T, g, out=dw3)
+            np.matmul(g, w3.T, out=dh2[:m])
+            np.matmul(a1.T, dh2[:m], out=dw2)
+            np.matmul(dh2[:m], w2.T, out=dh1[:m])
+            np.matmul(x.T, dh1[:m], out=dw1)
+        return float("nan")
+    return epoch
+
+
 FRAMEWORKS = {"corejax": bench_corejax, "jax": bench_jax, "pytorch": bench_torch,
-              "numpy": bench_numpy}
+              "numpy": bench_numpy, "gemms": bench_gemms}
 
 
 def machine_line() -> str:
@@ -264,7 +294,7 @@ def main(argv=None) -> int:
         except ImportError as e:
             print(f"  {name}: skipped ({e})", file=sys.stderr)
             continue
-        mod = {"jax": "jax", "pytorch": "torch", "numpy": "numpy"}.get(name)
+        mod = {"jax": "jax", "pytorch": "torch", "numpy": "numpy", "gemms": "numpy"}.get(name)
         versions[name] = sys.modules[mod].__version__ if mod in sys.modules else "repo"
     results = run_round_robin(epochs, args.epochs)
     for name, r in results.items():

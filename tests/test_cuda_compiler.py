@@ -6,7 +6,9 @@ Host fallbacks of the CUDA backend (each listed in `as_text()` with its reason):
 
 | primitive                          | reason                                           |
 |------------------------------------|--------------------------------------------------|
-| scatter, scatter-add/mul/min/max   | no CUDA kernel yet (.at[] updates)               |
+| scatter-mul/min/max                | no atomic form that keeps NumPy's semantics      |
+| scatter / scatter-add with a rank-0| nothing to index; scatter-add of int8/16, bool:  |
+| or literal operand                 | no atomic add                                    |
 | gather with a rank-0 operand       | nothing to index (NumPy broadcast)               |
 | sort                               | no CUDA kernel yet                               |
 | effectful primitives (debug print) | a host callback by nature                        |

@@ -191,6 +191,22 @@ def program_cases():
             p, q, (2, 2), "SAME", dimension_numbers=nhwc)))
         return jax.grad(f, argnums=(0, 1))(p, q)
     c.append(("conv_grad", conv_grad, (img, w)))
+    # scatters: .at[] stores (unique indices: with repeats the winner is unspecified on a GPU),
+    # sums with repeats, out-of-bound windows clipped or dropped, vmap's batching dims, and
+    # the scatter-add transposing a gather
+    v, rows = _f32((6, 4), 12), np.array([4, 0, 2], np.int32)
+    c.append(("scatter_set", lambda p, i: p.at[i].set(p[i] * 3.0 + 1.0), (v, rows)))
+    c.append(("scatter_add_repeats", lambda p, i: p.at[i].add(jnp.ones((5, 4))),
+              (v, np.array([1, 3, 1, 1, 5], np.int32))))
+    c.append(("scatter_add_int", lambda p, i: p.at[i].add(7), (xi, np.array([2, 0, 2], np.int32))))
+    c.append(("scatter_clip", lambda p, i: p.at[i].set(-1.0, mode="clip"),
+              (v, np.array([-3, 9], np.int32))))
+    c.append(("scatter_drop", lambda p, i: p.at[i, 1:3].add(5.0, mode="drop"),
+              (v, np.array([2, 7], np.int32))))
+    c.append(("scatter_vmap", jax.vmap(lambda p, i: p.at[i].add(2.0)),
+              (_f32((3, 5), 13), np.array([4, 0, 4], np.int32))))
+    c.append(("gather_grad", jax.grad(lambda p, i: jnp.sum(jnp.tanh(p[i]) ** 2)),
+              (v, np.array([5, 1, 5, 2], np.int32))))
     # random bits
     c.append(("threefry", lambda k: jax.random.uniform(k, (3, 4)),
               (np.asarray(jax.random.PRNGKey(3)),)))
@@ -387,3 +403,12 @@ def test_compiled_loop_kernels_compile(ptx, label):
     exe = _plan(fn, args)
     assert any("the whole loop, one block" in k[0] for k in exe.kernels), exe.plan
     ptx(exe)
+
+
+def test_scatter_add_kernels_compile_for_every_atomic_dtype(ptx, x64_on):
+    from corejax.compiler import cuda_kernels as K
+    for name in K.SCATTER_ATOMIC_ADD:
+        x = np.arange(12).reshape(6, 2).astype(name)
+        exe = _plan(lambda p, i: p.at[i].add(p[i]), (x, np.array([1, 4, 1], np.int32)))
+        assert not exe.fallbacks, (name, exe.fallbacks)
+        ptx(exe)

@@ -3,8 +3,8 @@
 Every value of a program lives in a flat (1-D, C-contiguous) numba device array; shapes are
 static, so reshapes and squeezes are aliases and every kernel indexes flat buffers. Steps:
 - fused groups: one generated kernel each (compiler/cuda_codegen.py), threefry2x32 included;
-- dot_general, layout ops, argmax/argmin, cumsum, windowed reductions and convolution:
-  hand-written kernels (compiler/cuda_kernels.py);
+- dot_general, layout ops, gather, scatter / scatter-add, argmax/argmin, cumsum, windowed
+  reductions and convolution: hand-written kernels (compiler/cuda_kernels.py);
 - while / scan with small values: the whole loop as one single-block kernel launch
   (compiler/cuda_loops.py);
 - cond, and bigger while / scan: driven from the host (the predicate / branch index is read
@@ -627,6 +627,57 @@ class CudaExecutable:
             K.load(src)[K.grid_for(total), K.BLOCK](env[s_op], env[s_idx], o, env[fslot])
         return run
 
+    def _k_scatter(self, eqn):
+        """scatter / scatter-add as one kernel over the update elements (cuda_kernels'
+        scatter_source), after a device copy of the operand; the index maps (where each
+        element sits in its window, where it is read from the updates, each window's
+        batching offset) are computed here as the impl lays them out."""
+        from corejax.lax.indexing import GatherScatterMode, _scatter_window
+        operand, indices, updates = eqn.invars
+        out = eqn.outvars[0]
+        kind = eqn.primitive.name
+        shape, dt = operand.aval.shape, np.dtype(out.aval.dtype)
+        if any(type(v) is Literal for v in eqn.invars) or not shape:
+            return None
+        if kind == "scatter-add" and dt.name not in K.SCATTER_ATOMIC_ADD:
+            return None
+        dn = eqn.params["dimension_numbers"]
+        window = _scatter_window(dn, len(shape), updates.aval.shape)
+        batch = indices.aval.shape[:-1]
+        n, w = _size(batch), _size(window)
+        total = n * w
+        strides = _cstrides(shape)
+        scatter_dims = [d for d in range(updates.aval.ndim) if d not in dn.update_window_dims]
+        um = np.transpose(np.arange(_size(updates.aval.shape)).reshape(updates.aval.shape),
+                          scatter_dims + list(dn.update_window_dims)).reshape(-1)
+        rel = np.arange(_size(shape)).reshape(shape)[tuple(slice(0, k) for k in window)]
+        coords = np.indices(batch).reshape(len(batch), -1) if batch else np.zeros((0, 1), int)
+        base = np.zeros(max(n, 1), np.int64)
+        for od, idim in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims):
+            base[:n] += coords[idim] * strides[od]
+        index_dims = [(k, strides[d]) for k, d in enumerate(dn.scatter_dims_to_operand_dims)]
+        hi = [shape[d] - window[d] for d in dn.scatter_dims_to_operand_dims]
+        src = K.scatter_source(kind, shape, index_dims, indices.aval.shape[-1], w, hi,
+                               eqn.params["mode"] is not GatherScatterMode.CLIP, dt)
+        from numba import types, from_dtype
+        arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
+        self._kernel(kind, src, [arr(dt), arr(indices.aval.dtype), arr(dt), arr(np.int64),
+                                 arr(np.int64), arr(np.int64), types.int64, types.int64])
+        maps = [self._const(np.ascontiguousarray(m, np.int64).reshape(-1))
+                for m in (rel.reshape(-1), um, base)]
+        s_op, s_idx, s_upd, s_o = (self._slot(v) for v in (operand, indices, updates, out))
+        alloc = self._alloc
+
+        def run(env):
+            o = env[s_o] = alloc(out.aval)
+            o.copy_to_device(env[s_op])
+            if total:
+                K.load(src)[K.grid_for(total), K.BLOCK](
+                    o, env[s_idx], env[s_upd], *[env[m] for m in maps], total, w)
+        return run
+
+    _k_scatter_add = _k_scatter
+
     # --- control flow ----------------------------------------------------------------------
 
     def _sub(self, closed):
@@ -787,9 +838,9 @@ def _group_strides(shape, groups):
 _FALLBACK_REASONS = {
     "sort": "sorting has no CUDA kernel yet",
     "gather": "rank-0 operand or literal operands",
-    "scatter": "scatter has no CUDA kernel yet",
-    "scatter-add": "scatter has no CUDA kernel yet",
-    "scatter-mul": "scatter has no CUDA kernel yet",
-    "scatter-min": "scatter has no CUDA kernel yet",
-    "scatter-max": "scatter has no CUDA kernel yet",
+    "scatter": "literal or rank-0 operands",
+    "scatter-add": "literal or rank-0 operands, or a dtype without an atomic add",
+    "scatter-mul": "no atomic multiply: runs on the host",
+    "scatter-min": "runs on the host (NumPy's NaN-propagating minimum)",
+    "scatter-max": "runs on the host (NumPy's NaN-propagating maximum)",
 }

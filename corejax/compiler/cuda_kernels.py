@@ -480,6 +480,38 @@ def conv_source(nsp: int, dtype) -> str:
 
 # --- gather --------------------------------------------------------------------------------------
 
+# Scatters on the device: "scatter" stores, "scatter-add" adds atomically (dtypes with a
+# hardware atomic add); the others run on the host.
+SCATTER_ATOMIC_ADD = ("int32", "uint32", "int64", "uint64", "float32", "float64")
+
+
+def scatter_source(kind: str, operand_shape, index_dims, n_index: int, window_size: int,
+                   hi, check: bool, dtype) -> str:
+    """lax.scatter / scatter-add into `out` (already a copy of the operand), one thread per
+    update element: `t` is (window j, element q of the window); the window's flat start in
+    the operand is base[j] (batching dims) plus each index-vector component clamped into
+    [0, hi_k] times its dim's stride (`index_dims`: (component, stride) pairs); under `check`
+    a window not wholly inside is dropped. rel[q] places the element in its window, um[t]
+    reads it from the updates. Repeated windows: a store's winner is unspecified, sums
+    accumulate in an unspecified order (as on JAX's GPU backend)."""
+    body = ["j = t // wsize", "q = t - j * wsize", "off = base[j]", "ok = True"]
+    for (k, stride), h in zip(index_dims, hi):
+        body.append(f"s = np.int64(idx[j * {n_index} + {k}])")
+        if check:
+            body.append(f"ok = ok and s >= 0 and s <= {h}")
+        body += [f"s = s if s < {h} else {h}", "s = s if s > 0 else 0", f"off += s * {stride}"]
+    value = f"{np_name(dtype)}(upd[um[t]])"
+    if kind == "scatter":
+        store = f"out[off + rel[q]] = {value}"
+    elif kind == "scatter-add":
+        store = f"cuda.atomic.add(out, off + rel[q], {value})"
+    else:
+        raise ValueError(f"no device scatter for {kind!r}")
+    body += ["if ok:", f"    {store}"]
+    return _kernel(["out", "idx", "upd", "rel", "um", "base", "total", "wsize"],
+                   _grid_loop("total", body))
+
+
 def gather_source(operand_shape, indices_shape, out_shape, dn, slice_sizes, fill_mode: bool,
                   out_dtype) -> str:
     """lax.gather (index vector last), one thread per output element, all dimension numbers
