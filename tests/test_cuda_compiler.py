@@ -10,7 +10,6 @@ Host fallbacks of the CUDA backend (each listed in `as_text()` with its reason):
 | scatter / scatter-add with a rank-0| nothing to index; scatter-add of int8/16, bool:  |
 | or literal operand                 | no atomic add                                    |
 | gather with a rank-0 operand       | nothing to index (NumPy broadcast)               |
-| sort                               | no CUDA kernel yet                               |
 | effectful primitives (debug print) | a host callback by nature                        |
 | any primitive not listed in cuda.py| no CUDA kernel (e.g. float16/complex groups that |
 |                                    | fusion leaves unfused)                           |
@@ -106,14 +105,14 @@ def test_outputs_stay_on_device_and_feed_the_next_call():
 
 
 def test_as_text_lists_kernels_and_fallbacks():
-    from corejax import lax
-    f = lambda x: jnp.sort(jnp.exp(x)) @ jnp.ones((4, 2))
-    closed = jax.make_jaxpr(f)(np.ones((3, 4), np.float32))
+    idx = np.array([2, 0, 2], np.int32)
+    f = lambda x, i: jnp.exp(x).at[i].max(1.5) @ jnp.ones((4, 2))
+    closed = jax.make_jaxpr(f)(np.ones((3, 4), np.float32), idx)
     exe = compile_jaxpr(closed, "cuda")
     text = exe.as_text()
-    assert "HOST FALLBACK sort" in text and "device kernel dot_general" in text
+    assert "HOST FALLBACK scatter-max" in text and "device kernel dot_general" in text
     assert "def kernel(" in text and "cuda.shared.array" in text
     x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
-    np.testing.assert_allclose(_host(exe(x)[0]), np.sort(np.exp(x)) @ np.ones((4, 2)),
-                               rtol=1e-5)
-    del lax
+    want = np.exp(x)
+    np.maximum.at(want, idx, 1.5)
+    np.testing.assert_allclose(_host(exe(x, idx)[0]), want @ np.ones((4, 2)), rtol=1e-5)

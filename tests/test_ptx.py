@@ -207,6 +207,20 @@ def program_cases():
               (_f32((3, 5), 13), np.array([4, 0, 4], np.int32))))
     c.append(("gather_grad", jax.grad(lambda p, i: jnp.sum(jnp.tanh(p[i]) ** 2)),
               (v, np.array([5, 1, 5, 2], np.int32))))
+    # sorts: NaN last, ties in input order (stable), several keys, lanes along an inner axis,
+    # lengths that are not powers of two, integer and boolean keys
+    srt = np.array([[3.0, np.nan, -1.0, 3.0, 0.5, -np.inf, 2.0],
+                    [1.0, 1.0, np.nan, 0.0, -2.0, 1.0, 7.0]], np.float32)
+    c.append(("sort", lambda p: jnp.sort(p, axis=1), (srt,)))
+    c.append(("argsort_ties", lambda p: jnp.argsort(p, axis=1), (srt,)))
+    c.append(("sort_axis0", lambda p: jnp.sort(p, axis=0), (_f32((5, 3), 14),)))
+    c.append(("sort_two_keys", lambda a, b, v: lax.sort((a, b, v), num_keys=2),
+              (np.array([2, 1, 2, 1, 0], np.int32), np.array([0.5, 0.1, -1.0, 0.1, 3.0],
+                                                              np.float32), _f32((5,), 15))))
+    c.append(("sort_bool_unstable", lambda k, v: lax.sort((k, v), num_keys=1, is_stable=False),
+              (np.array([True, False, True, False], bool), np.arange(4, dtype=np.int32))))
+    c.append(("top_k", lambda p: lax.top_k(p, 3), (_f32((2, 9), 16),)))
+    c.append(("sort_one", lambda p: jnp.sort(p), (np.array([4.0], np.float32),)))
     # random bits
     c.append(("threefry", lambda k: jax.random.uniform(k, (3, 4)),
               (np.asarray(jax.random.PRNGKey(3)),)))

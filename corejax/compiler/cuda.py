@@ -3,8 +3,8 @@
 Every value of a program lives in a flat (1-D, C-contiguous) numba device array; shapes are
 static, so reshapes and squeezes are aliases and every kernel indexes flat buffers. Steps:
 - fused groups: one generated kernel each (compiler/cuda_codegen.py), threefry2x32 included;
-- dot_general, layout ops, gather, scatter / scatter-add, argmax/argmin, cumsum, windowed
-  reductions and convolution: hand-written kernels (compiler/cuda_kernels.py);
+- dot_general, layout ops, gather, scatter / scatter-add, sort, argmax/argmin, cumsum,
+  windowed reductions and convolution: hand-written kernels (compiler/cuda_kernels.py);
 - while / scan with small values: the whole loop as one single-block kernel launch
   (compiler/cuda_loops.py);
 - cond, and bigger while / scan: driven from the host (the predicate / branch index is read
@@ -460,6 +460,33 @@ class CudaExecutable:
         src = K.cumsum_source(out.aval.dtype, eqn.params["reverse"])
         return self._axis_step("cumsum", src, x, out, eqn.params["axis"])
 
+    def _k_sort(self, eqn):
+        """lax.sort as one bitonic-sort kernel, a block per lane (cuda_kernels.sort_source)."""
+        if any(type(v) is Literal for v in eqn.invars):
+            return None
+        dim, num_keys = eqn.params["dimension"], eqn.params["num_keys"]
+        shape = eqn.invars[0].aval.shape
+        pre, n, post = _size(shape[:dim]), shape[dim], _size(shape[dim + 1:])
+        lanes, P = pre * post, 1 << max(0, (n - 1).bit_length())
+        src = K.sort_source([v.aval.dtype for v in eqn.invars[:num_keys]], len(eqn.invars))
+        from numba import types, from_dtype
+        arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
+        self._kernel("sort", src, [arr(v.aval.dtype) for v in eqn.invars] +
+                     [arr(v.aval.dtype) for v in eqn.outvars] + [arr(np.int64)] +
+                     [types.int64] * 4)
+        ins, outs = [self._slot(v) for v in eqn.invars], [self._slot(v) for v in eqn.outvars]
+        avals = [v.aval for v in eqn.outvars]
+        alloc, grid = self._alloc, max(1, min(K.MAX_GRID, lanes))
+
+        def run(env):
+            ys = [alloc(a) for a in avals]
+            for s, y in zip(outs, ys):
+                env[s] = y
+            if lanes and n:
+                perm = _cuda().device_array(lanes * P, np.int64)
+                K.load(src)[grid, K.BLOCK](*[env[s] for s in ins], *ys, perm, lanes, n, post, P)
+        return run
+
     # --- dot_general ---------------------------------------------------------------------
 
     def _k_dot_general(self, eqn):
@@ -836,7 +863,6 @@ def _group_strides(shape, groups):
 
 
 _FALLBACK_REASONS = {
-    "sort": "sorting has no CUDA kernel yet",
     "gather": "rank-0 operand or literal operands",
     "scatter": "literal or rank-0 operands",
     "scatter-add": "literal or rank-0 operands, or a dtype without an atomic add",

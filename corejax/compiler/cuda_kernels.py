@@ -372,6 +372,68 @@ def cumsum_source(dtype, reverse: bool) -> str:
     return _kernel(["src", "dst", "total", "n", "inner"], _grid_loop("total", body))
 
 
+def sort_source(key_dtypes, n_operands: int) -> str:
+    """lax.sort along the middle axis of (pre, n, post) operands, one block per lane: a bitonic
+    sort of the lane's positions (padded to P, a power of two, in `perm`, P ints per lane)
+    under "keys lexicographically, NaN after every number, then the original position" -- a
+    total order, so the result is the stable sort's (np.argsort / np.lexsort with
+    kind="stable"), also for is_stable=False, whose order of ties is unspecified -- then every
+    operand gathered through the permutation. Padding positions sort after every element."""
+    less = ["def less(a, b, base, post, n, " + ", ".join(f"k{i}" for i in range(len(key_dtypes)))
+            + "):", "    if a >= n:", "        return False", "    if b >= n:",
+            "        return True"]
+    for i, dt in enumerate(key_dtypes):
+        dt = np.dtype(dt)
+        cast = "np.int8" if dt.kind == "b" else ""
+        less += [f"    u = {cast}(k{i}[base + a * post])", f"    v = {cast}(k{i}[base + b * post])"]
+        if dt.kind == "f":
+            less += ["    if u < v or (u == u and v != v):", "        return True",
+                     "    if v < u or (v == v and u != u):", "        return False"]
+        else:
+            less += ["    if u < v:", "        return True", "    if v < u:",
+                     "        return False"]
+    less += ["    return a < b", "less = cuda.jit(device=True)(less)", ""]
+    keys = ", ".join(f"x{i}" for i in range(len(key_dtypes)))
+    xs = [f"x{i}" for i in range(n_operands)]
+    ys = [f"y{i}" for i in range(n_operands)]
+    body = [
+        "tid = cuda.threadIdx.x",
+        "nt = cuda.blockDim.x",
+        "for lane in range(cuda.blockIdx.x, lanes, cuda.gridDim.x):",
+        "    p = lane // post",
+        "    base = p * n * post + (lane - p * post)",
+        "    pb = lane * P",
+        "    for i in range(tid, P, nt):",
+        "        perm[pb + i] = i",
+        "    cuda.syncthreads()",
+        "    k = 2",
+        "    while k <= P:",
+        "        j = k // 2",
+        "        while j > 0:",
+        "            for i in range(tid, P, nt):",
+        "                l = i ^ j",
+        "                if l > i:",
+        "                    a = perm[pb + i]",
+        "                    b = perm[pb + l]",
+        "                    if (i & k) == 0:",
+        f"                        swap = less(b, a, base, post, n, {keys})",
+        "                    else:",
+        f"                        swap = less(a, b, base, post, n, {keys})",
+        "                    if swap:",
+        "                        perm[pb + i] = b",
+        "                        perm[pb + l] = a",
+        "            cuda.syncthreads()",
+        "            j = j // 2",
+        "        k = k * 2",
+        "    for i in range(tid, n, nt):",
+        "        src = base + perm[pb + i] * post",
+        "        dst = base + i * post",
+        *[f"        {y}[dst] = {x}[src]" for x, y in zip(xs, ys)],
+        "    cuda.syncthreads()",
+    ]
+    return "\n".join(less) + "\n" + _kernel(xs + ys + ["perm", "lanes", "n", "post", "P"], body)
+
+
 # --- matmul --------------------------------------------------------------------------------------
 
 def matmul_source(dtype) -> str:
