@@ -68,6 +68,23 @@ def test_big_or_unsupported_loops_stay_host_driven():
                    one_launch=False)
     assert any("host-driven: a value of" in line for line in exe.plan)
     x = jnp.asarray(np.random.default_rng(0).standard_normal(6).astype(np.float32))
-    exe = run_both(lambda p: lax.fori_loop(0, 2, lambda i, v: jnp.sort(v) + i, p), x,
+    exe = run_both(lambda p: lax.fori_loop(0, 2, lambda i, v: v.at[i].max(0.5), p), x,
                    one_launch=False)
-    assert any("host-driven: the primitive sort" in line for line in exe.plan)
+    assert any("host-driven: the primitive scatter-max" in line for line in exe.plan)
+
+
+def test_small_cond_picks_its_branch_on_the_device():
+    x = jnp.asarray(np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32))
+    f = lambda p, i: lax.switch(i, [lambda v: jnp.sin(v), lambda v: v @ jnp.ones((4, 4)),
+                                    lambda v: jnp.cumsum(v, axis=0) * 0 + jnp.max(v)], p)
+    closed = jax.make_jaxpr(f)(x, jnp.int32(0))
+    exe = compile_jaxpr(closed, "cuda")
+    assert any("the whole branch in one launch" in line for line in exe.plan), exe.plan
+    cpu = compile_jaxpr(closed, "cpu")
+    for i in (-1, 0, 1, 2, 7):                 # out-of-range indices clamp, as lax.switch
+        np.testing.assert_allclose(_host(exe(x, jnp.int32(i))[0]),
+                                   np.asarray(cpu(x, jnp.int32(i))[0]), rtol=1e-5)
+    big = jnp.ones(cuda_loops.LOOP_MAX_SIZE + 1)
+    exe = compile_jaxpr(jax.make_jaxpr(lambda p, i: lax.cond(i > 0, jnp.sin, jnp.cos, p))(
+        big, 1), "cuda")
+    assert any("cond (host-driven: a value of" in line for line in exe.plan), exe.plan

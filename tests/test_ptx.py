@@ -298,6 +298,12 @@ def loop_cases():
         ("layouts", lambda v: lax.fori_loop(0, 4, layouts, v), (m,)),
         ("constants", lambda v: lax.fori_loop(0, 5, lambda i, q: q * jnp.asarray(table)[i] + 1.0,
                                               v), (np.ones(7, np.float32),)),
+        ("indexing", lambda v, i: lax.fori_loop(
+            0, 3, lambda k, q: q.at[i].add(q[i[::-1]] * 0.5).at[k].set(-1.0), v),
+         (m, np.array([4, 1, 4], np.int32))),
+        ("sort_cumsum_argmax", lambda v: lax.fori_loop(
+            0, 2, lambda k, q: jnp.cumsum(jnp.sort(q, axis=1), axis=1) * 0.1
+            + jnp.argmax(q, axis=1)[:, None] - jnp.argmin(q, axis=0)[None, :], v), (m,)),
     ]
 
 

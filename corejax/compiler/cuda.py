@@ -5,9 +5,9 @@ static, so reshapes and squeezes are aliases and every kernel indexes flat buffe
 - fused groups: one generated kernel each (compiler/cuda_codegen.py), threefry2x32 included;
 - dot_general, layout ops, gather, scatter / scatter-add, sort, argmax/argmin, cumsum,
   windowed reductions and convolution: hand-written kernels (compiler/cuda_kernels.py);
-- while / scan with small values: the whole loop as one single-block kernel launch
-  (compiler/cuda_loops.py);
-- cond, and bigger while / scan: driven from the host (the predicate / branch index is read
+- cond / while / scan with small values: the whole loop (or the branch choice) as one
+  single-block kernel launch (compiler/cuda_loops.py);
+- bigger cond / while / scan: driven from the host (the predicate / branch index is read
   back, the sub-programs run as CUDA executables of their own; scan slices xs as device views
   and writes ys with the copy kernel);
 - anything else: a *host fallback* (operands copied to the host, the NumPy impl, results
@@ -461,14 +461,10 @@ class CudaExecutable:
         return self._axis_step("cumsum", src, x, out, eqn.params["axis"])
 
     def _k_sort(self, eqn):
-        """lax.sort as one bitonic-sort kernel, a block per lane (cuda_kernels.sort_source)."""
+        """lax.sort as one bitonic-sort kernel, a block per lane (cuda_kernels.sort_plan)."""
         if any(type(v) is Literal for v in eqn.invars):
             return None
-        dim, num_keys = eqn.params["dimension"], eqn.params["num_keys"]
-        shape = eqn.invars[0].aval.shape
-        pre, n, post = _size(shape[:dim]), shape[dim], _size(shape[dim + 1:])
-        lanes, P = pre * post, 1 << max(0, (n - 1).bit_length())
-        src = K.sort_source([v.aval.dtype for v in eqn.invars[:num_keys]], len(eqn.invars))
+        src, lanes, n, post, P = K.sort_plan(eqn)
         from numba import types, from_dtype
         arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
         self._kernel("sort", src, [arr(v.aval.dtype) for v in eqn.invars] +
@@ -631,18 +627,13 @@ class CudaExecutable:
         return run
 
     def _k_gather(self, eqn):
-        from corejax.lax.indexing import GatherScatterMode, _default_fill
         op, idx = eqn.invars
         out = eqn.outvars[0]
-        p = eqn.params
         if type(op) is Literal or type(idx) is Literal or not op.aval.shape:
             return None
         dt = np.dtype(out.aval.dtype)
-        fill_mode = p["mode"] is GatherScatterMode.FILL_OR_DROP
-        fill = _default_fill(dt) if p["fill_value"] is None else p["fill_value"]
-        fslot = self._const(np.asarray([fill], dt))
-        src = K.gather_source(op.aval.shape, idx.aval.shape, out.aval.shape,
-                              p["dimension_numbers"], p["slice_sizes"], fill_mode, dt)
+        src, fill = K.gather_plan(eqn)
+        fslot = self._const(fill)
         from numba import types, from_dtype
         arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
         self._kernel("gather", src, [arr(dt), arr(idx.aval.dtype), arr(dt), arr(dt)])
@@ -656,42 +647,21 @@ class CudaExecutable:
 
     def _k_scatter(self, eqn):
         """scatter / scatter-add as one kernel over the update elements (cuda_kernels'
-        scatter_source), after a device copy of the operand; the index maps (where each
-        element sits in its window, where it is read from the updates, each window's
-        batching offset) are computed here as the impl lays them out."""
-        from corejax.lax.indexing import GatherScatterMode, _scatter_window
+        scatter_plan), after a device copy of the operand."""
         operand, indices, updates = eqn.invars
         out = eqn.outvars[0]
-        kind = eqn.primitive.name
-        shape, dt = operand.aval.shape, np.dtype(out.aval.dtype)
-        if any(type(v) is Literal for v in eqn.invars) or not shape:
+        if any(type(v) is Literal for v in eqn.invars):
             return None
-        if kind == "scatter-add" and dt.name not in K.SCATTER_ATOMIC_ADD:
+        plan = K.scatter_plan(eqn)
+        if plan is None:
             return None
-        dn = eqn.params["dimension_numbers"]
-        window = _scatter_window(dn, len(shape), updates.aval.shape)
-        batch = indices.aval.shape[:-1]
-        n, w = _size(batch), _size(window)
-        total = n * w
-        strides = _cstrides(shape)
-        scatter_dims = [d for d in range(updates.aval.ndim) if d not in dn.update_window_dims]
-        um = np.transpose(np.arange(_size(updates.aval.shape)).reshape(updates.aval.shape),
-                          scatter_dims + list(dn.update_window_dims)).reshape(-1)
-        rel = np.arange(_size(shape)).reshape(shape)[tuple(slice(0, k) for k in window)]
-        coords = np.indices(batch).reshape(len(batch), -1) if batch else np.zeros((0, 1), int)
-        base = np.zeros(max(n, 1), np.int64)
-        for od, idim in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims):
-            base[:n] += coords[idim] * strides[od]
-        index_dims = [(k, strides[d]) for k, d in enumerate(dn.scatter_dims_to_operand_dims)]
-        hi = [shape[d] - window[d] for d in dn.scatter_dims_to_operand_dims]
-        src = K.scatter_source(kind, shape, index_dims, indices.aval.shape[-1], w, hi,
-                               eqn.params["mode"] is not GatherScatterMode.CLIP, dt)
+        src, maps, total, w = plan
+        dt = np.dtype(out.aval.dtype)
         from numba import types, from_dtype
         arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
-        self._kernel(kind, src, [arr(dt), arr(indices.aval.dtype), arr(dt), arr(np.int64),
-                                 arr(np.int64), arr(np.int64), types.int64, types.int64])
-        maps = [self._const(np.ascontiguousarray(m, np.int64).reshape(-1))
-                for m in (rel.reshape(-1), um, base)]
+        self._kernel(eqn.primitive.name, src, [arr(dt), arr(indices.aval.dtype), arr(dt)] +
+                     [arr(np.int64)] * 3 + [types.int64, types.int64])
+        maps = [self._const(m) for m in maps]
         s_op, s_idx, s_upd, s_o = (self._slot(v) for v in (operand, indices, updates, out))
         alloc = self._alloc
 
@@ -711,6 +681,9 @@ class CudaExecutable:
         return CudaExecutable(closed, self.device)
 
     def _k_cond(self, eqn):
+        compiled = self._compiled_loop(eqn)
+        if compiled is not None:
+            return compiled
         branches = [self._sub(b) for b in eqn.params["branches"]]
         for b in branches:
             self._adopt(b, "cond branch")
@@ -731,9 +704,10 @@ class CudaExecutable:
         if loop is None:
             self._note = f"host-driven: {reason}"
             return None
-        self._kernel(f"{eqn.primitive.name}: the whole loop, one block", loop.source,
+        what = "branch" if eqn.primitive.name == "cond" else "loop"
+        self._kernel(f"{eqn.primitive.name}: the whole {what}, one block", loop.source,
                      loop.argtypes())
-        self._note = "the whole loop in one launch"
+        self._note = f"the whole {what} in one launch"
         ins = [self._atom(v) for v in eqn.invars]
         outs = [self._slot(v) for v in eqn.outvars]
 

@@ -372,14 +372,14 @@ def cumsum_source(dtype, reverse: bool) -> str:
     return _kernel(["src", "dst", "total", "n", "inner"], _grid_loop("total", body))
 
 
-def sort_source(key_dtypes, n_operands: int) -> str:
+def sort_source(key_dtypes, n_operands: int, less_name: str = "less") -> str:
     """lax.sort along the middle axis of (pre, n, post) operands, one block per lane: a bitonic
     sort of the lane's positions (padded to P, a power of two, in `perm`, P ints per lane)
     under "keys lexicographically, NaN after every number, then the original position" -- a
     total order, so the result is the stable sort's (np.argsort / np.lexsort with
     kind="stable"), also for is_stable=False, whose order of ties is unspecified -- then every
     operand gathered through the permutation. Padding positions sort after every element."""
-    less = ["def less(a, b, base, post, n, " + ", ".join(f"k{i}" for i in range(len(key_dtypes)))
+    less = [f"def {less_name}(a, b, base, post, n, " + ", ".join(f"k{i}" for i in range(len(key_dtypes)))
             + "):", "    if a >= n:", "        return False", "    if b >= n:",
             "        return True"]
     for i, dt in enumerate(key_dtypes):
@@ -392,7 +392,7 @@ def sort_source(key_dtypes, n_operands: int) -> str:
         else:
             less += ["    if u < v:", "        return True", "    if v < u:",
                      "        return False"]
-    less += ["    return a < b", "less = cuda.jit(device=True)(less)", ""]
+    less += ["    return a < b", f"{less_name} = cuda.jit(device=True)({less_name})", ""]
     keys = ", ".join(f"x{i}" for i in range(len(key_dtypes)))
     xs = [f"x{i}" for i in range(n_operands)]
     ys = [f"y{i}" for i in range(n_operands)]
@@ -416,9 +416,9 @@ def sort_source(key_dtypes, n_operands: int) -> str:
         "                    a = perm[pb + i]",
         "                    b = perm[pb + l]",
         "                    if (i & k) == 0:",
-        f"                        swap = less(b, a, base, post, n, {keys})",
+        f"                        swap = {less_name}(b, a, base, post, n, {keys})",
         "                    else:",
-        f"                        swap = less(a, b, base, post, n, {keys})",
+        f"                        swap = {less_name}(a, b, base, post, n, {keys})",
         "                    if swap:",
         "                        perm[pb + i] = b",
         "                        perm[pb + l] = a",
@@ -547,6 +547,50 @@ def conv_source(nsp: int, dtype) -> str:
 SCATTER_ATOMIC_ADD = ("int32", "uint32", "int64", "uint64", "float32", "float64")
 
 
+def scatter_plan(eqn):
+    """(source, [rel, um, base] int64 maps, total, window size) of a scatter / scatter-add
+    equation (see scatter_source), or None where it stays on the host (rank-0 operand, a
+    dtype without an atomic add, another combiner). The maps are laid out as the impl lays
+    out its windows."""
+    from corejax.lax.indexing import GatherScatterMode, _scatter_window
+    operand, indices, updates = eqn.invars
+    kind = eqn.primitive.name
+    shape, dt = operand.aval.shape, np.dtype(eqn.outvars[0].aval.dtype)
+    if not shape or kind not in ("scatter", "scatter-add") or (
+            kind == "scatter-add" and dt.name not in SCATTER_ATOMIC_ADD):
+        return None
+    dn = eqn.params["dimension_numbers"]
+    window = _scatter_window(dn, len(shape), updates.aval.shape)
+    batch = indices.aval.shape[:-1]
+    size = lambda sh: int(np.prod(sh, dtype=np.int64))
+    n, w = size(batch), size(window)
+    strides = [size(shape[d + 1:]) for d in range(len(shape))]
+    scatter_dims = [d for d in range(updates.aval.ndim) if d not in dn.update_window_dims]
+    um = np.transpose(np.arange(size(updates.aval.shape)).reshape(updates.aval.shape),
+                      scatter_dims + list(dn.update_window_dims)).reshape(-1)
+    rel = np.arange(size(shape)).reshape(shape)[tuple(slice(0, k) for k in window)]
+    coords = np.indices(batch).reshape(len(batch), -1) if batch else np.zeros((0, 1), int)
+    base = np.zeros(max(n, 1), np.int64)
+    for od, idim in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims):
+        base[:n] += coords[idim] * strides[od]
+    index_dims = [(k, strides[d]) for k, d in enumerate(dn.scatter_dims_to_operand_dims)]
+    hi = [shape[d] - window[d] for d in dn.scatter_dims_to_operand_dims]
+    src = scatter_source(kind, shape, index_dims, indices.aval.shape[-1], w, hi,
+                         eqn.params["mode"] is not GatherScatterMode.CLIP, dt)
+    maps = [np.ascontiguousarray(m, np.int64).reshape(-1) for m in (rel.reshape(-1), um, base)]
+    return src, maps, n * w, w
+
+
+def sort_plan(eqn, less_name: str = "less"):
+    """(source, lanes, n, post, P) of a sort equation (see sort_source)."""
+    dim, num_keys = eqn.params["dimension"], eqn.params["num_keys"]
+    shape = eqn.invars[0].aval.shape
+    size = lambda sh: int(np.prod(sh, dtype=np.int64))
+    pre, n, post = size(shape[:dim]), shape[dim], size(shape[dim + 1:])
+    src = sort_source([v.aval.dtype for v in eqn.invars[:num_keys]], len(eqn.invars), less_name)
+    return src, pre * post, n, post, 1 << max(0, (n - 1).bit_length())
+
+
 def scatter_source(kind: str, operand_shape, index_dims, n_index: int, window_size: int,
                    hi, check: bool, dtype) -> str:
     """lax.scatter / scatter-add into `out` (already a copy of the operand), one thread per
@@ -572,6 +616,18 @@ def scatter_source(kind: str, operand_shape, index_dims, n_index: int, window_si
     body += ["if ok:", f"    {store}"]
     return _kernel(["out", "idx", "upd", "rel", "um", "base", "total", "wsize"],
                    _grid_loop("total", body))
+
+
+def gather_plan(eqn):
+    """(source, fill value as a 1-element array) of a gather equation (see gather_source)."""
+    from corejax.lax.indexing import GatherScatterMode, _default_fill
+    op, idx = eqn.invars
+    out, p = eqn.outvars[0], eqn.params
+    dt = np.dtype(out.aval.dtype)
+    fill = _default_fill(dt) if p["fill_value"] is None else p["fill_value"]
+    src = gather_source(op.aval.shape, idx.aval.shape, out.aval.shape, p["dimension_numbers"],
+                        p["slice_sizes"], p["mode"] is GatherScatterMode.FILL_OR_DROP, dt)
+    return src, np.asarray([fill], dt)
 
 
 def gather_source(operand_shape, indices_shape, out_shape, dn, slice_sizes, fill_mode: bool,

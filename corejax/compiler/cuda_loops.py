@@ -1,6 +1,7 @@
 """Small loops on CUDA compiled whole: a while / scan (fori lowers to either) whose values are
 small becomes ONE kernel launch of one thread block that runs every iteration on the device,
-instead of a host loop launching the body's kernels and reading the predicate back.
+instead of a host loop launching the body's kernels and reading the predicate back. A small
+cond likewise becomes one launch that picks its branch on the device (no read-back).
 
 A small loop on a GPU is bound by launches and read-backs, not arithmetic (a few microseconds
 each, per step and per iteration); one block of REDUCE_BLOCK threads holding the whole loop
@@ -17,9 +18,12 @@ loop kernel, each followed by `cuda.syncthreads()`:
   to `arange`; dynamic_slice / dynamic_update_slice add a clamped run-time offset to such a
   map; iota and layout ops of literals are constants;
 - dot_general: one thread per output element, at most DOT_MAX_MACS multiply-adds;
+- gather, scatter / scatter-add, sort, cumsum, argmax / argmin: the CUDA backend's own
+  kernels (compiler/cuda_kernels.py), whose grid-stride and block-per-lane loops run on the
+  one block as device functions;
 - nested cond / while / scan are emitted inline (every thread reads the same predicate or
   branch index after a barrier, so all of them take the same path through the barriers).
-Anything else (sorts, scatters, gathers, host callbacks, convolutions, ...) raises
+Anything else (scatter-mul/min/max, host callbacks, convolutions, windows, ...) raises
 `Unsupported`, and the caller keeps the host-driven loop.
 
 Intermediate values live in one scratch buffer per dtype (views sliced in the kernel: a
@@ -34,7 +38,7 @@ import threading
 import numpy as np
 
 from corejax.array import to_numpy
-from corejax.core import Literal, Var
+from corejax.core import Literal, ShapedArray
 from corejax.compiler import cuda_codegen, cuda_kernels as K
 from corejax.compiler.fusion import FusedGroup, partition
 from corejax.compiler.passes import run_passes
@@ -83,8 +87,9 @@ class _Module:
         self._n += 1
         return f"{prefix}_{self._n}"
 
-    def alloc(self, aval) -> str:
-        _check(aval)
+    def alloc(self, aval, check: bool = True) -> str:
+        if check:
+            _check(aval)
         dt = np.dtype(aval.dtype).name
         n = _size(aval.shape)
         off = self.scratch.get(dt, 0)
@@ -321,6 +326,68 @@ class _Emitter:
                                    f"{o}[t] = {acc}"], ind) + [_sync(ind)]
         env[out] = o
 
+    # --- steps with hand-written kernels: their grid-stride sources as device functions -------
+
+    def _axis(self, eqn, src, axis, env, lines, ind):
+        x, out = eqn.invars[0], eqn.outvars[0]
+        shape = x.aval.shape
+        n, inner = shape[axis], _size(shape[axis + 1:])
+        o = self.m.alloc(out.aval)
+        fn = self.m.device_fn(src)
+        lines += [f"{ind}{fn}({self.buffer(x, env)}, {o}, {_size(shape[:axis]) * inner}, {n}, "
+                  f"{inner})", _sync(ind)]
+        env[out] = o
+
+    def lower_cumsum(self, eqn, env, lines, ind):
+        src = K.cumsum_source(eqn.outvars[0].aval.dtype, eqn.params["reverse"])
+        self._axis(eqn, src, eqn.params["axis"], env, lines, ind)
+
+    def lower_argmax(self, eqn, env, lines, ind, kind="argmax"):
+        src = K.argreduce_source(kind, eqn.invars[0].aval.dtype, eqn.outvars[0].aval.dtype)
+        self._axis(eqn, src, eqn.params["axes"][0], env, lines, ind)
+
+    def lower_argmin(self, eqn, env, lines, ind):
+        self.lower_argmax(eqn, env, lines, ind, "argmin")
+
+    def lower_gather(self, eqn, env, lines, ind):
+        op, idx = eqn.invars
+        out = eqn.outvars[0]
+        if not op.aval.shape:
+            raise Unsupported("a gather from a rank-0 operand")
+        src, fill = K.gather_plan(eqn)
+        fn, o = self.m.device_fn(src), self.m.alloc(out.aval)
+        lines += [f"{ind}{fn}({self.buffer(op, env)}, {self.buffer(idx, env)}, {o}, "
+                  f"{self.m.const(fill, fill.dtype)})", _sync(ind)]
+        env[out] = o
+
+    def lower_scatter(self, eqn, env, lines, ind):
+        operand, indices, updates = eqn.invars
+        out = eqn.outvars[0]
+        plan = K.scatter_plan(eqn)
+        if plan is None:
+            raise Unsupported(f"the primitive {eqn.primitive.name} on {out.aval.str_short()}")
+        src, maps, total, w = plan
+        o = self.m.alloc(out.aval)
+        lines += self.copy(o, self.buffer(operand, env), _size(out.aval.shape), ind)
+        lines.append(_sync(ind))
+        if total:
+            args = [o, self.buffer(indices, env), self.buffer(updates, env)] + \
+                [self.m.const(m, np.int64) for m in maps] + [str(total), str(w)]
+            lines += [f"{ind}{self.m.device_fn(src)}({', '.join(args)})", _sync(ind)]
+        env[out] = o
+
+    lower_scatter_add = lower_scatter
+
+    def lower_sort(self, eqn, env, lines, ind):
+        src, lanes, n, post, P = K.sort_plan(eqn, self.m.fresh("less"))
+        outs = [self.m.alloc(v.aval) for v in eqn.outvars]
+        if lanes and n:
+            perm = self.m.alloc(ShapedArray((lanes * P,), np.int64), check=False)
+            args = [self.buffer(v, env) for v in eqn.invars] + outs + \
+                [perm, str(lanes), str(n), str(post), str(P)]
+            lines += [f"{ind}{self.m.device_fn(src)}({', '.join(args)})", _sync(ind)]
+        env.update(zip(eqn.outvars, outs))
+
     # --- control flow --------------------------------------------------------------------------
 
     def carry_update(self, carry, outs, avals, ind) -> list:
@@ -399,21 +466,24 @@ class _Emitter:
                            outs[nk:], ind)
         env.update(zip(eqn.outvars, outs))
 
-    def lower_cond(self, eqn, env, lines, ind):
-        branches = eqn.params["branches"]
-        idx, *ops = eqn.invars
-        outs = [self.m.alloc(v.aval) for v in eqn.outvars]
+    def cond(self, params, ins, outs, ind) -> list:
+        """The branch `ins[0]` selects (clamped into range), computing into `outs`: every
+        thread reads the same index after a barrier, so all take the same branch."""
+        branches = params["branches"]
         br = self.m.fresh("br")
-        lines += _clamp(br, self.scalar(idx, env), len(branches) - 1, ind)
-        ins = [self.buffer(v, env) for v in ops]
+        lines = _clamp(br, f"{ins[0]}[0]", len(branches) - 1, ind)
         for k, closed in enumerate(branches):
             head = "if" if k == 0 else "elif" if k + 1 < len(branches) else "else"
             lines.append(f"{ind}{head}{'' if head == 'else' else f' {br} == {k}'}:")
-            body, res = self.closed(closed, ins, ind + "    ")
-            for o, r, v in zip(outs, res, eqn.outvars):
-                body += self.copy(o, r, _size(v.aval.shape), ind + "    ")
+            body, res = self.closed(closed, ins[1:], ind + "    ")
+            for o, r, a in zip(outs, res, closed.out_avals):
+                body += self.copy(o, r, _size(a.shape), ind + "    ")
             lines += body or [f"{ind}    pass"]
-        lines.append(_sync(ind))
+        return lines + [_sync(ind)]
+
+    def lower_cond(self, eqn, env, lines, ind):
+        outs = [self.m.alloc(v.aval) for v in eqn.outvars]
+        lines += self.cond(eqn.params, [self.buffer(v, env) for v in eqn.invars], outs, ind)
         env.update(zip(eqn.outvars, outs))
 
 
@@ -425,7 +495,7 @@ _lock = threading.Lock()
 
 
 class CudaLoop:
-    """A while / scan equation as one single-block kernel: `run(operands) -> results` on
+    """A while / scan / cond equation as one single-block kernel: `run(operands) -> results` on
     flat device buffers (no synchronization)."""
 
     def __init__(self, eqn):
@@ -442,6 +512,10 @@ class CudaLoop:
         elif name == "scan":
             nk = eqn.params["num_carry"]
             body = em.scan(eqn.params, ins, outs[:nk], outs[nk:], "    ")
+        elif name == "cond":
+            for a in eqn.params["branches"][0].out_avals:
+                _check(a)
+            body = em.cond(eqn.params, ins, outs, "    ")
         else:
             raise Unsupported(f"the primitive {name}")
         self.scratch = sorted(m.scratch.items())
