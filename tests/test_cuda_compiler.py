@@ -6,9 +6,8 @@ Host fallbacks of the CUDA backend (each listed in `as_text()` with its reason):
 
 | primitive                          | reason                                           |
 |------------------------------------|--------------------------------------------------|
-| scatter-mul/min/max                | no atomic form that keeps NumPy's semantics      |
-| scatter / scatter-add with a rank-0| nothing to index; scatter-add of int8/16, bool:  |
-| or literal operand                 | no atomic add                                    |
+| scatters with a rank-0 or literal  | nothing to index; scatter-add of int8/16, bool,  |
+| operand, or of small dtypes        | mul/min/max of 8/16-bit: no atomic for them      |
 | gather with a rank-0 operand       | nothing to index (NumPy broadcast)               |
 | effectful primitives (debug print) | a host callback by nature                        |
 | any primitive not listed in cuda.py| no CUDA kernel (e.g. float16/complex groups that |
@@ -106,13 +105,17 @@ def test_outputs_stay_on_device_and_feed_the_next_call():
 
 def test_as_text_lists_kernels_and_fallbacks():
     idx = np.array([2, 0, 2], np.int32)
-    f = lambda x, i: jnp.exp(x).at[i].max(1.5) @ jnp.ones((4, 2))
-    closed = jax.make_jaxpr(f)(np.ones((3, 4), np.float32), idx)
+    # int16 has no atomic add: that scatter-add runs on the host
+    f = lambda x, c, i: (jnp.exp(x) @ jnp.ones((4, 2)), c.at[i].add(jnp.int16(3)))
+    c = np.arange(4, dtype=np.int16)
+    closed = jax.make_jaxpr(f)(np.ones((3, 4), np.float32), c, idx)
     exe = compile_jaxpr(closed, "cuda")
     text = exe.as_text()
-    assert "HOST FALLBACK scatter-max" in text and "device kernel dot_general" in text
+    assert "HOST FALLBACK scatter-add" in text and "device kernel dot_general" in text
     assert "def kernel(" in text and "cuda.shared.array" in text
     x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
-    want = np.exp(x)
-    np.maximum.at(want, idx, 1.5)
-    np.testing.assert_allclose(_host(exe(x, idx)[0]), want @ np.ones((4, 2)), rtol=1e-5)
+    got = exe(x, c, idx)
+    np.testing.assert_allclose(_host(got[0]), np.exp(x) @ np.ones((4, 2)), rtol=1e-5)
+    want = c.copy()
+    np.add.at(want, idx, 3)
+    np.testing.assert_array_equal(_host(got[1]), want)

@@ -207,6 +207,14 @@ def program_cases():
               (_f32((3, 5), 13), np.array([4, 0, 4], np.int32))))
     c.append(("gather_grad", jax.grad(lambda p, i: jnp.sum(jnp.tanh(p[i]) ** 2)),
               (v, np.array([5, 1, 5, 2], np.int32))))
+    vn = v.copy()
+    vn[1, 2] = np.nan
+    rep = np.array([1, 3, 1, 1], np.int32)
+    c.append(("scatter_min_max_nan", lambda p, i: (p.at[i].min(jnp.full((4, 4), 0.25)),
+                                                   p.at[i].max(-p[i[::-1]])), (vn, rep)))
+    c.append(("scatter_mul", lambda p, i: p.at[i].multiply(1.5), (v, rep)))
+    c.append(("scatter_int_min_mul", lambda p, i: (p.at[i].min(-2), p.at[i].multiply(3)),
+              (xi, np.array([2, 0, 2], np.int32))))
     # sorts: NaN last, ties in input order (stable), several keys, lanes along an inner axis,
     # lengths that are not powers of two, integer and boolean keys
     srt = np.array([[3.0, np.nan, -1.0, 3.0, 0.5, -np.inf, 2.0],
@@ -430,5 +438,16 @@ def test_scatter_add_kernels_compile_for_every_atomic_dtype(ptx, x64_on):
     for name in K.SCATTER_ATOMIC_ADD:
         x = np.arange(12).reshape(6, 2).astype(name)
         exe = _plan(lambda p, i: p.at[i].add(p[i]), (x, np.array([1, 4, 1], np.int32)))
+        assert not exe.fallbacks, (name, exe.fallbacks)
+        ptx(exe)
+
+
+def test_scatter_cas_kernels_compile_for_every_dtype(ptx, x64_on):
+    from corejax.compiler import cuda_kernels as K
+    for name in K.SCATTER_CAS:
+        x = np.arange(12).reshape(6, 2).astype(name)
+        i = np.array([1, 4, 1], np.int32)
+        exe = _plan(lambda p, i: (p.at[i].min(p[i]), p.at[i].max(p[i]), p.at[i].multiply(p[i])),
+                    (x, i))
         assert not exe.fallbacks, (name, exe.fallbacks)
         ptx(exe)

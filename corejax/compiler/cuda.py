@@ -3,8 +3,8 @@
 Every value of a program lives in a flat (1-D, C-contiguous) numba device array; shapes are
 static, so reshapes and squeezes are aliases and every kernel indexes flat buffers. Steps:
 - fused groups: one generated kernel each (compiler/cuda_codegen.py), threefry2x32 included;
-- dot_general, layout ops, gather, scatter / scatter-add, sort, argmax/argmin, cumsum,
-  windowed reductions and convolution: hand-written kernels (compiler/cuda_kernels.py);
+- dot_general, layout ops, gather, scatters, sort, argmax/argmin, cumsum, windowed
+  reductions and convolution: hand-written kernels (compiler/cuda_kernels.py);
 - cond / while / scan with small values: the whole loop (or the branch choice) as one
   single-block kernel launch (compiler/cuda_loops.py);
 - bigger cond / while / scan: driven from the host (the predicate / branch index is read
@@ -646,8 +646,8 @@ class CudaExecutable:
         return run
 
     def _k_scatter(self, eqn):
-        """scatter / scatter-add as one kernel over the update elements (cuda_kernels'
-        scatter_plan), after a device copy of the operand."""
+        """A scatter as one kernel over the update elements (cuda_kernels' scatter_plan),
+        after a device copy of the operand."""
         operand, indices, updates = eqn.invars
         out = eqn.outvars[0]
         if any(type(v) is Literal for v in eqn.invars):
@@ -657,10 +657,13 @@ class CudaExecutable:
             return None
         src, maps, total, w = plan
         dt = np.dtype(out.aval.dtype)
+        view = K.SCATTER_CAS.get(dt.name) if eqn.primitive.name not in (
+            "scatter", "scatter-add") else None
         from numba import types, from_dtype
         arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
         self._kernel(eqn.primitive.name, src, [arr(dt), arr(indices.aval.dtype), arr(dt)] +
-                     [arr(np.int64)] * 3 + [types.int64, types.int64])
+                     [arr(np.int64)] * 3 + [types.int64, types.int64] +
+                     ([arr(view)] if view else []))
         maps = [self._const(m) for m in maps]
         s_op, s_idx, s_upd, s_o = (self._slot(v) for v in (operand, indices, updates, out))
         alloc = self._alloc
@@ -670,8 +673,11 @@ class CudaExecutable:
             o.copy_to_device(env[s_op])
             if total:
                 K.load(src)[K.grid_for(total), K.BLOCK](
-                    o, env[s_idx], env[s_upd], *[env[m] for m in maps], total, w)
+                    o, env[s_idx], env[s_upd], *[env[m] for m in maps], total, w,
+                    *([o.view(view)] if view else []))
         return run
+
+    _k_scatter_mul = _k_scatter_min = _k_scatter_max = _k_scatter
 
     _k_scatter_add = _k_scatter
 
@@ -840,7 +846,7 @@ _FALLBACK_REASONS = {
     "gather": "rank-0 operand or literal operands",
     "scatter": "literal or rank-0 operands",
     "scatter-add": "literal or rank-0 operands, or a dtype without an atomic add",
-    "scatter-mul": "no atomic multiply: runs on the host",
-    "scatter-min": "runs on the host (NumPy's NaN-propagating minimum)",
-    "scatter-max": "runs on the host (NumPy's NaN-propagating maximum)",
+    "scatter-mul": "literal or rank-0 operands, or a dtype of other than 32 or 64 bits",
+    "scatter-min": "literal or rank-0 operands, or a dtype of other than 32 or 64 bits",
+    "scatter-max": "literal or rank-0 operands, or a dtype of other than 32 or 64 bits",
 }

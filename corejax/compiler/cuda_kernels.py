@@ -543,21 +543,28 @@ def conv_source(nsp: int, dtype) -> str:
 # --- gather --------------------------------------------------------------------------------------
 
 # Scatters on the device: "scatter" stores, "scatter-add" adds atomically (dtypes with a
-# hardware atomic add); the others run on the host.
+# hardware atomic add), "scatter-mul/min/max" combine in a compare-and-swap loop on the bits
+# (through an integer view of the output, for dtypes of 32 or 64 bits).
 SCATTER_ATOMIC_ADD = ("int32", "uint32", "int64", "uint64", "float32", "float64")
+SCATTER_CAS = {"float32": "int32", "float64": "int64", "int32": "int32", "int64": "int64",
+               "uint32": "uint32", "uint64": "uint64"}
+# NumPy's combiners (np.multiply / minimum / maximum .at: NaN wins a min or max), with the
+# value already in the output as `c` and the update as `v`
+_CAS_COMBINE = {"scatter-mul": "c * v", "scatter-min": "c if (c <= v or c != c) else v",
+                "scatter-max": "c if (c >= v or c != c) else v"}
 
 
 def scatter_plan(eqn):
-    """(source, [rel, um, base] int64 maps, total, window size) of a scatter / scatter-add
-    equation (see scatter_source), or None where it stays on the host (rank-0 operand, a
-    dtype without an atomic add, another combiner). The maps are laid out as the impl lays
-    out its windows."""
+    """(source, [rel, um, base] int64 maps, total, window size) of a scatter equation (see
+    scatter_source), or None where it stays on the host (rank-0 operand, a dtype without the
+    atomic it needs). The maps are laid out as the impl lays out its windows. The kernels of
+    scatter-mul/min/max take one more argument: the output viewed as SCATTER_CAS[dtype]."""
     from corejax.lax.indexing import GatherScatterMode, _scatter_window
     operand, indices, updates = eqn.invars
     kind = eqn.primitive.name
     shape, dt = operand.aval.shape, np.dtype(eqn.outvars[0].aval.dtype)
-    if not shape or kind not in ("scatter", "scatter-add") or (
-            kind == "scatter-add" and dt.name not in SCATTER_ATOMIC_ADD):
+    if not shape or (kind == "scatter-add" and dt.name not in SCATTER_ATOMIC_ADD) or (
+            kind in _CAS_COMBINE and dt.name not in SCATTER_CAS):
         return None
     dn = eqn.params["dimension_numbers"]
     window = _scatter_window(dn, len(shape), updates.aval.shape)
@@ -599,23 +606,36 @@ def scatter_source(kind: str, operand_shape, index_dims, n_index: int, window_si
     [0, hi_k] times its dim's stride (`index_dims`: (component, stride) pairs); under `check`
     a window not wholly inside is dropped. rel[q] places the element in its window, um[t]
     reads it from the updates. Repeated windows: a store's winner is unspecified, sums
-    accumulate in an unspecified order (as on JAX's GPU backend)."""
+    accumulate in an unspecified order (as on JAX's GPU backend); mul / min / max retry a
+    compare-and-swap of the element's bits (`outi`, the output's integer view) until no other
+    thread changed it in between."""
     body = ["j = t // wsize", "q = t - j * wsize", "off = base[j]", "ok = True"]
     for (k, stride), h in zip(index_dims, hi):
         body.append(f"s = np.int64(idx[j * {n_index} + {k}])")
         if check:
             body.append(f"ok = ok and s >= 0 and s <= {h}")
         body += [f"s = s if s < {h} else {h}", "s = s if s > 0 else 0", f"off += s * {stride}"]
-    value = f"{np_name(dtype)}(upd[um[t]])"
+    T = np_name(dtype)
+    value = f"{T}(upd[um[t]])"
+    args = ["out", "idx", "upd", "rel", "um", "base", "total", "wsize"]
     if kind == "scatter":
-        store = f"out[off + rel[q]] = {value}"
+        store = [f"out[off + rel[q]] = {value}"]
     elif kind == "scatter-add":
-        store = f"cuda.atomic.add(out, off + rel[q], {value})"
+        store = [f"cuda.atomic.add(out, off + rel[q], {value})"]
+    elif kind in _CAS_COMBINE:
+        args.append("outi")
+        I = np_name(np.dtype(SCATTER_CAS[np.dtype(dtype).name]))
+        same = I == T
+        store = ["a = off + rel[q]", f"v = {value}", "old = outi[a]", "while True:",
+                 f"    c = {'old' if same else f'bitcast(old, {T})'}",
+                 f"    new = {T}({_CAS_COMBINE[kind]})",
+                 f"    prev = cuda.atomic.cas(outi, a, old, "
+                 f"{'new' if same else f'bitcast(new, {I})'})",
+                 "    if prev == old:", "        break", "    old = prev"]
     else:
         raise ValueError(f"no device scatter for {kind!r}")
-    body += ["if ok:", f"    {store}"]
-    return _kernel(["out", "idx", "upd", "rel", "um", "base", "total", "wsize"],
-                   _grid_loop("total", body))
+    body += ["if ok:"] + [f"    {line}" for line in store]
+    return _kernel(args, _grid_loop("total", body))
 
 
 def gather_plan(eqn):

@@ -363,7 +363,8 @@ class _Emitter:
     def lower_scatter(self, eqn, env, lines, ind):
         operand, indices, updates = eqn.invars
         out = eqn.outvars[0]
-        plan = K.scatter_plan(eqn)
+        plan = K.scatter_plan(eqn) if eqn.primitive.name in ("scatter", "scatter-add") \
+            else None              # (mul/min/max need an integer view of the output)
         if plan is None:
             raise Unsupported(f"the primitive {eqn.primitive.name} on {out.aval.str_short()}")
         src, maps, total, w = plan
