@@ -107,7 +107,7 @@ def cases(jax_like, jnp, lax):
                                                         np.ones(64, np.float32))),
         "fori 1000 x row write, (1000,64) buf": (fill_rows, (np.zeros((1000, 64), np.float32),)),
         "fori 100 x MLP SGD step (64x8-32-3)": (train_mlp, (mlp,)),
-        "scan 100 x RNN 32x256 (BLAS: Python)": (rnn_blas, (np.zeros((32, 256), np.float32),
+        "scan 100 x RNN 32x256 (BLAS calls)": (rnn_blas, (np.zeros((32, 256), np.float32),
                                                        xs_big)),
         "fori 1000 x sort[16]": (sort_steps, (x16,)),
         "fori 1000 x unstable sort (host call)": (host_steps, (x16,)),

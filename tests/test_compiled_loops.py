@@ -385,14 +385,45 @@ def test_unsupported_bodies_fall_back_correctly(monkeypatch):
     compiled_calls = loops.stats["compiled_calls"]
     check(monkeypatch, inner, x3, compiled=False)     # the outer loop is Python-driven ...
     assert loops.stats["compiled_calls"] > compiled_calls    # ... its inner loop compiled
-    big = jnp.asarray(np.random.RandomState(4).randn(96, 96) / 96, jnp.float32)
-    blas = lambda m: fori_loop(0, 2, lambda i, v: jnp.tanh(v @ big), m)   # noqa: E731
-    check(monkeypatch, blas, big, compiled=False)         # a BLAS-sized dot
+    big = jnp.asarray(np.random.RandomState(4).randn(4, 96, 96) / 96, jnp.float32)
+    batched = lambda m: fori_loop(0, 2, lambda i, v: jnp.tanh(v @ big), m)   # noqa: E731
+    check(monkeypatch, batched, big, compiled=False)      # a batched BLAS-sized dot
     with pytest.raises(loops.Unsupported, match="BLAS-sized dot_general"):
-        _built_loop(blas, big)
+        _built_loop(batched, big)
     half = jnp.asarray([1.0, 2.0], jnp.float16)
     check(monkeypatch, lambda c: fori_loop(0, 3, lambda i, v: v * 1.5, c), half,
           compiled=False)
+
+
+@pytest.mark.parametrize("m,k,n", [(96, 96, 96), (32, 784, 512), (8, 600, 64)])
+def test_blas_sized_products_call_blas_from_the_compiled_loop(monkeypatch, m, k, n):
+    """(96^3: OpenBLAS unchunked; 784: the executor's reduction chunks; 8x600x64: a small
+    product, one thread in the executor.) The bits are the Python-driven loop's."""
+    from corejax.compiler import blas
+    if blas.gemm_symbol(np.float32) is None:
+        pytest.skip("no cblas_sgemm to call from compiled code here")
+    r = np.random.RandomState(5)
+    w = jnp.asarray(r.randn(k, n) / k, jnp.float32)
+    u = jnp.asarray(r.randn(n, k) / n, jnp.float32)
+    x = jnp.asarray(r.randn(m, k), jnp.float32)
+    f = lambda x: fori_loop(0, 3, lambda i, v: jnp.tanh(v @ w) @ u + v * 0.5, x)  # noqa: E731
+    check(monkeypatch, f, x)
+    assert "call_gemm" in _built_loop(f, x).source
+    # transposed operands (the gradient's products) are read in place with the BLAS flag
+    check(monkeypatch, lambda x: jax.grad(lambda x: jnp.sum(f(x) ** 2))(x), x)
+
+
+def test_an_rnn_with_blas_sized_cells_differentiates_in_compiled_loops(monkeypatch):
+    r = np.random.RandomState(6)
+    w = jnp.asarray(r.randn(256, 256) / 16, jnp.float32)
+    xs = jnp.asarray(r.randn(20, 32, 256), jnp.float32)
+
+    def loss(w):
+        h, _ = lax.scan(lambda h, x: (jnp.tanh(h @ w + x),) * 2, jnp.zeros((32, 256)), xs)
+        return jnp.mean(h ** 2)
+
+    grads = check(monkeypatch, jax.grad(loss), w, tol=1e-4)
+    assert np.isfinite(np.asarray(grads)).all()
 
 
 def test_generated_source_is_cached_module():

@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-__all__ = ["matmul", "GemmSite"]
+__all__ = ["matmul", "GemmSite", "gemm_symbol", "plan_for"]
 
 # GEMMs below this many flops run on one thread: waking OpenBLAS's workers costs more there.
 MIN_FLOPS = 1 << 22
@@ -37,8 +37,9 @@ MAX_CHUNKS = 8
 MIN_CHUNK = 32
 
 
-def _find_threads_api():
-    """(get_num_threads, set_num_threads) of the OpenBLAS NumPy's matmul calls, or None."""
+def _openblas_symbol(prefixes, name, suffixes=("64_", "")):
+    """(function, suffix) of the first `prefix + name + suffix` that the OpenBLAS NumPy's
+    matmul calls exports (a 64_ suffix marks the ILP64 interface), or None."""
     root = os.path.dirname(np.__path__[0])
     paths = glob.glob(os.path.join(root, "numpy.libs", "*openblas*")) + \
         glob.glob(os.path.join(np.__path__[0], ".dylibs", "*openblas*"))
@@ -53,14 +54,53 @@ def _find_threads_api():
             lib = ctypes.CDLL(path)
         except OSError:
             continue
-        for prefix in ("scipy_openblas_", "openblas_"):
-            for suffix in ("64_", ""):
-                try:
-                    get = getattr(lib, f"{prefix}get_num_threads{suffix}")
-                    set_ = getattr(lib, f"{prefix}set_num_threads{suffix}")
-                except AttributeError:
-                    continue
-                return get, set_
+        for prefix in prefixes:
+            for suffix in suffixes:
+                fn = getattr(lib, f"{prefix}{name}{suffix}", None)
+                if fn is not None:
+                    return fn, suffix
+    return None
+
+
+def gemm_symbol(dtype):
+    """(address, ilp64) of the cblas_sgemm / cblas_dgemm in the OpenBLAS NumPy's matmul
+    calls, for compiled code to call directly, or None (another BLAS, another dtype)."""
+    dt = np.dtype(dtype)
+    if dt not in (np.float32, np.float64):
+        return None
+    found = _openblas_symbol(("scipy_cblas_", "cblas_"), ("s" if dt == np.float32 else "d") +
+                             "gemm")
+    if found is None:
+        return None
+    return ctypes.cast(found[0], ctypes.c_void_p).value, found[1] == "64_"
+
+
+def plan_for(m, k, n, a_transposed, b_transposed, dtype, any_size=False):
+    """The reduction chunks `matmul` uses for such a product (see `GemmSite`): k bounds, or ()
+    where OpenBLAS's threads run it unchunked, or None where it runs on one thread unchunked
+    (a small product). Compiled loops call BLAS with the same chunks, for the same bits."""
+    dt = np.dtype(dtype)
+    if _adaptive is None or dt.char not in "fdFD":
+        return (0, k)
+    if 2 * m * n * k < MIN_FLOPS and not any_size:
+        return None
+    a = np.empty((k, m), dt).T if a_transposed else np.empty((m, k), dt)
+    b = np.empty((n, k), dt).T if b_transposed else np.empty((k, n), dt)
+    with _adaptive._lock:
+        try:
+            return _adaptive._plan(a, b, np.empty((m, n), dt))
+        finally:
+            _adaptive._set(_adaptive.threads)
+
+
+def _find_threads_api():
+    """(get_num_threads, set_num_threads) of the OpenBLAS NumPy's matmul calls, or None."""
+    for prefix in ("scipy_openblas_", "openblas_"):
+        get = _openblas_symbol((prefix,), "get_num_threads")
+        if get is not None:
+            set_ = _openblas_symbol((prefix,), "set_num_threads", (get[1],))
+            if set_ is not None:
+                return get[0], set_[0]
     return None
 
 

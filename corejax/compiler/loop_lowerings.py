@@ -1,7 +1,7 @@
 """The nopython lowerings of compiled loops' data steps (compiler/loops.py emits the loop
 itself, fused groups and control flow): layout ops as gathers through static index maps,
-dynamic slices, gather / scatter, argmax / argmin, cumsum, stable sorts and
-small dots.
+dynamic slices, gather / scatter, argmax / argmin, cumsum, stable sorts, small dots as loops
+and big ones as direct BLAS calls.
 
 Each `lower_<primitive>(eqn, env, lines, ind)` appends source lines to `lines` (indented by
 `ind`) computing the equation on flat buffers named in `env`, and binds its outputs there. The
@@ -18,9 +18,8 @@ from corejax.compiler.scalar_ctx import literal
 
 __all__ = ["DataLowerings", "DOT_MAX_MACS", "np_name", "size", "copy_lines"]
 
-# A 64x64 @ 64x64 product. Past this BLAS beats the loop matmul, and a BLAS call made from
-# inside a compiled loop measured slower than the same loop driven from Python (0.8x for a
-# 32x256 @ 256x256 RNN cell; OpenBLAS's own threads fare far worse there), so such loops stay
+# A 64x64 @ 64x64 product. Past this a BLAS call beats the loop matmul: float matrix products
+# call cblas_?gemm from the compiled loop (DataLowerings._blas_dot); others keep the loop
 # Python-driven.
 DOT_MAX_MACS = 1 << 18
 
@@ -382,6 +381,71 @@ class DataLowerings:
         lines += [f"{ind}for {q} in range({idx.size}):", f"{ind}    {o}[{q}] = {src}[{m}[{q}]]"]
         return o
 
+    def _blas_dot(self, eqn, ldims, rdims, sizes, env, lines, ind) -> bool:
+        """A BLAS-sized float matrix product as direct cblas_?gemm calls (kernel_lib.call_gemm
+        on the address of the OpenBLAS NumPy uses), split over the reduction exactly as the
+        executor's BLAS step splits it (blas.plan_for), with the operands read in place with
+        the transpose flag where the executor's np.matmul reads a transposed view: the loop
+        computes the bits the Python-driven loop computes. False where that cannot be
+        promised (batched or vector products, mixed dtypes, no such BLAS)."""
+        from corejax.compiler import blas
+        lhs, rhs = eqn.invars
+        out = eqn.outvars[0]
+        (lb, lf, lc), (rb, rc, rf) = ldims, rdims
+        B, M, N, K = sizes
+        dt = np.dtype(out.aval.dtype)
+        symbol = blas.gemm_symbol(dt)
+        if symbol is None or B != 1 or min(M, N, K) < 2 or \
+                lhs.aval.dtype != dt or rhs.aval.dtype != dt:
+            return False
+
+        def layout(x, rows, cols):
+            """(buffer, transposed) of x as a (rows, cols) matrix; transposed: stored (cols,
+            rows). A matrix that is neither gets a C-ordered copy, as _as_matrices makes."""
+            ident = lambda perm: np.array_equal(
+                np.transpose(np.arange(size(x.aval.shape)).reshape(x.aval.shape),
+                             perm).reshape(-1), np.arange(size(x.aval.shape)))
+            if ident(rows + cols):
+                return self.buffer(x, env), False
+            if ident(cols + rows):
+                return self.buffer(x, env), True
+            return self._as_matrices(x, rows + cols, env, lines, ind), False
+
+        a, ta = layout(lhs, tuple(lf), tuple(lc))
+        c, tc = layout(rhs, tuple(rc), tuple(rf))
+        chunks = blas.plan_for(M, K, N, ta, tc, dt)
+        if chunks is None:
+            # a small product, one unchunked call on one thread in the executor: the loop's
+            # call (on OpenBLAS's threads) agrees where one chunk is a thread-invariant plan
+            if blas.plan_for(M, K, N, ta, tc, dt, any_size=True) != (0, K):
+                return False
+            chunks = (0, K)
+        elif not chunks:
+            chunks = (0, K)         # unchunked on OpenBLAS's threads, as in the executor
+        addr, ilp64 = symbol
+        I = "np.int64" if ilp64 else "np.int32"
+        T = np_name(dt)
+        fn = self.m.index_map([addr])
+        o = self.m.alloc(out.aval)
+        partial = self.m.alloc(out.aval) if len(chunks) > 2 else None
+        for j, (lo, hi) in enumerate(zip(chunks, chunks[1:])):
+            # a chunk of the reduction: columns lo:hi of a (M, K) matrix, rows of a (K, N) one
+            a_off = lo * M if ta else lo
+            c_off = lo if tc else lo * N
+            target = o if j == 0 else partial
+            lines.append(
+                f"{ind}call_gemm({fn}[0], np.int32(101), np.int32({112 if ta else 111}), "
+                f"np.int32({112 if tc else 111}), {I}({M}), {I}({N}), {I}({hi - lo}), {T}(1), "
+                f"{a}[{a_off}:], {I}({M if ta else K}), {c}[{c_off}:], {I}({K if tc else N}), "
+                f"{T}(0), {target}, {I}({N}))")
+            if j:
+                q = self.m.fresh("q")
+                lines += [f"{ind}for {q} in range({M * N}):",
+                          f"{ind}    {o}[{q}] = {o}[{q}] + {partial}[{q}]"]
+        self.m.imports.add("from corejax.compiler.kernel_lib import call_gemm")
+        env[out] = o
+        return True
+
     def lower_dot_general(self, eqn, env, lines, ind):
         lhs, rhs = eqn.invars
         out = eqn.outvars[0]
@@ -393,7 +457,10 @@ class DataLowerings:
         M, N = size([ls[i] for i in lf]), size([rs[i] for i in rf])
         dt = np.dtype(out.aval.dtype)
         if B * M * N * K > DOT_MAX_MACS:
-            self.unsupported(f"a BLAS-sized dot_general ({B * M * N * K} multiply-adds)")
+            if self._blas_dot(eqn, (lb, lf, lc), (rb, rc, rf), (B, M, N, K), env, lines, ind):
+                return
+            self.unsupported(f"a BLAS-sized dot_general ({B * M * N * K} multiply-adds) "
+                             "that BLAS cannot be called for from compiled code")
         if dt.kind not in "iuf":
             from corejax.compiler import cpu   # the executor's BLAS call, for the same bits
             self.host(eqn, getattr(cpu, "_blas_dot_general", eqn.primitive.impl), env, lines,

@@ -12,8 +12,10 @@ lowerings are in compiler/loop_lowerings.py):
   primitives' own impls applied to `arange` (so they cannot disagree with them);
   dynamic_slice / dynamic_update_slice add a clamped run-time offset to such a map;
 - dot_general becomes a loop matmul (numba's np.dot needs SciPy, which corejax does not depend
-  on), for at most DOT_MAX_MACS multiply-adds; a loop with a bigger dot stays Python-driven
-  (the executor's BLAS call);
+  on) up to DOT_MAX_MACS multiply-adds; a bigger float matrix product calls cblas_?gemm of
+  NumPy's OpenBLAS directly (kernel_lib.call_gemm), split over the reduction as the executor's
+  BLAS step splits it (compiler/blas.py), so the bits stay the Python-driven loop's; a loop
+  with a bigger batched or vector product stays Python-driven;
 - nested cond / while / scan are emitted inline;
 - gather, scatter / scatter-add / scatter-mul, argmax / argmin, cumsum and stable sorts
   (a merge sort) are loops following the impls' order of updates (so the same bits);
@@ -25,8 +27,8 @@ Every buffer is allocated once per call, before the loop; each iteration writes 
 values into them, then a new carry value the body computed trades buffers with the old carry
 (a swap of two local names, no copy), and any other (a passthrough, a constant, another
 carry's old value) is copied over it. ys are written by index into preallocated stacks.
-Bodies with effects (debug callbacks), BLAS-sized dots or values Numba kernels do not handle
-(float16, complex) raise `Unsupported`, and the caller keeps the Python-driven loop.
+Bodies with effects (debug callbacks), batched BLAS-sized dots or values Numba kernels do not
+handle (float16, complex) raise `Unsupported`, and the caller keeps the Python-driven loop.
 
 The module source (kernels, then `kernel`, the loop) is cached on disk by diskcache exactly
 like fused kernels: keyed by its text, compiled with `cache=True`. Compile-time constants (the
