@@ -459,3 +459,13 @@ def test_compiled_loops_load_from_the_disk_cache_in_a_new_process(tmp_path):
     compiled, _ = probe()
     assert compiled >= 1
     assert probe() == (0, compiled)        # everything comes back from the cache
+
+
+def test_a_product_of_a_matrix_with_its_transpose_stays_python_driven(monkeypatch):
+    # NumPy's matmul computes x @ x.T with syrk, whose bits a gemm call need not reproduce
+    from corejax.compiler import blas
+    if blas.gemm_symbol(np.float32) is None:
+        pytest.skip("no cblas_sgemm to call from compiled code here")
+    x = jnp.asarray(np.random.RandomState(7).randn(96, 96) / 96, jnp.float32)
+    f = lambda x: fori_loop(0, 2, lambda i, v: jnp.tanh(v @ v.T), x)   # noqa: E731
+    check(monkeypatch, f, x, compiled=False)

@@ -413,6 +413,8 @@ class DataLowerings:
 
         a, ta = layout(lhs, tuple(lf), tuple(lc))
         c, tc = layout(rhs, tuple(rc), tuple(rf))
+        if a == c and ta != tc:
+            return False        # x @ x.T: NumPy's matmul calls syrk there, not gemm
         chunks = blas.plan_for(M, K, N, ta, tc, dt)
         if chunks is None:
             # a small product, one unchunked call on one thread in the executor: the loop's
