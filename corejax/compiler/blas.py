@@ -5,7 +5,7 @@ OpenBLAS parallelizes a GEMM well (on the 2-core test machine its two threads be
 single-threaded calls over halves of the output by 10-15%: they share the packed panels), but
 its workers spin, and when another process holds a core a threaded call can take three times
 as long as a single-threaded one. So each dot_general call site times both and runs the faster
-one, trying the other now and then (`_GemmSite`).
+one, trying the other now and then (`GemmSite`).
 
 Switching must not change results: the same seed and config give bitwise-identical parameters
 whatever the load was. OpenBLAS's threads split the output, not the reduction, but its
@@ -189,8 +189,15 @@ class _AdaptiveBlas:
         chunks = ()
         if 2 * m * n * k <= MAX_TEST_FLOPS:
             rng = np.random.default_rng(0)
-            ta = rng.standard_normal((k, m) if key[3] else (m, k)).astype(out.dtype)
-            tb = rng.standard_normal((n, k) if key[4] else (k, n)).astype(out.dtype)
+
+            def random(shape):
+                x = rng.standard_normal(shape)
+                if out.dtype.kind == "c":
+                    x = x + 1j * rng.standard_normal(shape)
+                return x.astype(out.dtype)
+
+            ta = random((k, m) if key[3] else (m, k))
+            tb = random((n, k) if key[4] else (k, n))
             ta, tb = (ta.T if key[3] else ta), (tb.T if key[4] else tb)
             partial = np.empty_like(out)
             for parts in range(1, MAX_CHUNKS + 1):
