@@ -84,13 +84,8 @@ def plan_for(m, k, n, a_transposed, b_transposed, dtype, any_size=False):
         return (0, k)
     if 2 * m * n * k < MIN_FLOPS and not any_size:
         return None
-    a = np.empty((k, m), dt).T if a_transposed else np.empty((m, k), dt)
-    b = np.empty((n, k), dt).T if b_transposed else np.empty((k, n), dt)
-    with _adaptive._lock:
-        try:
-            return _adaptive._plan(a, b, np.empty((m, n), dt))
-        finally:
-            _adaptive._set(_adaptive.threads)
+    with _adaptive.lock:
+        return _adaptive.plan(m, k, n, a_transposed, b_transposed, dt)
 
 
 def _find_threads_api():
@@ -165,7 +160,7 @@ class _AdaptiveBlas:
     def __init__(self, threads_api):
         self._get, self._set = threads_api
         self.threads = int(self._get())
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         self._plans: dict = {}
 
     def _product(self, a, b, out, chunks, partial):
@@ -178,11 +173,11 @@ class _AdaptiveBlas:
             np.matmul(a[:, lo:hi], b[lo:hi], out=partial)
             np.add(out, partial, out=out)
 
-    def _plan(self, a, b, out):
-        m, k = a.shape
-        n = b.shape[1]
-        key = (m, k, n, a.flags.f_contiguous and not a.flags.c_contiguous,
-               b.flags.f_contiguous and not b.flags.c_contiguous, out.dtype)
+    def plan(self, m, k, n, a_transposed, b_transposed, dtype):
+        """The reduction chunks of an (m, k) @ (k, n) product (see the module docstring),
+        tested once per shape, layout and dtype; the caller holds `lock`."""
+        dt = np.dtype(dtype)
+        key = (m, k, n, a_transposed, b_transposed, dt)
         chunks = self._plans.get(key)
         if chunks is not None:
             return chunks
@@ -192,26 +187,28 @@ class _AdaptiveBlas:
 
             def random(shape):
                 x = rng.standard_normal(shape)
-                if out.dtype.kind == "c":
+                if dt.kind == "c":
                     x = x + 1j * rng.standard_normal(shape)
-                return x.astype(out.dtype)
+                return x.astype(dt)
 
-            ta = random((k, m) if key[3] else (m, k))
-            tb = random((n, k) if key[4] else (k, n))
-            ta, tb = (ta.T if key[3] else ta), (tb.T if key[4] else tb)
-            partial = np.empty_like(out)
-            for parts in range(1, MAX_CHUNKS + 1):
-                if parts > 1 and k // parts < MIN_CHUNK:
-                    break
-                bounds = tuple(k * i // parts for i in range(parts + 1))
-                one, many = np.empty_like(out), np.empty_like(out)
-                self._set(1)
-                self._product(ta, tb, one, bounds, partial)
+            ta = random((k, m)).T if a_transposed else random((m, k))
+            tb = random((n, k)).T if b_transposed else random((k, n))
+            partial = np.empty((m, n), dt)
+            try:
+                for parts in range(1, MAX_CHUNKS + 1):
+                    if parts > 1 and k // parts < MIN_CHUNK:
+                        break
+                    bounds = tuple(k * i // parts for i in range(parts + 1))
+                    one, many = np.empty((m, n), dt), np.empty((m, n), dt)
+                    self._set(1)
+                    self._product(ta, tb, one, bounds, partial)
+                    self._set(self.threads)
+                    self._product(ta, tb, many, bounds, partial)
+                    if np.array_equal(one, many, equal_nan=True):
+                        chunks = bounds
+                        break
+            finally:
                 self._set(self.threads)
-                self._product(ta, tb, many, bounds, partial)
-                if np.array_equal(one, many, equal_nan=True):
-                    chunks = bounds
-                    break
         self._plans[key] = chunks
         return chunks
 
@@ -219,14 +216,15 @@ class _AdaptiveBlas:
         """out[...] = a @ b for 2-D operands BLAS reads without a copy. Concurrent callers
         take turns: OpenBLAS's thread count is process-wide."""
         m, n = out.shape
-        with self._lock:
+        with self.lock:
             try:
                 if 2 * m * n * a.shape[1] < MIN_FLOPS:
                     self._set(1)
                     np.matmul(a, b, out=out)
                     return
                 if site.chunks is None:
-                    site.chunks = self._plan(a, b, out)
+                    site.chunks = self.plan(m, a.shape[1], n, _transposed(a), _transposed(b),
+                                            out.dtype)
                 if not site.chunks:
                     np.matmul(a, b, out=out)
                     return
@@ -240,6 +238,11 @@ class _AdaptiveBlas:
                 site.record(mode, time.perf_counter() - start)
             finally:
                 self._set(self.threads)
+
+
+def _transposed(x) -> bool:
+    """Whether BLAS reads the 2-D matrix x with its transpose flag (a transposed C array)."""
+    return x.flags.f_contiguous and not x.flags.c_contiguous
 
 
 def _make():

@@ -68,7 +68,6 @@ class CudaExecutable:
         self.kernels: list = []       # (label, source, argtypes) of every launch
         self.plan: list = []          # one line per step for as_text
         self.fallbacks: list = []     # (primitive name, reason)
-        self._note = None             # a builder's remark for its plan line
         self._slots: dict = {}
         jaxpr = self.optimized.jaxpr
         self._host_template: list = []
@@ -125,10 +124,10 @@ class CudaExecutable:
         builder = getattr(self, "_k_" + name.replace("-", "_"), None)
         outs = " ".join(v.aval.str_short() for v in eqn.outvars)
         if builder is not None and eqn.primitive not in registry.effectful:
-            self._note = None
             run = builder(eqn)
             if run is not None:
-                note = f" ({self._note})" if self._note else ""
+                note = getattr(run, "note", None)         # (control flow: compiled or not)
+                note = f" ({note})" if note else ""
                 self.plan.append(f"step {i}: device kernel {name}{note} -> {outs}")
                 return run
         reason = _FALLBACK_REASONS.get(name, "no CUDA kernel for this primitive")
@@ -655,18 +654,15 @@ class CudaExecutable:
         plan = K.scatter_plan(eqn)
         if plan is None:
             return None
-        src, maps, total, w = plan
-        dt = np.dtype(out.aval.dtype)
-        view = K.SCATTER_CAS.get(dt.name) if eqn.primitive.name not in (
-            "scatter", "scatter-add") else None
+        dt, view = np.dtype(out.aval.dtype), plan.view
         from numba import types, from_dtype
         arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
-        self._kernel(eqn.primitive.name, src, [arr(dt), arr(indices.aval.dtype), arr(dt)] +
-                     [arr(np.int64)] * 3 + [types.int64, types.int64] +
-                     ([arr(view)] if view else []))
-        maps = [self._const(m) for m in maps]
+        self._kernel(eqn.primitive.name, plan.source,
+                     [arr(dt), arr(indices.aval.dtype), arr(dt)] + [arr(np.int64)] * 3 +
+                     [types.int64, types.int64] + ([arr(view)] if view else []))
+        maps = [self._const(m) for m in plan.maps]
         s_op, s_idx, s_upd, s_o = (self._slot(v) for v in (operand, indices, updates, out))
-        alloc = self._alloc
+        alloc, src, total, w = self._alloc, plan.source, plan.total, plan.window
 
         def run(env):
             o = env[s_o] = alloc(out.aval)
@@ -677,9 +673,7 @@ class CudaExecutable:
                     *([o.view(view)] if view else []))
         return run
 
-    _k_scatter_mul = _k_scatter_min = _k_scatter_max = _k_scatter
-
-    _k_scatter_add = _k_scatter
+    _k_scatter_add = _k_scatter_mul = _k_scatter_min = _k_scatter_max = _k_scatter
 
     # --- control flow ----------------------------------------------------------------------
 
@@ -687,9 +681,9 @@ class CudaExecutable:
         return CudaExecutable(closed, self.device)
 
     def _k_cond(self, eqn):
-        compiled = self._compiled_loop(eqn)
-        if compiled is not None:
-            return compiled
+        return self._control_flow(eqn, self._host_cond)
+
+    def _host_cond(self, eqn):
         branches = [self._sub(b) for b in eqn.params["branches"]]
         for b in branches:
             self._adopt(b, "cond branch")
@@ -703,29 +697,30 @@ class CudaExecutable:
                 env[s] = r
         return run
 
-    def _compiled_loop(self, eqn):
-        """The loop as one single-block kernel (compiler/cuda_loops.py), or None with the
-        reason noted in the plan."""
+    def _control_flow(self, eqn, host_driven):
+        """A cond / while / scan as one single-block kernel (compiler/cuda_loops.py), else as
+        `host_driven` builds it; the run's `note` says which (and why) in the plan."""
         loop, reason = cuda_loops.compile_loop(eqn)
         if loop is None:
-            self._note = f"host-driven: {reason}"
-            return None
+            run = host_driven(eqn)
+            run.note = f"host-driven: {reason}"
+            return run
         what = "branch" if eqn.primitive.name == "cond" else "loop"
         self._kernel(f"{eqn.primitive.name}: the whole {what}, one block", loop.source,
                      loop.argtypes())
-        self._note = f"the whole {what} in one launch"
         ins = [self._atom(v) for v in eqn.invars]
         outs = [self._slot(v) for v in eqn.outvars]
 
         def run(env):
             for s, r in zip(outs, loop.run([env[s] for s in ins])):
                 env[s] = r
+        run.note = f"the whole {what} in one launch"
         return run
 
     def _k_while(self, eqn):
-        compiled = self._compiled_loop(eqn)
-        if compiled is not None:
-            return compiled
+        return self._control_flow(eqn, self._host_while)
+
+    def _host_while(self, eqn):
         p = eqn.params
         cond, body = self._sub(p["cond_jaxpr"]), self._sub(p["body_jaxpr"])
         self._adopt(cond, "while cond")
@@ -744,9 +739,9 @@ class CudaExecutable:
         return run
 
     def _k_scan(self, eqn):
-        compiled = self._compiled_loop(eqn)
-        if compiled is not None:
-            return compiled
+        return self._control_flow(eqn, self._host_scan)
+
+    def _host_scan(self, eqn):
         p = eqn.params
         body = self._sub(p["jaxpr"])
         self._adopt(body, "scan body")

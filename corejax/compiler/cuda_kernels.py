@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math as _pymath
 import threading
+from typing import NamedTuple
 
 import numpy as np
 from numba import config as _nb_config, cuda
@@ -379,9 +380,9 @@ def sort_source(key_dtypes, n_operands: int, less_name: str = "less") -> str:
     total order, so the result is the stable sort's (np.argsort / np.lexsort with
     kind="stable"), also for is_stable=False, whose order of ties is unspecified -- then every
     operand gathered through the permutation. Padding positions sort after every element."""
-    less = [f"def {less_name}(a, b, base, post, n, " + ", ".join(f"k{i}" for i in range(len(key_dtypes)))
-            + "):", "    if a >= n:", "        return False", "    if b >= n:",
-            "        return True"]
+    key_args = ", ".join(f"k{i}" for i in range(len(key_dtypes)))
+    less = [f"def {less_name}(a, b, base, post, n, {key_args}):", "    if a >= n:",
+            "        return False", "    if b >= n:", "        return True"]
     for i, dt in enumerate(key_dtypes):
         dt = np.dtype(dt)
         cast = "np.int8" if dt.kind == "b" else ""
@@ -554,17 +555,30 @@ _CAS_COMBINE = {"scatter-mul": "c * v", "scatter-min": "c if (c <= v or c != c) 
                 "scatter-max": "c if (c >= v or c != c) else v"}
 
 
-def scatter_plan(eqn):
-    """(source, [rel, um, base] int64 maps, total, window size) of a scatter equation (see
-    scatter_source), or None where it stays on the host (rank-0 operand, a dtype without the
-    atomic it needs). The maps are laid out as the impl lays out its windows. The kernels of
-    scatter-mul/min/max take one more argument: the output viewed as SCATTER_CAS[dtype]."""
-    from corejax.lax.indexing import GatherScatterMode, _scatter_window
+class ScatterPlan(NamedTuple):
+    """A scatter kernel (see scatter_source) and its launch: int64 maps `rel` (an element's
+    offset in its window), `um` (where update element t is read) and `base` (each window's
+    batching offset), the number of update elements, the window size, and `view`: the
+    integer dtype through which mul / min / max compare-and-swap the output, else None."""
+    source: str
+    maps: list
+    total: int
+    window: int
+    view: str | None
+
+
+def scatter_plan(eqn) -> ScatterPlan | None:
+    """The ScatterPlan of a scatter equation, or None where it stays on the host (rank-0
+    operand, a dtype without the atomic it needs). The maps lay the windows out as the impl
+    does."""
+    from corejax.lax.indexing import (GatherScatterMode, _scatter_update_perm,
+                                      _scatter_window, _window_bases, _window_offsets)
     operand, indices, updates = eqn.invars
     kind = eqn.primitive.name
     shape, dt = operand.aval.shape, np.dtype(eqn.outvars[0].aval.dtype)
+    view = SCATTER_CAS.get(dt.name) if kind in _CAS_COMBINE else None
     if not shape or (kind == "scatter-add" and dt.name not in SCATTER_ATOMIC_ADD) or (
-            kind in _CAS_COMBINE and dt.name not in SCATTER_CAS):
+            kind in _CAS_COMBINE and view is None):
         return None
     dn = eqn.params["dimension_numbers"]
     window = _scatter_window(dn, len(shape), updates.aval.shape)
@@ -572,20 +586,17 @@ def scatter_plan(eqn):
     size = lambda sh: int(np.prod(sh, dtype=np.int64))
     n, w = size(batch), size(window)
     strides = [size(shape[d + 1:]) for d in range(len(shape))]
-    scatter_dims = [d for d in range(updates.aval.ndim) if d not in dn.update_window_dims]
     um = np.transpose(np.arange(size(updates.aval.shape)).reshape(updates.aval.shape),
-                      scatter_dims + list(dn.update_window_dims)).reshape(-1)
-    rel = np.arange(size(shape)).reshape(shape)[tuple(slice(0, k) for k in window)]
-    coords = np.indices(batch).reshape(len(batch), -1) if batch else np.zeros((0, 1), int)
-    base = np.zeros(max(n, 1), np.int64)
-    for od, idim in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims):
-        base[:n] += coords[idim] * strides[od]
+                      _scatter_update_perm(dn, updates.aval.ndim)).reshape(-1)
+    base = _window_bases(shape, batch, list(zip(dn.operand_batching_dims,
+                                                dn.scatter_indices_batching_dims)))
     index_dims = [(k, strides[d]) for k, d in enumerate(dn.scatter_dims_to_operand_dims)]
     hi = [shape[d] - window[d] for d in dn.scatter_dims_to_operand_dims]
     src = scatter_source(kind, shape, index_dims, indices.aval.shape[-1], w, hi,
                          eqn.params["mode"] is not GatherScatterMode.CLIP, dt)
-    maps = [np.ascontiguousarray(m, np.int64).reshape(-1) for m in (rel.reshape(-1), um, base)]
-    return src, maps, n * w, w
+    maps = [np.ascontiguousarray(m, np.int64).reshape(-1)
+            for m in (_window_offsets(shape, window), um, base if n else np.zeros(1))]
+    return ScatterPlan(src, maps, n * w, w, view)
 
 
 def sort_plan(eqn, less_name: str = "less"):

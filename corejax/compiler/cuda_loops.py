@@ -37,11 +37,10 @@ import threading
 
 import numpy as np
 
-from corejax.array import to_numpy
-from corejax.core import Literal, ShapedArray
+from corejax.core import ShapedArray
 from corejax.compiler import cuda_codegen, cuda_kernels as K
-from corejax.compiler.fusion import FusedGroup, partition
-from corejax.compiler.passes import run_passes
+from corejax.compiler.loop_lowerings import LayoutLowerings
+from corejax.compiler.loops import JaxprEmitter, Unsupported, check_dtype
 
 __all__ = ["CudaLoop", "Unsupported", "compile_loop", "LOOP_MAX_SIZE", "DOT_MAX_MACS", "stats"]
 
@@ -55,18 +54,12 @@ MAX_ARGS = 60
 stats = {"compiled": 0, "unsupported": 0}
 
 
-class Unsupported(Exception):
-    """A loop with a step that has no in-kernel form here; the message names it."""
-
-
 def _size(shape) -> int:
     return int(np.prod(shape, dtype=np.int64))
 
 
 def _check(aval):
-    dt = np.dtype(aval.dtype)
-    if not (dt.kind in "biu" or (dt.kind == "f" and dt.itemsize >= 4)):
-        raise Unsupported(f"a {dt} value")
+    check_dtype(aval)
     if _size(aval.shape) > LOOP_MAX_SIZE:
         raise Unsupported(f"a value of {_size(aval.shape)} elements (more than {LOOP_MAX_SIZE})")
 
@@ -110,6 +103,9 @@ class _Module:
         self.views.append(f"{name} = c_{dt}[{off}:{off + flat.size}]")
         return name
 
+    def index_map(self, idx) -> str:
+        return self.const(idx, np.int64)
+
     def device_fn(self, source: str) -> str:
         name = self.fn_names.get(source)
         if name is None:
@@ -117,11 +113,6 @@ class _Module:
             self.defs.append(source.replace("def kernel(", f"def {name}(", 1) +
                              f"{name} = cuda.jit(device=True)({name})\n")
         return name
-
-
-def _grid(n, body, ind) -> list:
-    return [f"{ind}for t in range(cuda.grid(1), {n}, cuda.gridsize(1)):"] + \
-        [f"{ind}    {line}" for line in body]
 
 
 def _clamp(name, value, hi, ind) -> list:
@@ -139,158 +130,39 @@ def _np(dt) -> str:
     return K.np_name(np.dtype(dt))
 
 
-class _Emitter:
+class _Emitter(LayoutLowerings, JaxprEmitter):
+    """JaxprEmitter and the layout lowerings, with a grid-stride loop over the block's threads
+    for each step and a barrier after it."""
+
+    check = staticmethod(_check)
+    in_place = frozenset()           # every update writes a copy
+
     def __init__(self, module: _Module):
         self.m = module
 
-    # --- atoms ---------------------------------------------------------------------------
+    def each(self, n, ind):
+        return [f"{ind}for t in range(cuda.grid(1), {n}, cuda.gridsize(1)):"], "t"
 
-    def buffer(self, atom, env) -> str:
-        if type(atom) is Literal:
-            return self.m.const(np.full(atom.aval.shape, atom.val), atom.aval.dtype)
-        return env[atom]
-
-    def scalar(self, atom, env) -> str:
-        if type(atom) is Literal:
-            return repr(np.asarray(atom.val).item())
-        return f"{env[atom]}[0]"
+    def barrier(self, ind) -> list:
+        return [_sync(ind)]
 
     def copy(self, dst, src, n, ind) -> list:
-        return _grid(n, [f"{dst}[t] = {src}[t]"], ind) if n else []
+        return self._loop(n, lambda t: [f"{dst}[{t}] = {src}[{t}]"], ind) if n else []
 
-    # --- Jaxprs ----------------------------------------------------------------------------
+    def clamp(self, name, value, hi, ind) -> list:
+        return _clamp(name, value, hi, ind)
 
-    def closed(self, closed, in_names, ind):
-        """Lines computing `closed` on the buffers `in_names`, and its output buffers."""
-        opt = run_passes(closed)
-        jaxpr = opt.jaxpr
-        env: dict = {}
-        for v, c in zip(jaxpr.constvars, opt.consts):
-            _check(v.aval)
-            env[v] = self.m.const(to_numpy(c), v.aval.dtype)
-        for v, n in zip(jaxpr.invars, in_names):
-            _check(v.aval)
-            env[v] = n
-        lines: list = []
-        for step in partition(jaxpr):
-            if isinstance(step, FusedGroup):
-                self.group(step, env, lines, ind)
-            else:
-                self.eqn(step.eqn, env, lines, ind)
-        return lines, [self.buffer(v, env) for v in jaxpr.outvars]
+    generate = staticmethod(cuda_codegen.generate)
 
-    def group(self, group, env, lines, ind):
-        try:
-            plan = cuda_codegen.generate(group)
-        except NotImplementedError as e:
-            raise Unsupported(f"a fused group with no CUDA lowering ({e})") from e
-        fn = self.m.device_fn(plan.source)
-        outs = plan.outputs + ([plan.reduction_out] if plan.reduction_out is not None else [])
-        for v in outs:
-            env[v] = self.m.alloc(v.aval)
+    def group_call(self, plan, outs, env, ind) -> list:
         args = [str(s) for s in plan.sizes] + [self.buffer(v, env) for v in plan.arrays] + \
-            [env[v] for v in outs] + [str(e) for e in plan.extra]
-        lines += [f"{ind}{fn}({', '.join(args)})", _sync(ind)]
+            outs + [str(e) for e in plan.extra]
+        return [f"{ind}{self.m.device_fn(plan.source)}({', '.join(args)})", _sync(ind)]
 
-    def eqn(self, eqn, env, lines, ind):
-        name = eqn.primitive.name
-        for v in eqn.outvars:
-            _check(v.aval)
-        if name in _LAYOUT and all(type(v) is Literal for v in eqn.invars):
-            value = eqn.primitive.impl(*[np.asarray(v.val, v.aval.dtype) for v in eqn.invars],
-                                       **eqn.params)
-            env[eqn.outvars[0]] = self.m.const(to_numpy(value), eqn.outvars[0].aval.dtype)
-            return
-        handler = getattr(self, "lower_" + name.replace("-", "_"), None)
-        if handler is None:
-            raise Unsupported(f"the primitive {name}")
-        handler(eqn, env, lines, ind)
-
-    # --- data steps --------------------------------------------------------------------------
-
-    def _gather(self, eqn, env, lines, ind):
-        x, out = eqn.invars[0], eqn.outvars[0]
-        src = self.buffer(x, env)
-        n = _size(x.aval.shape)
-        idx = np.asarray(eqn.primitive.impl(np.arange(n).reshape(x.aval.shape),
-                                            **eqn.params)).reshape(-1)
-        if np.array_equal(idx, np.arange(n)):
-            env[out] = src                      # the same elements in the same order
-            return
-        o, m = self.m.alloc(out.aval), self.m.const(idx, np.int64)
-        lines += _grid(idx.size, [f"{o}[t] = {src}[{m}[t]]"], ind) + [_sync(ind)]
-        env[out] = o
-
-    lower_broadcast_in_dim = lower_transpose = lower_reshape = lower_squeeze = \
-        lower_slice = lower_rev = lower_expand_dims = _gather
+    # --- data steps (layout ones: LayoutLowerings) --------------------------------------------
 
     def lower_copy(self, eqn, env, lines, ind):
         env[eqn.outvars[0]] = self.buffer(eqn.invars[0], env)
-
-    def lower_iota(self, eqn, env, lines, ind):
-        out = eqn.outvars[0]
-        env[out] = self.m.const(to_numpy(eqn.primitive.impl(**eqn.params)), out.aval.dtype)
-
-    def lower_pad(self, eqn, env, lines, ind):
-        x, pv = eqn.invars
-        out = eqn.outvars[0]
-        idx = np.asarray(eqn.primitive.impl(np.arange(_size(x.aval.shape)).reshape(x.aval.shape),
-                                            np.int64(-1), **eqn.params)).reshape(-1)
-        src, o, m = self.buffer(x, env), self.m.alloc(out.aval), self.m.const(idx, np.int64)
-        lines += _grid(idx.size, [f"j = {m}[t]",
-                                  f"{o}[t] = {src}[j] if j >= 0 else {self.scalar(pv, env)}"],
-                       ind) + [_sync(ind)]
-        env[out] = o
-
-    def lower_concatenate(self, eqn, env, lines, ind):
-        out, axis = eqn.outvars[0], eqn.params["dimension"]
-        tags = np.concatenate([np.full(v.aval.shape, k) for k, v in enumerate(eqn.invars)],
-                              axis).reshape(-1)
-        pos = np.concatenate([np.arange(_size(v.aval.shape)).reshape(v.aval.shape)
-                              for v in eqn.invars], axis).reshape(-1)
-        o = self.m.alloc(out.aval)
-        for k, v in enumerate(eqn.invars):
-            dst = np.nonzero(tags == k)[0]
-            if dst.size == 0:
-                continue
-            src = self.buffer(v, env)
-            d, s = self.m.const(dst, np.int64), self.m.const(pos[dst], np.int64)
-            lines += _grid(dst.size, [f"{o}[{d}[t]] = {src}[{s}[t]]"], ind)
-        lines.append(_sync(ind))
-        env[out] = o
-
-    def _window(self, x_aval, sizes, starts, env, lines, ind):
-        """The flat offset of a clamped dynamic window (every thread computes it), and the
-        window's index map at offset 0."""
-        shape = x_aval.shape
-        strides = [_size(shape[d + 1:]) for d in range(len(shape))]
-        off = self.m.fresh("off")
-        lines.append(f"{ind}{off} = 0")
-        for d, s in enumerate(starts):
-            if shape[d] == sizes[d]:
-                continue                    # the start clamps to 0
-            lines += _clamp("q", self.scalar(s, env), shape[d] - sizes[d], ind)
-            lines.append(f"{ind}{off} += q * {strides[d]}")
-        grid = np.arange(_size(shape)).reshape(shape)[tuple(slice(0, k) for k in sizes)]
-        return off, self.m.const(grid.reshape(-1), np.int64), grid.size
-
-    def lower_dynamic_slice(self, eqn, env, lines, ind):
-        x, *starts = eqn.invars
-        out = eqn.outvars[0]
-        off, m, n = self._window(x.aval, eqn.params["slice_sizes"], starts, env, lines, ind)
-        src, o = self.buffer(x, env), self.m.alloc(out.aval)
-        lines += _grid(n, [f"{o}[t] = {src}[{off} + {m}[t]]"], ind) + [_sync(ind)]
-        env[out] = o
-
-    def lower_dynamic_update_slice(self, eqn, env, lines, ind):
-        x, upd, *starts = eqn.invars
-        out = eqn.outvars[0]
-        o = self.m.alloc(out.aval)
-        lines += self.copy(o, self.buffer(x, env), _size(x.aval.shape), ind) + [_sync(ind)]
-        off, m, n = self._window(x.aval, upd.aval.shape, starts, env, lines, ind)
-        u = self.buffer(upd, env)
-        lines += _grid(n, [f"{o}[{off} + {m}[t]] = {u}[t]"], ind) + [_sync(ind)]
-        env[out] = o
 
     def lower_dot_general(self, eqn, env, lines, ind):
         lhs, rhs = eqn.invars
@@ -319,11 +191,10 @@ class _Emitter:
         c = reader(rhs, list(rb) + list(rc) + rf, f"(b * {Kd} + p) * {N} + j")
         T = _np(dt)
         o, acc = self.m.alloc(out.aval), self.m.fresh("acc")    # (one name per dtype)
-        lines += _grid(B * M * N, [f"b = t // {M * N}", f"r = t - b * {M * N}",
-                                   f"i = r // {N}", f"j = r - i * {N}", f"{acc} = {T}(0)",
-                                   f"for p in range({Kd}):",
-                                   f"    {acc} += {T}({a}) * {T}({c})",
-                                   f"{o}[t] = {acc}"], ind) + [_sync(ind)]
+        lines += self._loop(B * M * N, lambda t: [
+            f"b = {t} // {M * N}", f"r = {t} - b * {M * N}", f"i = r // {N}",
+            f"j = r - i * {N}", f"{acc} = {T}(0)", f"for p in range({Kd}):",
+            f"    {acc} += {T}({a}) * {T}({c})", f"{o}[{t}] = {acc}"], ind) + [_sync(ind)]
         env[out] = o
 
     # --- steps with hand-written kernels: their grid-stride sources as device functions -------
@@ -363,18 +234,17 @@ class _Emitter:
     def lower_scatter(self, eqn, env, lines, ind):
         operand, indices, updates = eqn.invars
         out = eqn.outvars[0]
-        plan = K.scatter_plan(eqn) if eqn.primitive.name in ("scatter", "scatter-add") \
-            else None              # (mul/min/max need an integer view of the output)
-        if plan is None:
+        plan = K.scatter_plan(eqn)
+        if plan is None or plan.view:      # (mul/min/max need an integer view of the output)
             raise Unsupported(f"the primitive {eqn.primitive.name} on {out.aval.str_short()}")
-        src, maps, total, w = plan
         o = self.m.alloc(out.aval)
         lines += self.copy(o, self.buffer(operand, env), _size(out.aval.shape), ind)
         lines.append(_sync(ind))
-        if total:
+        if plan.total:
             args = [o, self.buffer(indices, env), self.buffer(updates, env)] + \
-                [self.m.const(m, np.int64) for m in maps] + [str(total), str(w)]
-            lines += [f"{ind}{self.m.device_fn(src)}({', '.join(args)})", _sync(ind)]
+                [self.m.const(m, np.int64) for m in plan.maps] + [str(plan.total),
+                                                                   str(plan.window)]
+            lines += [f"{ind}{self.m.device_fn(plan.source)}({', '.join(args)})", _sync(ind)]
         env[out] = o
 
     lower_scatter_add = lower_scatter
@@ -449,7 +319,7 @@ class _Emitter:
         for y, o, a in zip(ys, outs[nk:], y_avals):
             n = _size(a.shape)
             if n:
-                lines += _grid(n, [f"{y}[{it} * {n} + t] = {o}[t]"], inner)
+                lines += self._loop(n, lambda t: [f"{y}[{it} * {n} + {t}] = {o}[{t}]"], inner)
         if ys:
             lines.append(_sync(inner))
         return lines + self.carry_update(carry, outs[:nk], avals, inner)
@@ -487,9 +357,6 @@ class _Emitter:
         lines += self.cond(eqn.params, [self.buffer(v, env) for v in eqn.invars], outs, ind)
         env.update(zip(eqn.outvars, outs))
 
-
-_LAYOUT = {"broadcast_in_dim", "transpose", "reshape", "squeeze", "slice", "rev", "iota",
-           "concatenate", "pad", "expand_dims"}
 
 _compiled: dict = {}
 _lock = threading.Lock()

@@ -16,7 +16,7 @@ import numpy as np
 from corejax.core import ShapedArray
 from corejax.compiler.scalar_ctx import literal
 
-__all__ = ["DataLowerings", "DOT_MAX_MACS", "np_name", "size", "copy_lines"]
+__all__ = ["DataLowerings", "LayoutLowerings", "DOT_MAX_MACS", "np_name", "size", "copy_lines"]
 
 # A 64x64 @ 64x64 product. Past this a BLAS call beats the loop matmul: float matrix products
 # call cblas_?gemm from the compiled loop (DataLowerings._blas_dot); others keep the loop
@@ -120,9 +120,32 @@ def copy_lines(dst, src, n, ind) -> list:
     return [f"{ind}{dst}[:] = {src}"]
 
 
-class DataLowerings:
-    """Mixin of the loop emitter: needs `self.m` (the module being generated), `self.buffer`,
-    `self.scalar`, `self.host`, `self.unsupported` and `self.in_place`."""
+class LayoutLowerings:
+    """Layout steps as gathers through index maps computed at build time, shared by the CPU
+    loop emitter (serial loops, the defaults here) and the CUDA one (compiler/cuda_loops.py:
+    grid-stride loops over the block's threads, a barrier after each step), which override
+    the loop flavour: `each`, `barrier`, `copy`, `clamp`. Needs `self.m` (alloc, index_map,
+    fresh), `self.buffer`, `self.scalar` and `self.in_place`."""
+
+    def each(self, n, ind):
+        """(header lines, element index name) of a loop over n elements."""
+        q = self.m.fresh("q")
+        return [f"{ind}for {q} in range({n}):"], q
+
+    def barrier(self, ind) -> list:
+        return []
+
+    def copy(self, dst, src, n, ind) -> list:
+        return copy_lines(dst, src, n, ind)
+
+    def clamp(self, name, value, hi, ind) -> list:
+        """`name` = int(value) clamped into [0, hi]."""
+        return [f"{ind}{name} = min(max(int({value}), 0), {hi})"]
+
+    def _loop(self, n, body, ind) -> list:
+        """A loop over n elements whose body lines `body(q)` use the element index q."""
+        head, q = self.each(n, ind)
+        return head + [f"{ind}    {line}" for line in body(q)]
 
     def _static_gather(self, eqn, env, lines, ind):
         x, out = eqn.invars[0], eqn.outvars[0]
@@ -137,8 +160,8 @@ class DataLowerings:
             env[out] = src                      # same elements in the same order: an alias
             return
         o, m = self.m.alloc(out.aval), self.m.index_map(idx)
-        q = self.m.fresh("q")
-        lines += [f"{ind}for {q} in range({idx.size}):", f"{ind}    {o}[{q}] = {src}[{m}[{q}]]"]
+        lines += self._loop(idx.size, lambda q: [f"{o}[{q}] = {src}[{m}[{q}]]"], ind)
+        lines += self.barrier(ind)
         env[out] = o
 
     lower_broadcast_in_dim = lower_transpose = lower_reshape = lower_squeeze = \
@@ -150,9 +173,11 @@ class DataLowerings:
         idx = np.asarray(eqn.primitive.impl(np.arange(size(x.aval.shape)).reshape(x.aval.shape),
                                             np.int64(-1), **eqn.params)).reshape(-1)
         src, o, m = self.buffer(x, env), self.m.alloc(out.aval), self.m.index_map(idx)
-        q, j = self.m.fresh("q"), self.m.fresh("j")
-        lines += [f"{ind}for {q} in range({idx.size}):", f"{ind}    {j} = {m}[{q}]",
-                  f"{ind}    {o}[{q}] = {src}[{j}] if {j} >= 0 else {self.scalar(pv, env)}"]
+        j, fill = self.m.fresh("j"), self.scalar(pv, env)
+        lines += self._loop(idx.size, lambda q: [f"{j} = {m}[{q}]",
+                                                 f"{o}[{q}] = {src}[{j}] if {j} >= 0 else {fill}"],
+                            ind)
+        lines += self.barrier(ind)
         env[out] = o
 
     def lower_concatenate(self, eqn, env, lines, ind):
@@ -167,13 +192,13 @@ class DataLowerings:
             if dst.size == 0:
                 continue
             src, d, s = self.buffer(v, env), self.m.index_map(dst), self.m.index_map(pos[dst])
-            q = self.m.fresh("q")
-            lines += [f"{ind}for {q} in range({dst.size}):",
-                      f"{ind}    {o}[{d}[{q}]] = {src}[{s}[{q}]]"]
+            lines += self._loop(dst.size, lambda q: [f"{o}[{d}[{q}]] = {src}[{s}[{q}]]"], ind)
+        lines += self.barrier(ind)
         env[out] = o
 
     def _window(self, x_aval, sizes, starts, env, lines, ind):
         """The flat offset of a clamped dynamic window, and the window's index map from it."""
+        from corejax.lax.indexing import _window_offsets
         shape = x_aval.shape
         strides = [size(shape[d + 1:]) for d in range(len(shape))]
         off = self.m.fresh("off")
@@ -181,19 +206,18 @@ class DataLowerings:
         for d, s in enumerate(starts):
             if shape[d] == sizes[d]:
                 continue                # the start clamps to 0
-            lines.append(f"{ind}{off} += min(max(int({self.scalar(s, env)}), 0), "
-                         f"{shape[d] - sizes[d]}) * {strides[d]}")
-        grid = np.arange(size(shape)).reshape(shape)[tuple(slice(0, k) for k in sizes)]
-        return off, grid.reshape(-1)
+            st = self.m.fresh("st")
+            lines += self.clamp(st, self.scalar(s, env), shape[d] - sizes[d], ind)
+            lines.append(f"{ind}{off} += {st} * {strides[d]}")
+        return off, _window_offsets(shape, sizes)
 
     def lower_dynamic_slice(self, eqn, env, lines, ind):
         x, *starts = eqn.invars
         out = eqn.outvars[0]
         off, rel = self._window(x.aval, eqn.params["slice_sizes"], starts, env, lines, ind)
         src, o, m = self.buffer(x, env), self.m.alloc(out.aval), self.m.index_map(rel)
-        q = self.m.fresh("q")
-        lines += [f"{ind}for {q} in range({rel.size}):",
-                  f"{ind}    {o}[{q}] = {src}[{off} + {m}[{q}]]"]
+        lines += self._loop(rel.size, lambda q: [f"{o}[{q}] = {src}[{off} + {m}[{q}]]"], ind)
+        lines += self.barrier(ind)
         env[out] = o
 
     def lower_dynamic_update_slice(self, eqn, env, lines, ind):
@@ -202,9 +226,9 @@ class DataLowerings:
         off, rel = self._window(x.aval, upd.aval.shape, starts, env, lines, ind)
         o, m = self.updated_copy(eqn, env, lines, ind), self.m.index_map(rel)
         u = self.buffer(upd, env)
-        q = self.m.fresh("q")
-        lines += [f"{ind}for {q} in range({rel.size}):",
-                  f"{ind}    {o}[{off} + {m}[{q}]] = {u}[{q}]"]
+        lines += self.barrier(ind)
+        lines += self._loop(rel.size, lambda q: [f"{o}[{off} + {m}[{q}]] = {u}[{q}]"], ind)
+        lines += self.barrier(ind)
         env[out] = o
 
     def updated_copy(self, eqn, env, lines, ind) -> str:
@@ -214,8 +238,13 @@ class DataLowerings:
         if id(eqn) in self.in_place:
             return env[x]
         o = self.m.alloc(eqn.outvars[0].aval)
-        lines += copy_lines(o, self.buffer(x, env), size(x.aval.shape), ind)
+        lines += self.copy(o, self.buffer(x, env), size(x.aval.shape), ind)
         return o
+
+
+class DataLowerings(LayoutLowerings):
+    """The CPU loop emitter's lowerings: the layout steps, then scatters, gathers, argmax /
+    argmin, cumsum, sorts and dots. Needs also `self.host` and `self.unsupported`."""
 
     # --- scatter, argmax / argmin ------------------------------------------------------------
 
@@ -225,11 +254,11 @@ class DataLowerings:
         into range, and whether it was wholly inside (`ok`, under `check`); a batching dim's
         start is the window's own coordinate along its indices batch dim (`batching`: pairs
         of operand dim, indices dim). Returns (window counter, off, ok, lines' indent)."""
+        from corejax.lax.indexing import _window_bases
         batch = indices.aval.shape[:-1]
         n, n_idx = size(batch), indices.aval.shape[-1]
         strides = [size(shape[d + 1:]) for d in range(len(shape))]
-        coords = np.indices(batch).reshape(len(batch), -1) if batch else np.zeros((0, 1), int)
-        base = sum((coords[idim] * strides[od] for od, idim in batching), np.zeros(n, np.int64))
+        base = _window_bases(shape, batch, batching)
         idx = self.buffer(indices, env)
         j, st, off, ok = (self.m.fresh(c) for c in ("j", "st", "off", "ok"))
         start = f"{self.m.index_map(base)}[{j}]" if batching else "0"
@@ -253,13 +282,12 @@ class DataLowerings:
         if not shape or eqn.primitive.name not in combine:
             self.host(eqn, eqn.primitive.impl, env, lines, ind)
             return
-        from corejax.lax.indexing import GatherScatterMode, _scatter_window
+        from corejax.lax.indexing import (GatherScatterMode, _scatter_update_perm,
+                                          _scatter_window, _window_offsets)
         window = _scatter_window(dn, len(shape), updates.aval.shape)
-        scatter_dims = [d for d in range(updates.aval.ndim) if d not in dn.update_window_dims]
         upd_order = np.transpose(np.arange(size(updates.aval.shape)).reshape(updates.aval.shape),
-                                 scatter_dims + list(dn.update_window_dims)).reshape(-1)
-        rel = np.arange(size(shape)).reshape(shape)[tuple(slice(0, w) for w in window)]
-        rel = rel.reshape(-1)
+                                 _scatter_update_perm(dn, updates.aval.ndim)).reshape(-1)
+        rel = _window_offsets(shape, window)
         upd = self.buffer(updates, env)
         um, rm, q = self.m.index_map(upd_order), self.m.index_map(rel), self.m.fresh("q")
         cast = np_name(out.aval.dtype)
@@ -284,7 +312,7 @@ class DataLowerings:
         if not shape:
             self.host(eqn, eqn.primitive.impl, env, lines, ind)
             return
-        from corejax.lax.indexing import GatherScatterMode, _default_fill
+        from corejax.lax.indexing import GatherScatterMode, _default_fill, _window_offsets
         batch = indices.aval.shape[:-1]
         n, w = size(batch), size(sizes)
         # where each output element comes from: the impl's own layout steps applied to ids
@@ -296,12 +324,12 @@ class DataLowerings:
         positions = [p for p in range(rank) if p not in dn.offset_dims]
         ids = np.transpose(ids, [len(batch) + dn.offset_dims.index(p) if p in dn.offset_dims
                                  else positions.index(p) for p in range(rank)]).reshape(-1)
-        rel = np.arange(size(shape)).reshape(shape)[tuple(slice(0, k) for k in sizes)]
+        rel = _window_offsets(shape, sizes)
         fill = eqn.params["fill_value"]
         fill = literal(_default_fill(out.aval.dtype) if fill is None else fill, out.aval.dtype)
         src = self.buffer(operand, env)
         offs = self.m.alloc(ShapedArray((n,), np.int64))
-        wm, qm = self.m.index_map(ids // w), self.m.index_map(rel.reshape(-1)[ids % w])
+        wm, qm = self.m.index_map(ids // w), self.m.index_map(rel[ids % w])
         o, p = self.m.alloc(out.aval), self.m.fresh("p")
         j, off, ok, inner = self.window_starts(
             shape, sizes, indices, dn.start_index_map,
@@ -391,7 +419,7 @@ class DataLowerings:
         from corejax.compiler import blas
         lhs, rhs = eqn.invars
         out = eqn.outvars[0]
-        (lb, lf, lc), (rb, rc, rf) = ldims, rdims
+        (lf, lc), (rc, rf) = ldims, rdims
         B, M, N, K = sizes
         dt = np.dtype(out.aval.dtype)
         symbol = blas.gemm_symbol(dt)
@@ -459,7 +487,7 @@ class DataLowerings:
         M, N = size([ls[i] for i in lf]), size([rs[i] for i in rf])
         dt = np.dtype(out.aval.dtype)
         if B * M * N * K > DOT_MAX_MACS:
-            if self._blas_dot(eqn, (lb, lf, lc), (rb, rc, rf), (B, M, N, K), env, lines, ind):
+            if self._blas_dot(eqn, (lf, lc), (rc, rf), (B, M, N, K), env, lines, ind):
                 return
             self.unsupported(f"a BLAS-sized dot_general ({B * M * N * K} multiply-adds) "
                              "that BLAS cannot be called for from compiled code")

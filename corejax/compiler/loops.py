@@ -50,7 +50,8 @@ from corejax.compiler.fusion import FusedGroup, HostStep, partition
 from corejax.compiler.loop_lowerings import DataLowerings, copy_lines, np_name, size
 from corejax.compiler.passes import run_passes
 
-__all__ = ["compile_loop", "loop_sources", "host_call", "Unsupported", "stats"]
+__all__ = ["compile_loop", "loop_sources", "host_call", "Unsupported", "stats",
+           "JaxprEmitter", "check_dtype"]
 
 # Loops built compiled / left Python-driven (Unsupported), calls of each kind (the Python
 # loops in control_flow.py count theirs), and host calls from inside compiled loops.
@@ -75,7 +76,7 @@ _GATHERS = {"broadcast_in_dim", "transpose", "reshape", "squeeze", "slice", "rev
 _LAYOUT_CONSTANT = _GATHERS | {"iota", "concatenate", "pad"}
 
 
-def _check_dtype(aval):
+def check_dtype(aval):
     dt = np.dtype(aval.dtype)
     if not (dt.kind in "biu" or (dt.kind == "f" and dt.itemsize >= 4)):
         raise Unsupported(f"a {dt} value")
@@ -99,7 +100,7 @@ class _Module:
         return f"{prefix}_{self._n}"
 
     def alloc(self, aval) -> str:
-        _check_dtype(aval)
+        check_dtype(aval)
         name = self.fresh("b")
         self.prelude.append(f"{name} = np.empty({size(aval.shape)}, {np_name(aval.dtype)})")
         self.allocated.append(name)
@@ -184,12 +185,16 @@ def _in_place_updates(jaxpr, steps, donated) -> set:
     return ok
 
 
-class _Emitter(DataLowerings):
-    def __init__(self, module: _Module):
-        self.m = module
-        self.in_place: set = set()      # ids of update equations writing their operand
+class JaxprEmitter:
+    """What the CPU and the CUDA loop emitters share: a Jaxpr's constants and inputs bound to
+    buffers, its steps walked in order (fused groups to `group`, equations to `eqn`), layout
+    ops of literals folded into constants, literal operands as constant buffers, and the
+    `lower_<primitive>` dispatch, where an equation with no lowering goes to `no_lowering`.
+    Needs `self.m` (const, index_map, alloc), `check(aval)`, `generate` (a fused group's
+    kernel plan) and `group_call` (the lines calling it); `jaxpr_state` /
+    `set_jaxpr_state` carry what one Jaxpr's steps need (the CPU's in-place updates)."""
 
-    # --- atoms ---------------------------------------------------------------------------
+    check = staticmethod(check_dtype)
 
     def buffer(self, atom, env) -> str:
         if type(atom) is Literal:
@@ -201,55 +206,40 @@ class _Emitter(DataLowerings):
             return repr(np.asarray(atom.val).item())
         return f"{env[atom]}[0]"
 
-    # --- Jaxprs ----------------------------------------------------------------------------
+    def jaxpr_state(self, jaxpr, steps, in_names, donated):
+        return None
+
+    def set_jaxpr_state(self, state):
+        pass
 
     def closed(self, closed, in_names, ind, donated=()):
         """Lines computing `closed` on the buffers `in_names`, and its output buffers. Buffers
-        in `donated` (the loop's own carries) may be updated in place once their old value is
-        dead."""
+        in `donated` (a loop's own carries) may be updated in place once their old value is
+        dead, where the emitter does that."""
         opt = run_passes(closed)
         jaxpr = opt.jaxpr
         steps = partition(jaxpr)
-        self.in_place = _in_place_updates(
-            jaxpr, steps, {v for v, n in zip(jaxpr.invars, in_names) if n in donated})
+        state = self.jaxpr_state(jaxpr, steps, in_names, donated)
         env: dict = {}
         for v, c in zip(jaxpr.constvars, opt.consts):
-            _check_dtype(v.aval)
+            self.check(v.aval)
             env[v] = self.m.const(to_numpy(c), v.aval.dtype)
         for v, n in zip(jaxpr.invars, in_names):
-            _check_dtype(v.aval)
+            self.check(v.aval)
             env[v] = n
         lines: list = []
-        in_place = self.in_place
         for step in steps:
-            self.in_place = in_place      # (nested Jaxprs set their own)
+            self.set_jaxpr_state(state)     # (nested Jaxprs set their own)
             if isinstance(step, FusedGroup):
                 self.group(step, env, lines, ind)
             else:
                 self.eqn(step.eqn, env, lines, ind)
         return lines, [self.buffer(v, env) for v in jaxpr.outvars]
 
-    def group(self, group, env, lines, ind):
-        try:
-            plan = codegen.generate(group)
-        except NotImplementedError as e:
-            raise Unsupported(f"a fused group the code generator cannot lower ({e})") from e
-        fn = self.m.kernel(plan.source)
-        outs = plan.outputs + ([plan.reduction_out] if plan.reduction_out is not None else [])
-        for v in outs:
-            env[v] = self.m.alloc(v.aval)
-        # Loop sizes are read from an argument, not written as literals: with constant trip
-        # counts LLVM would vectorize the inlined kernels' reductions differently (other
-        # partial sums, other roundings) from the executor's shape-generic kernels.
-        sizes = self.m.index_map(plan.sizes) if plan.sizes else None
-        args = [f"{sizes}[{j}]" for j in range(len(plan.sizes))] + \
-            [env[v] for v in plan.arrays] + [env[v] for v in outs]
-        lines.append(f"{ind}{fn}({', '.join(args)})")
-
     def eqn(self, eqn, env, lines, ind):
         name = eqn.primitive.name
         for v in eqn.outvars:
-            _check_dtype(v.aval)
+            self.check(v.aval)
         if name in _LAYOUT_CONSTANT and all(type(v) is Literal for v in eqn.invars):
             value = eqn.primitive.impl(*[np.asarray(v.val, v.aval.dtype) for v in eqn.invars],
                                        **eqn.params)
@@ -265,6 +255,48 @@ class _Emitter(DataLowerings):
             else:
                 lines += emitted
                 return
+        self.no_lowering(eqn, env, lines, ind)
+
+    def group(self, group, env, lines, ind):
+        """A fused group: its kernel (`generate`), outputs in fresh buffers, the call
+        (`group_call`)."""
+        try:
+            plan = self.generate(group)
+        except NotImplementedError as e:
+            raise Unsupported(f"a fused group the code generator cannot lower ({e})") from e
+        outs = plan.outputs + ([plan.reduction_out] if plan.reduction_out is not None else [])
+        for v in outs:
+            env[v] = self.m.alloc(v.aval)
+        lines += self.group_call(plan, [env[v] for v in outs], env, ind)
+
+    def no_lowering(self, eqn, env, lines, ind):
+        raise Unsupported(f"the primitive {eqn.primitive.name}")
+
+
+class _Emitter(DataLowerings, JaxprEmitter):
+    def __init__(self, module: _Module):
+        self.m = module
+        self.in_place: set = set()      # ids of update equations writing their operand
+
+    def jaxpr_state(self, jaxpr, steps, in_names, donated):
+        return _in_place_updates(
+            jaxpr, steps, {v for v, n in zip(jaxpr.invars, in_names) if n in donated})
+
+    def set_jaxpr_state(self, state):
+        self.in_place = state
+
+    generate = staticmethod(codegen.generate)
+
+    def group_call(self, plan, outs, env, ind) -> list:
+        # Loop sizes are read from an argument, not written as literals: with constant trip
+        # counts LLVM would vectorize the inlined kernels' reductions differently (other
+        # partial sums, other roundings) from the executor's shape-generic kernels.
+        sizes = self.m.index_map(plan.sizes) if plan.sizes else None
+        args = [f"{sizes}[{j}]" for j in range(len(plan.sizes))] + \
+            [env[v] for v in plan.arrays] + outs
+        return [f"{ind}{self.m.kernel(plan.source)}({', '.join(args)})"]
+
+    def no_lowering(self, eqn, env, lines, ind):
         self.host(eqn, eqn.primitive.impl, env, lines, ind)
 
     @staticmethod
@@ -472,7 +504,7 @@ def _build(name, params):
     emitter = _Emitter(module)
     in_avals = list(_operand_avals(name, params))
     for a in in_avals:
-        _check_dtype(a)
+        check_dtype(a)
     args = [module.fresh("a") for _ in in_avals]
     loop = emitter.while_loop if name == "while" else emitter.scan
     lines, outs = loop(params, args, "    ")

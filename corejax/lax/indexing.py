@@ -290,6 +290,29 @@ def _scatter_to_gather(dn: ScatterDimensionNumbers, operand_shape, updates_shape
     return gdn, _scatter_window(dn, len(operand_shape), updates_shape)
 
 
+def _scatter_update_perm(dn: ScatterDimensionNumbers, updates_ndim) -> list:
+    """The updates' dimensions with the scatter (batch) dimensions first, then the window's:
+    so transposed, each update window's elements are contiguous, in its window's order."""
+    return [d for d in range(updates_ndim) if d not in dn.update_window_dims] + \
+        list(dn.update_window_dims)
+
+
+def _window_offsets(shape, window) -> np.ndarray:
+    """Flat offsets in a C-ordered array of `shape` of a window's elements, relative to the
+    window's start, in the window's row-major order."""
+    n = int(np.prod(shape, dtype=np.int64))
+    return np.arange(n).reshape(shape)[tuple(slice(0, k) for k in window)].reshape(-1)
+
+
+def _window_bases(shape, batch, batching) -> np.ndarray:
+    """Each window's flat offset from its batching dimensions: `batching` pairs (operand dim,
+    indices batch dim), along which a window sits at its own coordinate in the batch."""
+    n = int(np.prod(batch, dtype=np.int64))
+    strides = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
+    coords = np.indices(batch).reshape(len(batch), -1) if batch else np.zeros((0, 1), int)
+    return sum((coords[idim] * strides[od] for od, idim in batching), np.zeros(n, np.int64))
+
+
 def _scatter_window(dn: ScatterDimensionNumbers, rank, updates_shape) -> tuple:
     sizes = iter(updates_shape[d] for d in dn.update_window_dims)
     return tuple(1 if d in dn.inserted_window_dims or d in dn.operand_batching_dims
@@ -399,8 +422,7 @@ def _make_scatter_impl(combine):
             combine(out, (np.zeros(updates.size, np.intp),), updates.reshape(-1))
             return out.reshape(())
         window = _scatter_window(dn, rank, updates.shape)
-        scatter_dims = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
-        upd = np.transpose(updates, scatter_dims + list(dn.update_window_dims))
+        upd = np.transpose(updates, _scatter_update_perm(dn, updates.ndim))
         n = int(np.prod(batch, dtype=np.int64))
         upd = upd.reshape((n,) + window)
         starts, valid = _window_starts(operand.shape, indices, dn.scatter_dims_to_operand_dims,
