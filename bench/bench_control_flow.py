@@ -85,6 +85,13 @@ def cases(jax_like, jnp, lax):
     def rnn_blas(h, xs):
         return lax.scan(lambda h, x: (jnp.tanh(h @ Wbig + x),) * 2, h, xs)
 
+    Wbat = (rs.randn(8, 64, 64) / 8).astype(np.float32)
+    x_bat = rs.randn(8, 64, 64).astype(np.float32)
+
+    def batched_blas(x):      # a BLAS-sized batched product: one gemm per batch element
+        return lax.scan(lambda c, _: (jnp.tanh(jnp.matmul(c, Wbat)), None), x, None,
+                        length=100)[0]
+
     def sort_steps(x):
         return lax.fori_loop(0, 1000, lambda i, c: jnp.sort(c * -0.999), x)
 
@@ -109,6 +116,7 @@ def cases(jax_like, jnp, lax):
         "fori 100 x MLP SGD step (64x8-32-3)": (train_mlp, (mlp,)),
         "scan 100 x RNN 32x256 (BLAS calls)": (rnn_blas, (np.zeros((32, 256), np.float32),
                                                        xs_big)),
+        "scan 100 x batched (8,64,64) matmul": (batched_blas, (x_bat,)),
         "fori 1000 x sort[16]": (sort_steps, (x16,)),
         "fori 1000 x unstable sort (host call)": (host_steps, (x16,)),
     }

@@ -14,6 +14,7 @@ import corejax as jax
 import corejax.numpy as jnp
 from corejax import grad, jit, lax, vmap
 from corejax.compiler import control_flow, loops
+from corejax.compiler.loop_lowerings import DOT_MAX_MACS
 from corejax.lax.control_flow import cond, fori_loop, scan, while_loop
 from corejax.tree_util import tree_leaves
 
@@ -385,11 +386,11 @@ def test_unsupported_bodies_fall_back_correctly(monkeypatch):
     compiled_calls = loops.stats["compiled_calls"]
     check(monkeypatch, inner, x3, compiled=False)     # the outer loop is Python-driven ...
     assert loops.stats["compiled_calls"] > compiled_calls    # ... its inner loop compiled
-    big = jnp.asarray(np.random.RandomState(4).randn(4, 96, 96) / 96, jnp.float32)
-    batched = lambda m: fori_loop(0, 2, lambda i, v: jnp.tanh(v @ big), m)   # noqa: E731
-    check(monkeypatch, batched, big, compiled=False)      # a batched BLAS-sized dot
-    with pytest.raises(loops.Unsupported, match="BLAS-sized dot_general"):
-        _built_loop(batched, big)
+    long = jnp.asarray(np.random.RandomState(4).randn(300000) / 550, jnp.float32)
+    dot = lambda v: fori_loop(0, 2, lambda i, u: u * jnp.tanh(u @ u), v)   # noqa: E731
+    check(monkeypatch, dot, long, compiled=False)   # a BLAS-sized (1, K) @ (K, 1) dot
+    with pytest.raises(loops.Unsupported, match="BLAS-sized dot_general.*dot"):
+        _built_loop(dot, long)
     half = jnp.asarray([1.0, 2.0], jnp.float16)
     check(monkeypatch, lambda c: fori_loop(0, 3, lambda i, v: v * 1.5, c), half,
           compiled=False)
@@ -461,11 +462,144 @@ def test_compiled_loops_load_from_the_disk_cache_in_a_new_process(tmp_path):
     assert probe() == (0, compiled)        # everything comes back from the cache
 
 
-def test_a_product_of_a_matrix_with_its_transpose_stays_python_driven(monkeypatch):
-    # NumPy's matmul computes x @ x.T with syrk, whose bits a gemm call need not reproduce
+# --- BLAS-sized products of every kind NumPy's matmul has ----------------------------------------
+
+def _blas_case(request, dtype, *routines):
+    """dtype, with 64-bit types on for float64; a skip where NumPy's OpenBLAS lacks one of the
+    cblas routines."""
+    from corejax.compiler import blas
+    dt = np.dtype(dtype)
+    for name in routines:
+        if getattr(blas, f"{name}_symbol")(dt) is None:
+            pytest.skip(f"no cblas_?{name} to call from compiled code here")
+    if dt == np.float64:
+        request.getfixturevalue("x64")
+    return dt
+
+
+def _scan3(step):
+    return lambda c: scan(lambda v, _: (step(v), None), c, None, length=3)[0]
+
+
+def _numpy3(step, x):
+    x = np.asarray(x)
+    for _ in range(3):
+        x = step(x)
+    return x
+
+
+def _compiled_blas(monkeypatch, f, x, numpy_f, call, tol):
+    """f's loop compiled (calling `call`: a BLAS routine, or none), bitwise equal to the
+    Python-driven loop (`check`) and close to NumPy (`numpy_f`). A skip where the executor's
+    bits depend on OpenBLAS's thread count on this machine (a small product there runs on
+    one thread, and the plans of blas.plan_for are found by testing)."""
+    try:
+        run = _built_loop(f, x)
+    except loops.Unsupported as e:
+        if "thread count" in str(e):
+            pytest.skip(f"on this machine: {e}")
+        raise
+    if call is None:
+        assert "call_" not in run.source
+    else:
+        assert call in run.source
+    out = check(monkeypatch, f, x, tol=tol)
+    np.testing.assert_allclose(np.asarray(out), numpy_f(np.asarray(x)), rtol=tol, atol=tol)
+    return run
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batched_blas_products_compile_bit_for_bit(monkeypatch, request, dtype):
+    """One cblas_?gemm per batch element as NumPy's matmul calls it on the executor's C
+    operands: (4, 64, 64) @ (4, 64, 64) (4 x 64^3 > DOT_MAX_MACS); and a cblas_?gemv each
+    for batched vector products, (4, 1, 600) @ (4, 600, 600)."""
+    dt = _blas_case(request, dtype, "gemm", "gemv")
+    r = np.random.RandomState(8)
+    w = (r.randn(4, 64, 64) / 8).astype(dt)
+    x = jnp.asarray(r.randn(4, 64, 64).astype(dt))
+    assert 4 * 64 ** 3 > DOT_MAX_MACS
+    step = lambda v, m=jnp.asarray(w): jnp.tanh(jnp.matmul(v, m))   # noqa: E731
+    run = _compiled_blas(monkeypatch, _scan3(step), x,
+                         lambda a: _numpy3(lambda v: np.tanh(np.matmul(v, w)), a),
+                         "call_gemm", 1e-4)
+    assert "for p_" in run.source                   # a loop over the batch
+    wv = (r.randn(4, 600, 600) / 25).astype(dt)
+    xv = jnp.asarray(r.randn(4, 1, 600).astype(dt))
+    step = lambda v, m=jnp.asarray(wv): jnp.tanh(jnp.matmul(v, m))  # noqa: E731
+    _compiled_blas(monkeypatch, _scan3(step), xv,
+                   lambda a: _numpy3(lambda v: np.tanh(np.matmul(v, wv)), a), "call_gemv", 1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("form", ["v @ w", "v @ w.T", "w @ v", "w.T @ v"])
+def test_vector_products_call_gemv_bit_for_bit(monkeypatch, request, dtype, form):
+    """(1, 600) @ (600, 600) and (600, 600) @ (600, 1), the matrix read in place or
+    transposed: cblas_?gemv with the order, transpose flag and leading dimension NumPy's
+    matmul passes (each layout picks another OpenBLAS kernel), through the executor's
+    blas.matmul (small: one thread there, a thread-invariant call here)."""
+    dt = _blas_case(request, dtype, "gemv")
+    r = np.random.RandomState(9)
+    w = (r.randn(600, 600) / 25).astype(dt)
+    m = jnp.asarray(w)
+    steps = {"v @ w": (lambda v: jnp.tanh(v @ m), lambda v: np.tanh(v @ w), (1, 600)),
+             "v @ w.T": (lambda v: jnp.tanh(v @ m.T), lambda v: np.tanh(v @ w.T), (1, 600)),
+             "w @ v": (lambda v: jnp.tanh(m @ v), lambda v: np.tanh(w @ v), (600, 1)),
+             "w.T @ v": (lambda v: jnp.tanh(m.T @ v), lambda v: np.tanh(w.T @ v), (600, 1))}
+    step, numpy_step, shape = steps[form]
+    x = jnp.asarray(r.randn(*shape).astype(dt))
+    _compiled_blas(monkeypatch, _scan3(step), x, lambda a: _numpy3(numpy_step, a), "call_gemv",
+                   1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_outer_products_compile_bit_for_bit(monkeypatch, request, dtype):
+    """(600, 1) @ (1, 600): NumPy's matmul computes it in its own loop (0 + a * b), not BLAS."""
+    dt = _blas_case(request, dtype)
+    x = jnp.asarray(np.random.RandomState(10).randn(600, 600).astype(dt))
+    step = lambda v: jnp.tanh(v[:, :1] @ v[1:2, :]) + v * 0.5               # noqa: E731
+    _compiled_blas(monkeypatch, _scan3(step), x,
+                   lambda a: _numpy3(lambda v: np.tanh(v[:, :1] @ v[1:2, :]) + v * 0.5, a),
+                   None, 1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("form,k", [("x @ x.T", 200), ("x.T @ x", 200), ("x @ x.T", 2000)])
+def test_a_matrix_times_its_transpose_calls_syrk_bit_for_bit(monkeypatch, request, dtype, form,
+                                                             k):
+    """x @ x.T and x.T @ x of a (300, k) carry: NumPy's matmul sees one data pointer read both
+    ways and calls cblas_?syrk (upper triangle), then copies the triangle; k = 2000 is split
+    over the reduction where the executor's plan splits it (each chunk one syrk there too)."""
+    dt = _blas_case(request, dtype, "syrk", "gemm")
+    x = np.random.RandomState(11).randn(300, k).astype(dt)
+    s = 1.0 / (300 + k)
+    if form == "x @ x.T":
+        step, numpy_step = (lambda v: jnp.tanh(v @ v.T @ v * s),
+                            lambda v: np.tanh(v @ v.T @ v * s))
+    else:
+        step, numpy_step = (lambda v: jnp.tanh(v @ (v.T @ v) * s),
+                            lambda v: np.tanh(v @ (v.T @ v) * s))
+    _compiled_blas(monkeypatch, _scan3(step), jnp.asarray(x), lambda a: _numpy3(numpy_step, a),
+                   "call_syrk", 1e-4)
+
+
+def test_blas_operands_laid_out_otherwise_stay_python_driven(monkeypatch):
+    """Unbatched BLAS calls are chosen for the layouts the executor's np.matmul sees: C arrays.
+    A loop operand laid out otherwise where that matters (a transposed view, read with the
+    transpose flag there) runs the Python-driven loop for that call; a strided view computed
+    in the body (a slice) keeps the loop Python-driven."""
     from corejax.compiler import blas
     if blas.gemm_symbol(np.float32) is None:
         pytest.skip("no cblas_sgemm to call from compiled code here")
-    x = jnp.asarray(np.random.RandomState(7).randn(96, 96) / 96, jnp.float32)
-    f = lambda x: fori_loop(0, 2, lambda i, v: jnp.tanh(v @ v.T), x)   # noqa: E731
-    check(monkeypatch, f, x, compiled=False)
+    r = np.random.RandomState(12)
+    w = jnp.asarray(r.randn(300, 300) / 17, jnp.float32)
+    f = lambda x: scan(lambda h, _: (jnp.tanh(h @ w), None), x, None, length=3)[0]  # noqa: E731
+    base = jnp.asarray(r.randn(300, 300), jnp.float32)
+    _built_loop(f, base)                              # the loop itself compiles ...
+    check(monkeypatch, lambda b: f(b.T), base, compiled=False)    # ... not for x.T's view
+    check(monkeypatch, f, base)                       # (and C operands run it compiled)
+    x = jnp.asarray(r.randn(300, 200), jnp.float32)
+    g = lambda x: scan(lambda v, _: (jnp.tanh(v @ v.T)[:, :200], None), x, None,  # noqa: E731
+                       length=3)[0]
+    with pytest.raises(loops.Unsupported, match="strided view"):
+        _built_loop(g, x)
+    check(monkeypatch, g, x, compiled=False)

@@ -264,3 +264,60 @@ def matmul(a, b, out, site: GemmSite):
         np.matmul(a, b, out=out)
     else:
         _adaptive.matmul(a, b, out, site)
+
+
+def _cblas_address(dtype, name):
+    """(address, ilp64) of cblas_s<name> / cblas_d<name> in the OpenBLAS NumPy's matmul calls,
+    or None (another BLAS, another dtype)."""
+    dt = np.dtype(dtype)
+    if dt not in (np.float32, np.float64):
+        return None
+    found = _openblas_symbol(("scipy_cblas_", "cblas_"), ("s" if dt == np.float32 else "d") +
+                             name)
+    if found is None:
+        return None
+    return ctypes.cast(found[0], ctypes.c_void_p).value, found[1] == "64_"
+
+
+def gemv_symbol(dtype):
+    """(address, ilp64) of the cblas_sgemv / cblas_dgemv NumPy's matmul calls for vector
+    products, or None."""
+    return _cblas_address(dtype, "gemv")
+
+
+def syrk_symbol(dtype):
+    """(address, ilp64) of the cblas_ssyrk / cblas_dsyrk NumPy's matmul calls for x @ x.T,
+    or None."""
+    return _cblas_address(dtype, "syrk")
+
+
+_syrk_checked: dict = {}
+
+
+def syrk_thread_invariant(m, k, transposed, dtype, chunks) -> bool:
+    """Whether x @ x.T (x an (m, k) C array; x.T @ x of a (k, m) one where `transposed`) run
+    over the reduction `chunks` as `matmul` runs a product gives the same bits on one OpenBLAS
+    thread as on all, on random operands (cached). Each chunk's np.matmul there reads two
+    views of one data pointer, so NumPy computes it with cblas_?syrk, not the cblas_?gemm
+    `plan_for`'s own test ran: a compiled loop calling syrk on OpenBLAS's threads where
+    `matmul` may use one thread needs this too."""
+    if _adaptive is None:
+        return True
+    dt = np.dtype(dtype)
+    key = (m, k, bool(transposed), dt, tuple(chunks))
+    with _adaptive.lock:
+        same = _syrk_checked.get(key)
+        if same is None:
+            x = np.random.default_rng(0).standard_normal((k, m) if transposed
+                                                         else (m, k)).astype(dt)
+            a, b = (x.T, x) if transposed else (x, x.T)
+            one, many, partial = (np.empty((m, m), dt) for _ in range(3))
+            try:
+                _adaptive._set(1)
+                _adaptive._product(a, b, one, tuple(chunks), partial)
+                _adaptive._set(_adaptive.threads)
+                _adaptive._product(a, b, many, tuple(chunks), partial)
+            finally:
+                _adaptive._set(_adaptive.threads)
+            same = _syrk_checked[key] = bool(np.array_equal(one, many, equal_nan=True))
+    return same

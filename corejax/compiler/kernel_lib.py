@@ -63,6 +63,40 @@ def call_gemm(typingctx, addr, order, ta, tb, m, n, k, alpha, a, lda, b, ldb, be
     return sig, codegen
 
 
+def _cblas_codegen(arrays):
+    """The codegen of a void cblas call through the address in argument 0, passing the arrays
+    at positions `arrays` as their data pointers and every other argument as it is typed."""
+    def codegen(context, builder, signature, args):
+        from llvmlite import ir
+        argtys = [context.get_value_type(t.dtype).as_pointer() if i in arrays
+                  else context.get_value_type(t)
+                  for i, t in enumerate(signature.args[1:], start=1)]
+        fn = builder.inttoptr(args[0], ir.FunctionType(ir.VoidType(), argtys).as_pointer())
+        builder.call(fn, [context.make_array(t)(context, builder, value=v).data
+                          if i in arrays else v
+                          for i, (t, v) in enumerate(zip(signature.args[1:], args[1:]),
+                                                     start=1)])
+        return context.get_dummy_value()
+    return codegen
+
+
+@intrinsic
+def call_gemv(typingctx, addr, order, trans, m, n, alpha, a, lda, x, incx, beta, y, incy):
+    """Calls the cblas_?gemv at address `addr`: y = alpha op(a) x + beta y (a an m x n matrix
+    in `order`), with the arrays' data pointers for a, x and y; integers as in call_gemm."""
+    sig = types.void(addr, order, trans, m, n, alpha, a, lda, x, incx, beta, y, incy)
+    return sig, _cblas_codegen((6, 8, 11))
+
+
+@intrinsic
+def call_syrk(typingctx, addr, order, uplo, trans, n, k, alpha, a, lda, beta, c, ldc):
+    """Calls the cblas_?syrk at address `addr`: the `uplo` triangle of the n x n matrix
+    c = alpha op(a) op(a)^T + beta c (op(a) n x k), with the arrays' data pointers for a and
+    c; integers as in call_gemm."""
+    sig = types.void(addr, order, uplo, trans, n, k, alpha, a, lda, beta, c, ldc)
+    return sig, _cblas_codegen((7, 10))
+
+
 @_jit
 def int_div(x, y, on_zero):
     """Integer division rounding toward zero; `on_zero` where y == 0 (lax: -1 or the max)."""

@@ -1,7 +1,9 @@
 """The nopython lowerings of compiled loops' data steps (compiler/loops.py emits the loop
 itself, fused groups and control flow): layout ops as gathers through static index maps,
 dynamic slices, gather / scatter, argmax / argmin, cumsum, stable sorts, small dots as loops
-and big ones as direct BLAS calls.
+and big float ones as the direct BLAS calls NumPy's matmul makes in the executor (gemm, gemv
+for vector products, syrk for x @ x.T; per batch element for batched ones), so the bits are the
+Python-driven loop's.
 
 Each `lower_<primitive>(eqn, env, lines, ind)` appends source lines to `lines` (indented by
 `ind`) computing the equation on flat buffers named in `env`, and binds its outputs there. The
@@ -13,14 +15,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from corejax.core import ShapedArray
+from corejax.core import ShapedArray, Var
 from corejax.compiler.scalar_ctx import literal
 
-__all__ = ["DataLowerings", "LayoutLowerings", "DOT_MAX_MACS", "np_name", "size", "copy_lines"]
+__all__ = ["DataLowerings", "LayoutLowerings", "DOT_MAX_MACS", "np_name", "size", "copy_lines",
+           "executor_matrix"]
 
-# A 64x64 @ 64x64 product. Past this a BLAS call beats the loop matmul: float matrix products
-# call cblas_?gemm from the compiled loop (DataLowerings._blas_dot); others keep the loop
-# Python-driven.
+# A 64x64 @ 64x64 product. Past this a BLAS call beats the loop matmul: float products call
+# what NumPy's matmul calls in the executor (cblas_?gemm / ?gemv / ?syrk, or its own loop for
+# outer products) from the compiled loop (DataLowerings._blas_dot); the others (integer ones,
+# mixed dtypes, (1, K) @ (K, 1) dots, operands the executor may hold as strided views, one
+# buffer aliased through two Vars, ...) keep the loop Python-driven.
 DOT_MAX_MACS = 1 << 18
 
 
@@ -31,6 +36,28 @@ def np_name(dt) -> str:
 
 def size(shape) -> int:
     return int(np.prod(shape, dtype=np.int64))
+
+
+def executor_matrix(x, perm, rows, cols):
+    """How the executor's unbatched BLAS step hands x (dims in `perm` order) to np.matmul as a
+    (rows, cols) matrix (cpu._as_matrices: a reshaped view where NumPy makes one that is C- or
+    F-contiguous, else a C copy): (a view of x, read with the transpose flag)."""
+    v = np.transpose(x, perm)
+    if v.flags.c_contiguous or v.flags.f_contiguous:
+        try:
+            v = v.reshape((rows, cols), copy=False)
+        except ValueError:          # the reshape copies: C
+            return False, False
+        except TypeError:           # NumPy < 2.1
+            w = v.reshape(rows, cols)
+            if not np.may_share_memory(w, v):
+                return False, False
+            v = w
+        if v.flags.c_contiguous:
+            return True, False
+        if v.flags.f_contiguous:
+            return True, True
+    return False, False
 
 
 def matmul_source(B, M, N, K, dt, rows: bool) -> str:
@@ -244,7 +271,9 @@ class LayoutLowerings:
 
 class DataLowerings(LayoutLowerings):
     """The CPU loop emitter's lowerings: the layout steps, then scatters, gathers, argmax /
-    argmin, cumsum, sorts and dots. Needs also `self.host` and `self.unsupported`."""
+    argmin, cumsum, sorts and dots. Needs also `self.host`, `self.unsupported`,
+    `self.executor_root` (whether, and as which memory, the Python-driven loop's executor
+    surely holds a value as a C array) and `self.blas_operands` (compiler/loops.py)."""
 
     # --- scatter, argmax / argmin ------------------------------------------------------------
 
@@ -409,72 +438,173 @@ class DataLowerings(LayoutLowerings):
         lines += [f"{ind}for {q} in range({idx.size}):", f"{ind}    {o}[{q}] = {src}[{m}[{q}]]"]
         return o
 
-    def _blas_dot(self, eqn, ldims, rdims, sizes, env, lines, ind) -> bool:
-        """A BLAS-sized float matrix product as direct cblas_?gemm calls (kernel_lib.call_gemm
-        on the address of the OpenBLAS NumPy uses), split over the reduction exactly as the
-        executor's BLAS step splits it (blas.plan_for), with the operands read in place with
-        the transpose flag where the executor's np.matmul reads a transposed view: the loop
-        computes the bits the Python-driven loop computes. False where that cannot be
-        promised (batched or vector products, mixed dtypes, no such BLAS)."""
+    def _executor_layout(self, x, rows, cols, env, lines, ind):
+        """(buffer, transposed) of x as the (rows, cols) matrix the executor's unbatched BLAS
+        step hands np.matmul (`executor_matrix` of a C array of x's shape): x's own buffer,
+        read as it is (transposed: stored (cols, rows)), or a C-ordered copy (_as_matrices)."""
+        shape, perm = x.aval.shape, tuple(rows) + tuple(cols)
+        R, C = size([shape[d] for d in rows]), size([shape[d] for d in cols])
+        view, transposed = executor_matrix(np.empty(shape, np.uint8), perm, R, C)
+        if view:
+            return self.buffer(x, env), transposed
+        return self._as_matrices(x, perm, env, lines, ind), False
+
+    def _blas_dot(self, eqn, dims, sizes, env, lines, ind):
+        """A BLAS-sized float product as the executor's BLAS step computes it (np.matmul; for
+        an unbatched product through blas.matmul), for the same bits, by calling what NumPy's
+        matmul calls (numpy/_core/src/umath/matmul.c.src) on the address of the OpenBLAS NumPy
+        uses (kernel_lib.call_gemm / call_gemv / call_syrk), with the same arguments:
+
+        - unbatched: split over the reduction exactly as blas.matmul splits it (blas.plan_for),
+          the operands read in place with the transpose flag (or the storage order, for gemv)
+          where the executor's np.matmul reads a transposed view; a matrix product calls
+          cblas_?gemm, or, for x @ x.T and x.T @ x (one buffer read both ways), cblas_?syrk
+          (upper triangle) and copies the triangle; a vector product (M or N == 1) calls
+          cblas_?gemv;
+        - batched: per batch element, in order, on OpenBLAS's threads, of C-ordered
+          (b, m, k) @ (b, k, n) operands: cblas_?gemm (NoTrans both), or cblas_?gemv for
+          vector products;
+        - K == 1 (an outer product): NumPy's own loop, o = 0 + a * c (no BLAS).
+
+        Returns None, or why the bits cannot be promised (the loop then stays Python-driven).
+        Unbatched products depend on the operands' layouts in the executor: they are promised
+        for C arrays of their own there (`executor_root`), and the loop's run checks its
+        operands (`blas_operands`, loops._layouts_hold)."""
         from corejax.compiler import blas
         lhs, rhs = eqn.invars
         out = eqn.outvars[0]
-        (lf, lc), (rc, rf) = ldims, rdims
+        (lb, lf, lc), (rb, rc, rf) = dims
         B, M, N, K = sizes
         dt = np.dtype(out.aval.dtype)
-        symbol = blas.gemm_symbol(dt)
-        if symbol is None or B != 1 or min(M, N, K) < 2 or \
-                lhs.aval.dtype != dt or rhs.aval.dtype != dt:
-            return False
-
-        def layout(x, rows, cols):
-            """(buffer, transposed) of x as a (rows, cols) matrix; transposed: stored (cols,
-            rows). A matrix that is neither gets a C-ordered copy, as _as_matrices makes."""
-            ident = lambda perm: np.array_equal(
-                np.transpose(np.arange(size(x.aval.shape)).reshape(x.aval.shape),
-                             perm).reshape(-1), np.arange(size(x.aval.shape)))
-            if ident(rows + cols):
-                return self.buffer(x, env), False
-            if ident(cols + rows):
-                return self.buffer(x, env), True
-            return self._as_matrices(x, rows + cols, env, lines, ind), False
-
-        a, ta = layout(lhs, tuple(lf), tuple(lc))
-        c, tc = layout(rhs, tuple(rc), tuple(rf))
-        if a == c and ta != tc:
-            return False        # x @ x.T: NumPy's matmul calls syrk there, not gemm
+        if dt not in (np.float32, np.float64) or lhs.aval.dtype != dt or rhs.aval.dtype != dt:
+            return "not float32 / float64 operands of its dtype"  # (the executor casts them)
+        if M == 1 and N == 1:
+            # a (1, K) @ (K, 1) dot: NumPy's matmul runs its own loop of cblas_?dot chunks
+            # summed in double (TYPE_dot), possibly threaded; not mirrored here
+            return "a (1, K) @ (K, 1) dot (NumPy's own cblas_?dot loop)"
+        if K == 1:
+            # NumPy's matmul computes it without BLAS, single-threaded (matmul_inner_noblas:
+            # o = 0, then o += a * c), whatever the executor's thread settings or chunks
+            a = self._as_matrices(lhs, tuple(lb) + tuple(lf) + tuple(lc), env, lines, ind)
+            c = self._as_matrices(rhs, tuple(rb) + tuple(rc) + tuple(rf), env, lines, ind)
+            o, T = self.m.alloc(out.aval), np_name(dt)
+            p, i, j, s = (self.m.fresh(n) for n in ("p", "i", "j", "s"))
+            lines += [f"{ind}for {p} in range({B}):",
+                      f"{ind}    for {i} in range({M}):",
+                      f"{ind}        {s} = {a}[{p} * {M} + {i}]",
+                      f"{ind}        for {j} in range({N}):",
+                      f"{ind}            {o}[({p} * {M} + {i}) * {N} + {j}] = "
+                      f"{T}(0) + {s} * {c}[{p} * {N} + {j}]"]
+            env[out] = o
+            return None
+        kind = "gemv" if M == 1 or N == 1 else "gemm"
+        if B == 1:
+            # NumPy picks the routine and its arguments from the operands' strides (and data
+            # pointers): promised only for C arrays of their own in the executor (loops._c_step)
+            if self.executor_root(lhs) is None or self.executor_root(rhs) is None:
+                return "an operand the executor may hold as a strided view or share"
+            a, ta = self._executor_layout(lhs, lf, lc, env, lines, ind)
+            c, tc = self._executor_layout(rhs, rc, rf, env, lines, ind)
+            if a == c and ta != tc:
+                # x @ x.T: NumPy's matmul sees one data pointer read both ways and calls syrk.
+                # Promised only for one Var: one buffer reached through two Vars (an alias,
+                # a reshape) may be a copy in the executor, or not
+                if type(lhs) is not Var or lhs is not rhs:
+                    return "one buffer through two Vars, read both ways"
+                kind = "syrk"
+            if kind == "gemv" and (ta if M == 1 else tc):
+                return "a transposed vector"        # (never: a vector is C and F at once)
+            # the loop's own operands among them: their layouts are checked at run time
+            self.blas_operands(kind, ((lhs, tuple(lf) + tuple(lc), M, K, ta),
+                                      (rhs, tuple(rc) + tuple(rf), K, N, tc)),
+                               kind == "gemm" and M == N and ta != tc)
+        symbol = {"gemm": blas.gemm_symbol, "gemv": blas.gemv_symbol,
+                  "syrk": blas.syrk_symbol}[kind](dt)
+        if symbol is None:
+            return f"no cblas_?{kind} in NumPy's OpenBLAS"
+        addr, ilp64 = symbol
+        I, T = ("np.int64" if ilp64 else "np.int32"), np_name(dt)
+        fn = f"{self.m.index_map([addr])}[0]"
+        self.m.imports.add(f"from corejax.compiler.kernel_lib import call_{kind}")
+        o = self.m.alloc(out.aval)
+        env[out] = o
+        if B > 1:
+            a = self._as_matrices(lhs, tuple(lb) + tuple(lf) + tuple(lc), env, lines, ind)
+            c = self._as_matrices(rhs, tuple(rb) + tuple(rc) + tuple(rf), env, lines, ind)
+            p = self.m.fresh("p")
+            if kind == "gemm":
+                call = (f"call_gemm({fn}, np.int32(101), np.int32(111), np.int32(111), {I}({M}), "
+                        f"{I}({N}), {I}({K}), {T}(1), {a}[{p} * {M * K}:], {I}({K}), "
+                        f"{c}[{p} * {K * N}:], {I}({N}), {T}(0), {o}[{p} * {M * N}:], {I}({N}))")
+            elif M == 1:        # vector @ matrix: gemv of the matrix, transposed
+                call = (f"call_gemv({fn}, np.int32(101), np.int32(112), {I}({K}), {I}({N}), "
+                        f"{T}(1), {c}[{p} * {K * N}:], {I}({N}), {a}[{p} * {K}:], {I}(1), "
+                        f"{T}(0), {o}[{p} * {N}:], {I}(1))")
+            else:               # matrix @ vector: the C matrix as a column-major (K, M) one
+                call = (f"call_gemv({fn}, np.int32(102), np.int32(112), {I}({K}), {I}({M}), "
+                        f"{T}(1), {a}[{p} * {M * K}:], {I}({K}), {c}[{p} * {K}:], {I}(1), "
+                        f"{T}(0), {o}[{p} * {M}:], {I}(1))")
+            lines += [f"{ind}for {p} in range({B}):", f"{ind}    {call}"]
+            return None
         chunks = blas.plan_for(M, K, N, ta, tc, dt)
         if chunks is None:
             # a small product, one unchunked call on one thread in the executor: the loop's
             # call (on OpenBLAS's threads) agrees where one chunk is a thread-invariant plan
-            if blas.plan_for(M, K, N, ta, tc, dt, any_size=True) != (0, K):
-                return False
+            # (plan_for tests gemm / gemv as they are called; syrk gets its own test)
+            if kind == "syrk":
+                if not blas.syrk_thread_invariant(M, K, ta, dt, (0, K)):
+                    return "a small syrk whose bits depend on OpenBLAS's thread count"
+            elif blas.plan_for(M, K, N, ta, tc, dt, any_size=True) != (0, K):
+                return f"a small {kind} whose bits depend on OpenBLAS's thread count"
             chunks = (0, K)
         elif not chunks:
             chunks = (0, K)         # unchunked on OpenBLAS's threads, as in the executor
-        addr, ilp64 = symbol
-        I = "np.int64" if ilp64 else "np.int32"
-        T = np_name(dt)
-        fn = self.m.index_map([addr])
-        o = self.m.alloc(out.aval)
+        elif kind == "syrk" and not blas.syrk_thread_invariant(M, K, ta, dt, chunks):
+            # the executor runs these chunks (tested with gemm) on one thread or on all, as
+            # its timings say, and syrk's bits differ between the two: nothing to mirror
+            return "a syrk whose executor bits depend on its thread count"
         partial = self.m.alloc(out.aval) if len(chunks) > 2 else None
         for j, (lo, hi) in enumerate(zip(chunks, chunks[1:])):
             # a chunk of the reduction: columns lo:hi of a (M, K) matrix, rows of a (K, N) one
             a_off = lo * M if ta else lo
             c_off = lo if tc else lo * N
             target = o if j == 0 else partial
-            lines.append(
-                f"{ind}call_gemm({fn}[0], np.int32(101), np.int32({112 if ta else 111}), "
-                f"np.int32({112 if tc else 111}), {I}({M}), {I}({N}), {I}({hi - lo}), {T}(1), "
-                f"{a}[{a_off}:], {I}({M if ta else K}), {c}[{c_off}:], {I}({K if tc else N}), "
-                f"{T}(0), {target}, {I}({N}))")
+            if kind == "gemm":
+                lines.append(
+                    f"{ind}call_gemm({fn}, np.int32(101), np.int32({112 if ta else 111}), "
+                    f"np.int32({112 if tc else 111}), {I}({M}), {I}({N}), {I}({hi - lo}), "
+                    f"{T}(1), {a}[{a_off}:], {I}({M if ta else K}), {c}[{c_off}:], "
+                    f"{I}({K if tc else N}), {T}(0), {target}, {I}({N}))")
+            elif kind == "syrk":
+                # NumPy: syrk(RowMajor, Upper, trans of the left operand, M, k, 1, x, its
+                # leading dimension, 0, o, M), then the upper triangle copied to the lower
+                lines.append(
+                    f"{ind}call_syrk({fn}, np.int32(101), np.int32(121), "
+                    f"np.int32({112 if ta else 111}), {I}({M}), {I}({hi - lo}), {T}(1), "
+                    f"{a}[{a_off}:], {I}({M if ta else K}), {T}(0), {target}, {I}({M}))")
+                r, q = self.m.fresh("r"), self.m.fresh("q")
+                lines += [f"{ind}for {r} in range({M}):",
+                          f"{ind}    for {q} in range({r} + 1, {M}):",
+                          f"{ind}        {target}[{q} * {M} + {r}] = {target}[{r} * {M} + {q}]"]
+            elif M == 1:
+                # vector @ matrix: gemv(order of the matrix's storage, Trans, k, N, 1, matrix,
+                # its leading dimension, the vector, 1, 0, o, 1), as NumPy calls it
+                lines.append(
+                    f"{ind}call_gemv({fn}, np.int32({102 if tc else 101}), np.int32(112), "
+                    f"{I}({hi - lo}), {I}({N}), {T}(1), {c}[{c_off}:], {I}({K if tc else N}), "
+                    f"{a}[{a_off}:], {I}(1), {T}(0), {target}, {I}(1))")
+            else:
+                # matrix @ vector: the (M, k) matrix is a column-major (k, M) one (C storage)
+                # or a row-major one (transposed storage), read Trans
+                lines.append(
+                    f"{ind}call_gemv({fn}, np.int32({101 if ta else 102}), np.int32(112), "
+                    f"{I}({hi - lo}), {I}({M}), {T}(1), {a}[{a_off}:], {I}({M if ta else K}), "
+                    f"{c}[{c_off}:], {I}(1), {T}(0), {target}, {I}(1))")
             if j:
                 q = self.m.fresh("q")
                 lines += [f"{ind}for {q} in range({M * N}):",
                           f"{ind}    {o}[{q}] = {o}[{q}] + {partial}[{q}]"]
-        self.m.imports.add("from corejax.compiler.kernel_lib import call_gemm")
-        env[out] = o
-        return True
+        return None
 
     def lower_dot_general(self, eqn, env, lines, ind):
         lhs, rhs = eqn.invars
@@ -487,10 +617,12 @@ class DataLowerings(LayoutLowerings):
         M, N = size([ls[i] for i in lf]), size([rs[i] for i in rf])
         dt = np.dtype(out.aval.dtype)
         if B * M * N * K > DOT_MAX_MACS:
-            if self._blas_dot(eqn, (lf, lc), (rc, rf), (B, M, N, K), env, lines, ind):
+            why = self._blas_dot(eqn, ((lb, lf, lc), (rb, rc, rf)), (B, M, N, K), env, lines,
+                                 ind)
+            if why is None:
                 return
             self.unsupported(f"a BLAS-sized dot_general ({B * M * N * K} multiply-adds) "
-                             "that BLAS cannot be called for from compiled code")
+                             f"whose executor bits compiled code cannot promise: {why}")
         if dt.kind not in "iuf":
             from corejax.compiler import cpu   # the executor's BLAS call, for the same bits
             self.host(eqn, getattr(cpu, "_blas_dot_general", eqn.primitive.impl), env, lines,

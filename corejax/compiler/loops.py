@@ -12,10 +12,21 @@ lowerings are in compiler/loop_lowerings.py):
   primitives' own impls applied to `arange` (so they cannot disagree with them);
   dynamic_slice / dynamic_update_slice add a clamped run-time offset to such a map;
 - dot_general becomes a loop matmul (numba's np.dot needs SciPy, which corejax does not depend
-  on) up to DOT_MAX_MACS multiply-adds; a bigger float matrix product calls cblas_?gemm of
-  NumPy's OpenBLAS directly (kernel_lib.call_gemm), split over the reduction as the executor's
-  BLAS step splits it (compiler/blas.py), so the bits stay the Python-driven loop's; a loop
-  with a bigger batched or vector product stays Python-driven;
+  on) up to DOT_MAX_MACS multiply-adds; a bigger float product calls what NumPy's matmul calls
+  for it in the executor's BLAS step, on NumPy's OpenBLAS directly (kernel_lib.call_gemm /
+  call_gemv / call_syrk), with the same arguments, so the bits stay the Python-driven loop's:
+  cblas_?gemm for matrix products, cblas_?gemv for vector products (M or N == 1), cblas_?syrk
+  plus a triangle copy for x @ x.T / x.T @ x, NumPy's own loop for outer products (K == 1);
+  unbatched ones split over the reduction as the executor's BLAS step splits them
+  (compiler/blas.py), batched ones one call per batch element on OpenBLAS's threads.
+  NumPy picks an unbatched product's routine and arguments from its operands' strides and
+  data pointers, so those are promised for operands the executor surely holds as C arrays of
+  their own (values its kernels and BLAS steps write; the loop's operands, which the run
+  checks first, running the Python-driven loop where they are laid out otherwise in a way that
+  matters: see "the layouts of the executor's values" below). A loop with a BLAS-sized product
+  whose bits that cannot promise ((1, K) @ (K, 1) dots, mixed dtypes, integers, an operand
+  the executor may hold as a strided view or share, one buffer reached through two Vars read
+  both ways, a thread-dependent syrk plan) stays Python-driven;
 - nested cond / while / scan are emitted inline;
 - gather, scatter / scatter-add / scatter-mul, argmax / argmin, cumsum and stable sorts
   (a merge sort) are loops following the impls' order of updates (so the same bits);
@@ -27,8 +38,9 @@ Every buffer is allocated once per call, before the loop; each iteration writes 
 values into them, then a new carry value the body computed trades buffers with the old carry
 (a swap of two local names, no copy), and any other (a passthrough, a constant, another
 carry's old value) is copied over it. ys are written by index into preallocated stacks.
-Bodies with effects (debug callbacks), batched BLAS-sized dots or values Numba kernels do not
-handle (float16, complex) raise `Unsupported`, and the caller keeps the Python-driven loop.
+Bodies with effects (debug callbacks), BLAS-sized dots of the kinds above or values Numba
+kernels do not handle (float16, complex) raise `Unsupported`, and the caller keeps the
+Python-driven loop.
 
 The module source (kernels, then `kernel`, the loop) is cached on disk by diskcache exactly
 like fused kernels: keyed by its text, compiled with `cache=True`. Compile-time constants (the
@@ -47,7 +59,8 @@ from corejax.array import to_numpy
 from corejax.core import Literal, Var
 from corejax.compiler import codegen, diskcache, registry
 from corejax.compiler.fusion import FusedGroup, HostStep, partition
-from corejax.compiler.loop_lowerings import DataLowerings, copy_lines, np_name, size
+from corejax.compiler.loop_lowerings import (DataLowerings, copy_lines, executor_matrix,
+                                              np_name, size)
 from corejax.compiler.passes import run_passes
 
 __all__ = ["compile_loop", "loop_sources", "host_call", "Unsupported", "stats",
@@ -93,6 +106,8 @@ class _Module:
         self.consts: list = []           # (name, flat array): trailing arguments
         self.allocated: list = []        # buffers from alloc, in order
         self.host_prims: list = []       # primitives run through host_call
+        # what the run checks of the operands' layouts first (_layouts_hold)
+        self.checks: list = []
         self._n = 0
 
     def fresh(self, prefix: str) -> str:
@@ -185,6 +200,124 @@ def _in_place_updates(jaxpr, steps, donated) -> set:
     return ok
 
 
+# --- the layouts of the executor's values ---------------------------------------------------------
+#
+# An unbatched BLAS-sized product calls what the executor's np.matmul calls on its operands
+# (DataLowerings._blas_dot), and NumPy picks the routine and its arguments from the operands'
+# strides and data pointers: a transposed view is read with the transpose flag, other strided
+# ones are copied, x @ x.T of one data pointer goes to syrk. The compiled loop's flat buffers
+# say nothing of those, so such a product is promised only for operands the Python-driven
+# loop's executor surely holds as C arrays sharing memory with no other value but their own
+# views (`_Emitter.c`: Var -> root, the value whose memory it is): values its fused kernels and
+# BLAS steps write, and the loop's own operands (`_Operand` roots), which the compiled loop's
+# run checks before it runs (`_layouts_hold`), running the Python-driven loop where they are
+# laid out otherwise in a way that matters.
+
+
+class _Operand:
+    """The root of a value that is a compiled loop's operand (a step's slice of it, `sliced`,
+    for scan xs) in the Python-driven loop, at least in its first iteration; `shape`: the
+    value's."""
+    __slots__ = ("index", "sliced", "shape")
+
+    def __init__(self, index, sliced, shape):
+        self.index, self.sliced, self.shape = index, sliced, tuple(shape)
+
+
+def _c_inputs(jaxpr, consts, in_roots) -> dict:
+    """{Var: root} of a Jaxpr's inputs the executor surely holds as C arrays of their own: those
+    with a root in `in_roots` (None: unknown), and C-contiguous constants sharing memory with
+    no other constant (their own roots)."""
+    c = {v: r for v, r in zip(jaxpr.invars, in_roots) if r is not None}
+    arrays = [to_numpy(x) for x in consts]
+    for i, (v, a) in enumerate(zip(jaxpr.constvars, arrays)):
+        if isinstance(a, np.ndarray) and a.flags.c_contiguous and \
+                not any(np.may_share_memory(a, b) for j, b in enumerate(arrays) if j != i):
+            c[v] = v
+    return c
+
+
+def _c_step(step, c: dict):
+    """Updates `c` with a step's outputs: fused kernels and BLAS steps write fresh C buffers
+    (their own roots); a reshape / squeeze of such a value is a C view of it (its root); what
+    any other step returns is unknown (NumPy impls may return strided views, control flow its
+    operands)."""
+    if isinstance(step, FusedGroup):
+        c.update((v, v) for v in step.outputs)
+        return
+    eqn = step.eqn
+    name, outs, ins = eqn.primitive.name, eqn.outvars, eqn.invars
+    if name == "dot_general" and len(outs) == 1:
+        c[outs[0]] = outs[0]
+    elif (name == "squeeze" or (name == "reshape" and eqn.params.get("dimensions") is None)) \
+            and len(outs) == 1 and type(ins[0]) is Var and ins[0] in c:
+        c[outs[0]] = c[ins[0]]
+    else:
+        for v in outs:
+            c.pop(v, None)
+
+
+def _c_carries(body, before, carry, after) -> list:
+    """The carries' roots (None: unknown) in a loop body whose other inputs have the roots
+    `before` and `after`, from the operands' (`carry`) as a fixed point: a carry keeps its
+    operand's root where every iteration replaces it with a C value of its own (a fresh one,
+    or a view of itself; not another carry's new value, not another input or constant)."""
+    opt = run_passes(body)
+    jaxpr = opt.jaxpr
+    steps = partition(jaxpr)
+    carry, nk, first = list(carry), len(carry), len(before)
+    while True:
+        ins = list(before) + carry + list(after)
+        c = _c_inputs(jaxpr, opt.consts, ins)
+        for step in steps:
+            _c_step(step, c)
+        consts = [c[v] for v in jaxpr.constvars if v in c]
+        outs = [c.get(v) if type(v) is Var else None for v in jaxpr.outvars[:nk]]
+        new = []
+        for k, r in enumerate(outs):
+            others = [q for i, q in enumerate(ins) if i != first + k] + consts
+            own = r is not None and sum(r is q for q in outs) == 1 and \
+                all(r is not q for q in others)
+            new.append(carry[k] if own else None)
+        if all(a is b for a, b in zip(new, carry)):
+            return carry
+        carry = new
+
+
+def _unshared(roots) -> list:
+    """The roots (None: unknown) of operands whose root is no other operand's."""
+    return [r if r is not None and sum(r is q for q in roots) == 1 else None for r in roots]
+
+
+def _layouts_hold(checks, operands) -> bool:
+    """Whether the Python-driven loop's BLAS steps would read these operands as the compiled
+    loop's calls assumed (`_Emitter.blas_operands`' checks): each as its flag said (a C
+    operand always does), a syrk operand C, and no two operands of a product that a shared
+    data pointer would turn into a syrk sharing memory."""
+    values = {}
+
+    def value(index, sliced):
+        if (index, sliced) not in values:
+            x = to_numpy(operands[index])
+            values[index, sliced] = None if sliced and not len(x) else x[0] if sliced else x
+        return values[index, sliced]
+
+    for kind, *sides in checks:
+        xs = [value(i, s) for i, s, *_ in sides]
+        if any(x is None for x in xs):
+            continue                        # a scan of no steps
+        if kind == "c":
+            if not xs[0].flags.c_contiguous:
+                return False
+        elif kind == "flag":
+            (_, _, perm, rows, cols, flag), x = sides[0], xs[0]
+            if not x.flags.c_contiguous and executor_matrix(x, perm, rows, cols)[1] != flag:
+                return False
+        elif np.may_share_memory(*xs):      # "distinct"
+            return False
+    return True
+
+
 class JaxprEmitter:
     """What the CPU and the CUDA loop emitters share: a Jaxpr's constants and inputs bound to
     buffers, its steps walked in order (fused groups to `group`, equations to `eqn`), layout
@@ -192,7 +325,9 @@ class JaxprEmitter:
     `lower_<primitive>` dispatch, where an equation with no lowering goes to `no_lowering`.
     Needs `self.m` (const, index_map, alloc), `check(aval)`, `generate` (a fused group's
     kernel plan) and `group_call` (the lines calling it); `jaxpr_state` /
-    `set_jaxpr_state` carry what one Jaxpr's steps need (the CPU's in-place updates)."""
+    `set_jaxpr_state` carry what one Jaxpr's steps need (the CPU's in-place updates), and
+    `note_jaxpr` / `note_step` see the Jaxpr's inputs and each step (the CPU's executor
+    layouts)."""
 
     check = staticmethod(check_dtype)
 
@@ -212,14 +347,22 @@ class JaxprEmitter:
     def set_jaxpr_state(self, state):
         pass
 
-    def closed(self, closed, in_names, ind, donated=()):
+    def note_jaxpr(self, jaxpr, consts, in_roots):
+        pass
+
+    def note_step(self, step):
+        pass
+
+    def closed(self, closed, in_names, ind, donated=(), in_roots=None):
         """Lines computing `closed` on the buffers `in_names`, and its output buffers. Buffers
         in `donated` (a loop's own carries) may be updated in place once their old value is
-        dead, where the emitter does that."""
+        dead, where the emitter does that. `in_roots`: the roots of the inputs the executor
+        surely holds as C arrays of their own (see `_Emitter.c`; None: unknown)."""
         opt = run_passes(closed)
         jaxpr = opt.jaxpr
         steps = partition(jaxpr)
         state = self.jaxpr_state(jaxpr, steps, in_names, donated)
+        self.note_jaxpr(jaxpr, opt.consts, in_roots or [None] * len(jaxpr.invars))
         env: dict = {}
         for v, c in zip(jaxpr.constvars, opt.consts):
             self.check(v.aval)
@@ -234,6 +377,7 @@ class JaxprEmitter:
                 self.group(step, env, lines, ind)
             else:
                 self.eqn(step.eqn, env, lines, ind)
+            self.note_step(step)
         return lines, [self.buffer(v, env) for v in jaxpr.outvars]
 
     def eqn(self, eqn, env, lines, ind):
@@ -277,6 +421,44 @@ class _Emitter(DataLowerings, JaxprEmitter):
     def __init__(self, module: _Module):
         self.m = module
         self.in_place: set = set()      # ids of update equations writing their operand
+        # Var -> root: values the executor surely holds as C arrays of their own (see _c_step)
+        self.c: dict = {}
+
+    def note_jaxpr(self, jaxpr, consts, in_roots):
+        for v in list(jaxpr.invars) + list(jaxpr.constvars):
+            self.c.pop(v, None)
+        self.c.update(_c_inputs(jaxpr, consts, in_roots))
+
+    def note_step(self, step):
+        _c_step(step, self.c)
+
+    def executor_root(self, atom):
+        """The root of a C array the executor surely holds for `atom` (see _c_step), or None."""
+        return self.c.get(atom) if type(atom) is Var else None
+
+    def _operand_roots(self, atoms) -> list:
+        return _unshared([self.executor_root(v) for v in atoms])
+
+    def blas_operands(self, kind, sides, pair):
+        """Notes the operands (atom, dims order, rows, cols, transposed) of an unbatched BLAS
+        call chosen for their executor layouts: those that are the loop's operands (or their
+        slices) get checks for the run (`_layouts_hold`): a syrk operand, or one reached
+        through a reshape, must be C; another must be read with the same flag; and `pair`
+        (a square gemm reading one operand transposed) operands must share no memory."""
+        ops = []
+        for atom, perm, rows, cols, flag in sides:
+            root = self.executor_root(atom)
+            if not isinstance(root, _Operand):
+                continue                # a value the loop computes: a fresh C array
+            if kind == "syrk" or atom.aval.shape != root.shape:
+                self.m.checks.append(("c", (root.index, root.sliced)))
+            else:
+                self.m.checks.append(("flag", (root.index, root.sliced, tuple(perm), rows,
+                                                cols, flag)))
+            ops.append(root)
+        if pair and len(ops) == 2 and ops[0] is not ops[1]:
+            self.m.checks.append(("distinct", (ops[0].index, ops[0].sliced),
+                                  (ops[1].index, ops[1].sliced)))
 
     def jaxpr_state(self, jaxpr, steps, in_names, donated):
         return _in_place_updates(
@@ -337,26 +519,40 @@ class _Emitter(DataLowerings, JaxprEmitter):
                 lines += copy_lines(carry[k], o, size(avals[k].shape), ind)
         return lines
 
-    def while_loop(self, params, ins, ind):
+    def while_loop(self, params, ins, ind, ins_roots=None):
+        """`ins_roots`: the operands' roots (see `_Emitter.c`; None: the loop's own operands,
+        which its run checks)."""
         nc, nb = params["cond_nconsts"], params["body_nconsts"]
         body = params["body_jaxpr"]
         avals = body.in_avals[nb:]
+        if ins_roots is None:
+            ins_roots = [_Operand(i, False, a.shape) for i, a in
+                         enumerate(params["cond_jaxpr"].in_avals[:nc] + body.in_avals)]
+        carry_c = _c_carries(body, ins_roots[nc:nc + nb], ins_roots[nc + nb:], [])
         carry = [self.m.alloc(a) for a in avals]
         lines = []
         for c, x, a in zip(carry, ins[nc + nb:], avals):
             lines += copy_lines(c, x, size(a.shape), ind)
-        cond_lines, (pred,) = self.closed(params["cond_jaxpr"], ins[:nc] + carry, ind + "    ")
+        cond_lines, (pred,) = self.closed(params["cond_jaxpr"], ins[:nc] + carry, ind + "    ",
+                                          in_roots=ins_roots[:nc] + carry_c)
         mark = len(self.m.allocated)
-        body_lines, outs = self.closed(body, ins[nc:nc + nb] + carry, ind + "    ", carry)
+        body_lines, outs = self.closed(body, ins[nc:nc + nb] + carry, ind + "    ", carry,
+                                       in_roots=ins_roots[nc:nc + nb] + carry_c)
         fresh = set(self.m.allocated[mark:])
         lines += [f"{ind}while True:", *cond_lines, f"{ind}    if not {pred}[0]:",
                   f"{ind}        break", *body_lines,
                   *self.carry_update(carry, outs, avals, fresh, ind + "    ")]
         return lines, carry
 
-    def scan(self, params, ins, ind):
+    def scan(self, params, ins, ind, ins_roots=None):
+        """`ins_roots` as for while_loop (an xs' root stands for its steps' slices too: C
+        arrays where the stack is one)."""
         closed, length = params["jaxpr"], params["length"]
         nc, nk = params["num_consts"], params["num_carry"]
+        if ins_roots is None:
+            ins_roots = [_Operand(i, i >= nc + nk, a.shape)
+                         for i, a in enumerate(closed.in_avals)]
+        carry_c = _c_carries(closed, ins_roots[:nc], ins_roots[nc:nc + nk], ins_roots[nc + nk:])
         avals = closed.in_avals[nc:nc + nk]
         x_avals, y_avals = closed.in_avals[nc + nk:], closed.out_avals[nk:]
         carry = [self.m.alloc(a) for a in avals]
@@ -374,7 +570,8 @@ class _Emitter(DataLowerings, JaxprEmitter):
             lines.append(f"{inner}{name} = {x}[{i} * {s}:({i} + 1) * {s}]")
             xs.append(name)
         mark = len(self.m.allocated)
-        body_lines, outs = self.closed(closed, ins[:nc] + carry + xs, inner, carry)
+        body_lines, outs = self.closed(closed, ins[:nc] + carry + xs, inner, carry,
+                                       in_roots=ins_roots[:nc] + carry_c + ins_roots[nc + nk:])
         fresh = set(self.m.allocated[mark:])
         lines += body_lines
         for y, o, a in zip(ys, outs[nk:], y_avals):
@@ -385,18 +582,21 @@ class _Emitter(DataLowerings, JaxprEmitter):
         return lines, carry + ys
 
     def lower_while(self, eqn, env, lines, ind):
-        body, outs = self.while_loop(eqn.params, [self.buffer(v, env) for v in eqn.invars], ind)
+        body, outs = self.while_loop(eqn.params, [self.buffer(v, env) for v in eqn.invars], ind,
+                                     self._operand_roots(eqn.invars))
         lines += body
         env.update(zip(eqn.outvars, outs))
 
     def lower_scan(self, eqn, env, lines, ind):
-        body, outs = self.scan(eqn.params, [self.buffer(v, env) for v in eqn.invars], ind)
+        body, outs = self.scan(eqn.params, [self.buffer(v, env) for v in eqn.invars], ind,
+                               self._operand_roots(eqn.invars))
         lines += body
         env.update(zip(eqn.outvars, outs))
 
     def lower_cond(self, eqn, env, lines, ind):
         index, *ops = eqn.invars
         branches = eqn.params["branches"]
+        ops_roots = self._operand_roots(ops)
         ops = [self.buffer(v, env) for v in ops]
         outs = [self.m.alloc(v.aval) for v in eqn.outvars]
         if type(index) is Literal:
@@ -408,7 +608,7 @@ class _Emitter(DataLowerings, JaxprEmitter):
         for k, br in enumerate(branches):
             head = "else:" if k == len(branches) - 1 and k > 0 else \
                 f"{'if' if k == 0 else 'elif'} {ix} == {k}:"
-            br_lines, br_outs = self.closed(br, ops, ind + "    ")
+            br_lines, br_outs = self.closed(br, ops, ind + "    ", in_roots=ops_roots)
             lines += [f"{ind}{head}", f"{ind}    pass", *br_lines]
             for o, b, v in zip(outs, br_outs, eqn.outvars):
                 lines += copy_lines(o, b, size(v.aval.shape), ind + "    ")
@@ -476,10 +676,16 @@ def _operand_avals(name, params):
                                   for a in closed.in_avals[n:]]
 
 
+# compile_loop refuses the params held here (while _python_driven builds their Python loop)
+_refusing = threading.local()
+
+
 def compile_loop(name, params):
     """A callable `(*numpy_operands) -> outputs` running the whole while / scan loop in one
     compiled function; raises Unsupported (naming the culprit) when the body has a step
     without a nopython form here."""
+    if getattr(_refusing, "params", None) is params:
+        raise Unsupported("its operands are not the C arrays its BLAS calls were chosen for")
     body = params["body_jaxpr"] if name == "while" else params["jaxpr"]
     key = (name,) + tuple((k, id(v) if k.endswith("jaxpr") else v)
                           for k, v in sorted(params.items()))
@@ -497,6 +703,17 @@ def compile_loop(name, params):
     if isinstance(got, str):
         raise Unsupported(got)
     return got
+
+
+def _python_driven(name, params):
+    """The Python-driven loop the CPU executor runs where compile_loop refuses (for operands
+    whose layouts the compiled loop's BLAS calls were not chosen for)."""
+    from corejax.compiler import control_flow
+    _refusing.params = params
+    try:
+        return control_flow.host_control_flow(name, params)
+    finally:
+        _refusing.params = None
 
 
 def _build(name, params):
@@ -522,8 +739,14 @@ def _build(name, params):
         raise Unsupported(f"Numba could not compile the loop ({e})") from e
     dtypes = [np.dtype(a.dtype) for a in in_avals]
     shapes = [a.shape for a in out_avals]
+    checks, fallback = module.checks, []
 
     def run(*operands):
+        if checks and not _layouts_hold(checks, operands):
+            # the Python-driven loop's BLAS steps would see other layouts: run that loop
+            if not fallback:
+                fallback.append(_python_driven(name, params))
+            return fallback[0](*operands)
         flat = [np.ascontiguousarray(x, dt).reshape(-1) for x, dt in zip(operands, dtypes)]
         outs = fn(*flat, *consts)
         stats["compiled_calls"] += 1
