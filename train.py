@@ -18,7 +18,9 @@ import argparse
 import difflib
 import inspect
 import json
+import functools
 import os
+import signal
 import sys
 import time
 from typing import Any, Sequence
@@ -391,6 +393,40 @@ class _StopRequested(Exception):
     """train.stop_after_steps was reached."""
 
 
+class _StepGuard:
+    """Ctrl-C while a step runs is taken once the step has returned and the state holds its
+    results: the step consumes (donates) the parameters and optimizer state it is given, so
+    in between there is nothing valid to checkpoint. Anywhere else Ctrl-C interrupts at once.
+    (Only the main thread receives signals; elsewhere the guard changes nothing.)"""
+
+    def __init__(self):
+        self.in_step = False
+        self.pending = False
+        self._previous = None
+
+    def _handler(self, signum, frame):
+        if self.in_step:
+            self.pending = True
+        else:
+            raise KeyboardInterrupt
+
+    def install(self):
+        try:
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+        except ValueError:          # not the main thread
+            self._previous = None
+
+    def restore(self):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def step_done(self):
+        self.in_step = False
+        if self.pending:
+            self.pending = False
+            raise KeyboardInterrupt
+
+
 def _progress(total, initial, desc, enabled):
     from tqdm import tqdm
     return tqdm(total=total, initial=initial, desc=desc, unit="batch", disable=not enabled,
@@ -419,7 +455,9 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False) -> int:
     def loss_fn(params, x, y):
         return loss_of(model.apply(params, x), y)
 
-    @jax.jit
+    # The step consumes its parameters and optimizer state (as Flax training loops do): an
+    # SGD update then accumulates into the parameters' buffers in place.
+    @functools.partial(jax.jit, donate_argnums=(0, 1))
     def train_step(params, opt_state, x, y):
         loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
         updates, opt_state = tx.update(grads, opt_state, params)
@@ -452,7 +490,9 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False) -> int:
     def save():
         checkpoint.save(ckpt_path, state)
 
+    guard = _StepGuard()
     try:
+        guard.install()
         while state["epoch"] < epochs:
             epoch = state["epoch"]
             it = batches(train_x, train_y, bs, key=state["key"], epoch=epoch,
@@ -463,12 +503,14 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False) -> int:
             seen = 0
             try:
                 for x, y in it:
+                    guard.in_step = True
                     params, opt_state, loss = train_step(state["params"], state["opt_state"], x, y)
                     loss = float(loss)
                     state.update(params=params, opt_state=opt_state, step=state["step"] + 1,
                                  batch=state["batch"] + 1,
                                  epoch_loss_sum=state["epoch_loss_sum"] + loss * x.shape[0],
                                  epoch_examples=state["epoch_examples"] + x.shape[0])
+                    guard.step_done()
                     seen += x.shape[0]
                     steps_this_run += 1
                     if state["step"] % cfg["train.log_every"] == 0:
@@ -514,6 +556,7 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False) -> int:
               "--resume", file=sys.stderr)
         return 130
     finally:
+        guard.restore()
         metrics.close()
     if cfg["output.plot"]:
         print(plot(metrics.epochs(), os.path.join(out_dir, "metrics.png")), file=sys.stderr)

@@ -19,6 +19,7 @@ JAX and PyTorch are imported inside their measuring functions: missing ones are 
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import os
 import platform
@@ -109,7 +110,7 @@ def bench_corejax(batches):
     def loss_fn(params, x, y):
         return loss_of(model.apply(params, x), y)
 
-    @cj.jit
+    @functools.partial(cj.jit, donate_argnums=(0, 1))
     def train_step(params, opt_state, x, y):    # train.py's step, verbatim
         loss, grads = cj.value_and_grad(loss_fn)(params, x, y)
         updates, opt_state = tx.update(grads, opt_state, params)
@@ -131,7 +132,7 @@ def bench_corejax(batches):
     return epoch
 
 
-def bench_jax(batches):
+def bench_jax(batches, donate=False):
     import jax
     import jax.numpy as jnp
 
@@ -144,7 +145,8 @@ def bench_jax(batches):
     def loss_fn(params, x, y):
         return -jnp.mean(predict(params, x) * y)
 
-    @jax.jit
+    # the seed's step; jax-donated also donates the parameters, as train.py's step does
+    @functools.partial(jax.jit, donate_argnums=(0,) if donate else ())
     def train_step(params, x, y):
         loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
         return jax.tree_util.tree_map(lambda p, g: p - LR * g, params, grads), loss
@@ -251,7 +253,8 @@ def bench_gemms(batches):
     return epoch
 
 
-FRAMEWORKS = {"corejax": bench_corejax, "jax": bench_jax, "pytorch": bench_torch,
+FRAMEWORKS = {"corejax": bench_corejax, "jax": bench_jax,
+              "jax-donated": functools.partial(bench_jax, donate=True), "pytorch": bench_torch,
               "numpy": bench_numpy, "gemms": bench_gemms}
 
 
@@ -294,7 +297,8 @@ def main(argv=None) -> int:
         except ImportError as e:
             print(f"  {name}: skipped ({e})", file=sys.stderr)
             continue
-        mod = {"jax": "jax", "pytorch": "torch", "numpy": "numpy", "gemms": "numpy"}.get(name)
+        mod = {"jax": "jax", "jax-donated": "jax", "pytorch": "torch", "numpy": "numpy",
+               "gemms": "numpy"}.get(name)
         versions[name] = sys.modules[mod].__version__ if mod in sys.modules else "repo"
     results = run_round_robin(epochs, args.epochs)
     for name, r in results.items():
@@ -306,13 +310,13 @@ def main(argv=None) -> int:
 
     jx = results.get("jax", {}).get("median")
     pt = results.get("pytorch", {}).get("median")
-    print(f"{'framework':<10} {'version':<14} {'median epoch s':>14} {'vs JAX':>8} "
+    print(f"{'framework':<12} {'version':<14} {'median epoch s':>14} {'vs JAX':>8} "
           f"{'vs PyTorch':>10} {'warm-up s':>9} {'loss@ep0':>10} {'loss@last':>10}")
     for name, r in results.items():
         m = r["median"]
         rj = f"{m / jx:.2f}x" if jx else "n/a"
         rp = f"{m / pt:.2f}x" if pt else "n/a"
-        print(f"{name:<10} {versions[name]:<14} {m:>14.3f} {rj:>8} {rp:>10} "
+        print(f"{name:<12} {versions[name]:<14} {m:>14.3f} {rj:>8} {rp:>10} "
               f"{r['warmup']:>9.2f} {r['loss_after_warmup']:>10.6f} {r['last_loss']:>10.6f}")
     print("ratios: framework median / peer median (below 1 is faster than the peer); losses are "
           "the last batch's after the warm-up epoch and after the last epoch (same init, same "

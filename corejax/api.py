@@ -60,7 +60,7 @@ def _canonical_leaves(leaves) -> list:
 
 def _check_leaves(leaves, what: str):
     for x in leaves:
-        if not core.valid_jaxtype(x) and not isinstance(x, Array):
+        if type(x) is not Array and not core.valid_jaxtype(x) and not isinstance(x, Array):
             raise TypeError(f"Argument {x!r} of type {type(x).__name__} passed to {what} is not a "
                             "valid corejax type: arrays, NumPy arrays and Python scalars only "
                             "(mark non-array arguments static).")
@@ -159,13 +159,37 @@ def eval_shape(fun: Callable, *args, **kwargs):
 # --- jit -------------------------------------------------------------------------------------
 
 class _CacheEntry:
-    __slots__ = ("jaxpr", "consts", "out_tree", "executable")
+    __slots__ = ("jaxpr", "consts", "out_tree", "executable", "donated")
 
-    def __init__(self, jaxpr: ClosedJaxpr, consts: list, out_tree: Any):
+    def __init__(self, jaxpr: ClosedJaxpr, consts: list, out_tree: Any, donated=None):
         self.jaxpr = jaxpr        # constvars converted to leading inputs: consts are passed as args
         self.consts = consts
         self.out_tree = out_tree
         self.executable = None    # the compiled program, once the eager fast path has run it
+        self.donated = donated    # per operand (consts, then leaves): donated? None: none is
+
+
+def _donated_operands(args, static_nums, donate_argnums, n_consts, n_leaves):
+    """For each operand of the traced program (consts, then the leaves of the dynamic
+    positional arguments, then of the keyword arguments): whether it is donated. None when
+    nothing is."""
+    if not donate_argnums:
+        return None
+    nargs = len(args)
+    donate = {i % nargs for i in donate_argnums if -nargs <= i < nargs}
+    flags = [False] * n_consts
+    for i, a in enumerate(args):
+        if i not in static_nums:
+            flags += [i in donate] * len(tree_flatten(a)[0])
+    flags += [False] * (n_consts + n_leaves - len(flags))
+    return tuple(flags) if any(flags) else None
+
+
+def _delete_donated(operands, donated):
+    """Donated Arrays are consumed by the call (their buffers may now hold its results)."""
+    for x, d in zip(operands, donated):
+        if d and type(x) is Array:
+            x.delete()
 
 
 def _signature_key(leaves):
@@ -240,7 +264,10 @@ class _JittedFunction:
                                        [_abstractify(x) for x in leaves],
                                        _arg_names(fun, args, kwargs, static_nums),
                                        _fun_name(fun))
-        entry = _CacheEntry(ClosedJaxpr(convert_constvars(jaxpr), []), consts, out_store[0])
+        donated = _donated_operands(args, static_nums, self._donate_argnums, len(consts),
+                                    len(leaves))
+        entry = _CacheEntry(ClosedJaxpr(convert_constvars(jaxpr), []), consts, out_store[0],
+                            donated)
         if not any(isinstance(c, Tracer) for c in consts):
             self._cache[key] = entry
             self._last_key = key
@@ -259,8 +286,11 @@ class _JittedFunction:
             hit = self._fast.get(fast_key)
             if hit is not None:
                 entry, exe = hit
-                return tree_unflatten(entry.out_tree,
-                                      exe(*operands_for(fast_key[1], [*entry.consts, *args])))
+                operands = [*entry.consts, *args]
+                outs = exe(*operands_for(fast_key[1], operands))
+                if entry.donated is not None:
+                    _delete_donated(operands, entry.donated)
+                return tree_unflatten(entry.out_tree, outs)
         else:
             fast_key = None
         entry, leaves = self._lookup(args, kwargs)
@@ -271,12 +301,14 @@ class _JittedFunction:
             exe = entry.executable
             if exe is None:
                 from corejax.compiler import compile_jaxpr
-                exe = compile_jaxpr(entry.jaxpr, self._backend_name(leaves))
+                exe = compile_jaxpr(entry.jaxpr, self._backend_name(leaves), entry.donated)
                 entry.executable = exe
             if fast_key is not None and not self._static_argnums and not self._static_argnames:
                 self._fast[fast_key] = (entry, exe)
-            return tree_unflatten(entry.out_tree,
-                                  exe(*operands_for(self._backend_name(leaves), operands)))
+            outs = exe(*operands_for(self._backend_name(leaves), operands))
+            if entry.donated is not None:
+                _delete_donated(operands, entry.donated)
+            return tree_unflatten(entry.out_tree, outs)
         outs = jit_p.bind(*operands, jaxpr=entry.jaxpr, name=_fun_name(self._fun),
                           backend=self._backend)
         return tree_unflatten(entry.out_tree, outs)
@@ -307,13 +339,15 @@ class Lowered:
     def __init__(self, entry: _CacheEntry, backend: str, name: str):
         self._entry, self._backend, self._name = entry, backend, name
 
-    def as_text(self) -> str:
+    def _executable(self):
         from corejax.compiler import compile_jaxpr
-        return compile_jaxpr(self._entry.jaxpr, self._backend).as_text()
+        return compile_jaxpr(self._entry.jaxpr, self._backend, self._entry.donated)
+
+    def as_text(self) -> str:
+        return self._executable().as_text()
 
     def compile(self):
-        from corejax.compiler import compile_jaxpr
-        compile_jaxpr(self._entry.jaxpr, self._backend)
+        self._executable()
         return self
 
     @property
@@ -321,9 +355,10 @@ class Lowered:
         return self._entry.jaxpr
 
     def __call__(self, *args):
-        from corejax.compiler import compile_jaxpr
-        leaves = tree_leaves(args)
-        outs = compile_jaxpr(self._entry.jaxpr, self._backend)(*self._entry.consts, *leaves)
+        operands = [*self._entry.consts, *tree_leaves(args)]
+        outs = self._executable()(*operands)
+        if self._entry.donated is not None:
+            _delete_donated(operands, self._entry.donated)
         return tree_unflatten(self._entry.out_tree, outs)
 
 

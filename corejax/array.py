@@ -37,6 +37,29 @@ class Device:
 CPU = Device("cpu", 0)
 
 
+class _Deleted:
+    """The buffer slot of a deleted Array (`Array.delete`, or donated to a jitted call): the
+    shape and dtype stay readable; any use of the values raises RuntimeError, as in JAX."""
+
+    __slots__ = ("shape", "dtype", "ndim")
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype, self.ndim = tuple(shape), np.dtype(dtype), len(shape)
+
+    def error(self) -> RuntimeError:
+        return RuntimeError(f"Array has been deleted with shape="
+                            f"{core.ShapedArray(self.shape, self.dtype).str_short()}.")
+
+    def __getattr__(self, name):
+        raise self.error()
+
+    def __array__(self, *args, **kwargs):
+        raise self.error()
+
+    def __len__(self):
+        raise self.error()
+
+
 class Array:
     """An immutable n-dimensional array, the value type of corejax.
 
@@ -82,7 +105,19 @@ class Array:
         v = self._value
         return v if type(v) is np.ndarray else v.copy_to_host()
 
+    def delete(self) -> None:
+        """Drops the buffer now; any later use of the values raises RuntimeError."""
+        v = self._value
+        if type(v) is not _Deleted:
+            self._aval = self.aval
+            self._value = _Deleted(v.shape, v.dtype)
+
+    def is_deleted(self) -> bool:
+        return type(self._value) is _Deleted
+
     def block_until_ready(self) -> "Array":
+        if type(self._value) is _Deleted:
+            raise self._value.error()
         if self._device is not CPU:
             _cuda_module().synchronize()
         return self

@@ -116,10 +116,17 @@ class PyTreeDef:
         return self._build(it)
 
     def _build(self, it):
-        if self.node_type is None:
+        node_type = self.node_type
+        if node_type is None:
             return next(it)
         children = [c._build(it) for c in self.children]
-        return _spec_of(self.node_type).unflatten(self.aux, children)
+        if node_type is dict:
+            return dict(zip(self.aux, children))
+        if node_type is tuple:
+            return tuple(children)
+        if node_type is list:
+            return children
+        return _spec_of(node_type).unflatten(self.aux, children)
 
     def flatten_up_to(self, tree) -> list:
         """Flattens `tree` down to this structure; its subtrees at our leaves stay whole."""
@@ -142,6 +149,8 @@ class PyTreeDef:
             sub._flatten_up_to(c, out)
 
     def __eq__(self, other):
+        if self is other:
+            return True
         return (isinstance(other, PyTreeDef) and self.node_type is other.node_type
                 and self.aux == other.aux and self.children == other.children)
 
@@ -200,13 +209,41 @@ def _flatten(tree, leaves, is_leaf):
     if is_leaf is not None and is_leaf(tree):
         leaves.append(tree)
         return _LEAF
-    nt = _node_type(tree)
-    if nt is None:
-        leaves.append(tree)
-        return _LEAF
-    node_type, spec = nt
-    children, aux = spec.flatten(tree)
-    return PyTreeDef(node_type, aux, tuple(_flatten(c, leaves, is_leaf) for c in children))
+    node_type = type(tree)
+    if node_type is dict:           # the built-in nodes inline (the registry's own rules)
+        aux = tuple(sorted(tree))
+        children = [tree[k] for k in aux]
+    elif node_type is tuple or node_type is list:
+        aux, children = None, tree
+    else:
+        nt = _node_type(tree)
+        if nt is None:
+            leaves.append(tree)
+            return _LEAF
+        node_type, spec = nt
+        children, aux = spec.flatten(tree)
+    return _interned(node_type, aux, tuple([_flatten(c, leaves, is_leaf) for c in children]))
+
+
+# Equal structures flatten to the same PyTreeDef object (children first, so a key holds
+# interned children): jit's per-call signature lookup then hashes and compares in O(1) per
+# node instead of rebuilding and rehashing the whole structure on every call.
+_INTERNED: dict = {}
+_MAX_INTERNED = 1 << 14
+
+
+def _interned(node_type, aux, children):
+    # Only aux data whose equality is identity of value and type (None, string keys): keys
+    # 1, 1.0 and True are equal but must not come back as one another.
+    if aux is not None and not (type(aux) is tuple and all(type(k) is str for k in aux)):
+        return PyTreeDef(node_type, aux, children)
+    key = (node_type, aux, children)
+    found = _INTERNED.get(key)
+    if found is None:
+        if len(_INTERNED) >= _MAX_INTERNED:
+            _INTERNED.clear()
+        found = _INTERNED[key] = PyTreeDef(node_type, aux, children)
+    return found
 
 
 def tree_unflatten(treedef: PyTreeDef, leaves):

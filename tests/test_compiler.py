@@ -471,6 +471,33 @@ def test_gemm_gives_the_same_bits_on_one_thread_and_on_all(m, k, n, lhs_t, rhs_t
     np.testing.assert_array_equal(np.asarray(f(a, b)), results[0])
 
 
+@pytest.mark.parametrize("lhs_t,rhs_t", [(False, False), (True, False), (False, True)])
+@pytest.mark.parametrize("m,k,n", [(784, 128, 512), (128, 784, 512), (512, 128, 10)])
+def test_accumulating_gemm_gives_the_same_bits_on_one_thread_and_on_all(m, k, n, lhs_t, rhs_t):
+    """blas.accumulate (c += alpha a @ b, beta = 1 GEMMs over the planned reduction chunks):
+    the SGD update fused into the weight-gradient GEMM."""
+    from corejax.compiler import blas
+    if blas.gemm_symbol(np.float32) is None:
+        pytest.skip("NumPy's BLAS is not an OpenBLAS corejax can call directly")
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((k, m) if lhs_t else (m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if rhs_t else (k, n)).astype(np.float32)
+    a, b = (a.T if lhs_t else a), (b.T if rhs_t else b)
+    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    site = blas.GemmSite()
+    results = []
+    for mode in (0, 1, 0, 1):
+        site.seconds = [1.0, 2.0] if mode == 0 else [2.0, 1.0]
+        site.next_trial = site.calls + 100
+        c = c0.copy()
+        blas.accumulate(a, b, c, -0.01, site)
+        results.append(c)
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])
+    exact = c0 - 0.01 * (a.astype(np.float64) @ b.astype(np.float64))
+    np.testing.assert_allclose(results[0], exact, rtol=1e-5, atol=1e-5)
+
+
 def test_gemm_site_measures_both_modes_then_runs_the_faster_with_rare_trials():
     from corejax.compiler.blas import GemmSite
     site = GemmSite()

@@ -278,3 +278,14 @@ def test_config_names_and_errors():
         jax.config.enable_x64 = True
     with pytest.raises(ValueError, match="platform"):
         jax.config.update("platform", "tpu")
+
+
+def test_equal_tree_structures_are_one_object_but_distinct_key_types_stay_apart():
+    from corejax import tree_util
+    t1 = tree_util.tree_structure({"a": [1, (2, 3)], "b": None})
+    t2 = tree_util.tree_structure({"b": None, "a": [4, (5, 6)]})
+    assert t1 is t2 and t1 == t2 and hash(t1) == hash(t2)
+    ints = tree_util.tree_structure({1: 0.0})
+    bools = tree_util.tree_structure({True: 0.0})
+    assert list(tree_util.tree_unflatten(ints, [0.0]))[0] is not True
+    assert list(tree_util.tree_unflatten(bools, [0.0]))[0] is True

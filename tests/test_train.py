@@ -254,6 +254,38 @@ def test_same_seed_same_params_and_resume_is_bit_identical(tmp_path, capsys, mon
     _assert_bitwise_equal(_params(full)["opt_state"], _params(interrupted)["opt_state"])
 
 
+def test_ctrl_c_inside_a_step_is_taken_after_it(tmp_path, capsys, monkeypatch):
+    """The step consumes (donates) its parameters: a SIGINT that arrives while it runs is
+    taken once it has returned, so the checkpoint holds that step's results and resuming
+    from it matches an uninterrupted run bit for bit."""
+    import signal
+    import threading
+    import optim
+    _require_stack()
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    full, interrupted = tmp_path / "full", tmp_path / "interrupted"
+    assert _run(full, "train.epochs=1") == 0
+    real_apply = optim.apply_updates
+    calls = []
+
+    def apply_updates_then_sigint(params, updates):
+        calls.append(1)         # runs while the first step is being traced, inside the step
+        os.kill(os.getpid(), signal.SIGINT)
+        return real_apply(params, updates)
+
+    monkeypatch.setattr(optim, "apply_updates", apply_updates_then_sigint)
+    assert _run(interrupted, "train.epochs=1") == 130
+    assert calls == [1]
+    assert "interrupted" in capsys.readouterr().err
+    state = _params(interrupted)
+    assert state["step"] == 1 and state["batch"] == 1
+    monkeypatch.setattr(optim, "apply_updates", real_apply)
+    assert _run(interrupted, "train.epochs=1", resume=True) == 0
+    _assert_bitwise_equal(_params(full)["params"], _params(interrupted)["params"])
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 class _Interrupting:
     """A BatchIterator stand-in whose iteration raises KeyboardInterrupt at some batch."""
 

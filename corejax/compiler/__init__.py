@@ -19,14 +19,18 @@ _cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _lock = threading.RLock()
 
 
-def compile_jaxpr(closed, backend: str = "cpu"):
+def compile_jaxpr(closed, backend: str = "cpu", donated=None):
+    """The executable of `closed` for `backend`. `donated` (a bool per input, or None) marks
+    inputs whose buffers the CPU program may write its results into, when the caller's
+    Array is their only holder; the caller deletes donated Arrays after the call."""
+    key = backend if donated is None else (backend, tuple(donated))
     per_jaxpr = _cache.get(closed)
-    exe = per_jaxpr.get(backend) if per_jaxpr is not None else None
+    exe = per_jaxpr.get(key) if per_jaxpr is not None else None
     if exe is not None:
         return exe
     with _lock:
         per_jaxpr = _cache.setdefault(closed, {})
-        exe = per_jaxpr.get(backend)
+        exe = per_jaxpr.get(key)
         if exe is None:
             if backend == "reference":
                 exe = ReferenceExecutable(closed)
@@ -38,8 +42,8 @@ def compile_jaxpr(closed, backend: str = "cpu"):
                     exe = CudaExecutable(closed, devs[0])
                 else:
                     from corejax.compiler.cpu import CpuExecutable
-                    exe = CpuExecutable(closed)
-            per_jaxpr[backend] = exe
+                    exe = CpuExecutable(closed, donated)
+            per_jaxpr[key] = exe
     return exe
 
 

@@ -20,6 +20,7 @@ with OpenBLAS's threads only, as NumPy would.
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import os
 import threading
@@ -27,7 +28,7 @@ import time
 
 import numpy as np
 
-__all__ = ["matmul", "GemmSite", "gemm_symbol", "plan_for"]
+__all__ = ["matmul", "accumulate", "GemmSite", "gemm_symbol", "plan_for"]
 
 # GEMMs below this many flops run on one thread: waking OpenBLAS's workers costs more there.
 MIN_FLOPS = 1 << 22
@@ -62,6 +63,7 @@ def _openblas_symbol(prefixes, name, suffixes=("64_", "")):
     return None
 
 
+@functools.lru_cache(maxsize=None)
 def gemm_symbol(dtype):
     """(address, ilp64) of the cblas_sgemm / cblas_dgemm in the OpenBLAS NumPy's matmul
     calls, for compiled code to call directly, or None (another BLAS, another dtype)."""
@@ -164,20 +166,27 @@ class _AdaptiveBlas:
         self._plans: dict = {}
 
     def _product(self, a, b, out, chunks, partial):
-        """out = a @ b as BLAS calls over the reduction chunks, summed left to right."""
+        """out = a @ b as BLAS calls over the reduction chunks, summed left to right. Where
+        NumPy's matmul calls gemm (a matrix product of distinct operands: not gemv, not
+        x @ x.T's syrk) and the BLAS is callable directly, each chunk after the first is
+        added by the GEMM itself (beta = 1) instead of through `partial` and an addition."""
         if len(chunks) == 2:
             np.matmul(a, b, out=out)
             return
         np.matmul(a[:, :chunks[1]], b[:chunks[1]], out=out)
+        if gemm_accumulates(out.shape[0], out.shape[1], out.dtype) and not _syrk(a, b):
+            _accumulate(a, b, out, chunks[1:], 1.0)
+            return
         for lo, hi in zip(chunks[1:-1], chunks[2:]):
             np.matmul(a[:, lo:hi], b[lo:hi], out=partial)
             np.add(out, partial, out=out)
 
-    def plan(self, m, k, n, a_transposed, b_transposed, dtype):
+    def plan(self, m, k, n, a_transposed, b_transposed, dtype, accumulate=False):
         """The reduction chunks of an (m, k) @ (k, n) product (see the module docstring),
-        tested once per shape, layout and dtype; the caller holds `lock`."""
+        tested once per shape, layout, dtype and kind (`accumulate`: c += alpha a @ b, one
+        beta=1 call per chunk); the caller holds `lock`."""
         dt = np.dtype(dtype)
-        key = (m, k, n, a_transposed, b_transposed, dt)
+        key = (m, k, n, a_transposed, b_transposed, dt, accumulate)
         chunks = self._plans.get(key)
         if chunks is not None:
             return chunks
@@ -199,11 +208,19 @@ class _AdaptiveBlas:
                     if parts > 1 and k // parts < MIN_CHUNK:
                         break
                     bounds = tuple(k * i // parts for i in range(parts + 1))
-                    one, many = np.empty((m, n), dt), np.empty((m, n), dt)
-                    self._set(1)
-                    self._product(ta, tb, one, bounds, partial)
-                    self._set(self.threads)
-                    self._product(ta, tb, many, bounds, partial)
+                    if accumulate:
+                        one, many = random((m, n)), None
+                        many = one.copy()
+                        self._set(1)
+                        _accumulate(ta, tb, one, bounds, -0.5)
+                        self._set(self.threads)
+                        _accumulate(ta, tb, many, bounds, -0.5)
+                    else:
+                        one, many = np.empty((m, n), dt), np.empty((m, n), dt)
+                        self._set(1)
+                        self._product(ta, tb, one, bounds, partial)
+                        self._set(self.threads)
+                        self._product(ta, tb, many, bounds, partial)
                     if np.array_equal(one, many, equal_nan=True):
                         chunks = bounds
                         break
@@ -240,6 +257,66 @@ class _AdaptiveBlas:
                 self._set(self.threads)
 
 
+    def accumulate(self, a, b, out, alpha, site: GemmSite):
+        """out += alpha * (a @ b), as `matmul` runs a product."""
+        m, n = out.shape
+        k = a.shape[1]
+        with self.lock:
+            try:
+                if 2 * m * n * k < MIN_FLOPS:
+                    self._set(1)
+                    _accumulate(a, b, out, (0, k), alpha)
+                    return
+                if site.chunks is None:
+                    site.chunks = self.plan(m, k, n, _transposed(a), _transposed(b), out.dtype,
+                                            accumulate=True)
+                if not site.chunks:
+                    _accumulate(a, b, out, (0, k), alpha)
+                    return
+                mode = site.mode()
+                if mode == 1:
+                    self._set(1)
+                start = time.perf_counter()
+                _accumulate(a, b, out, site.chunks, alpha)
+                site.record(mode, time.perf_counter() - start)
+            finally:
+                self._set(self.threads)
+
+
+def _accumulate(a, b, out, chunks, alpha):
+    """out += alpha * (a @ b) as one cblas_?gemm call (beta = 1) per reduction chunk, in order:
+    a (m, k) and b (k, n) as BLAS reads them in place (C arrays or transposed C arrays), out a
+    C-contiguous (m, n) array."""
+    from corejax.compiler.kernel_lib import gemm_into
+    dt = out.dtype
+    addr, ilp64 = gemm_symbol(dt)
+    I = np.int64 if ilp64 else np.int32
+    T = dt.type
+    m, n = out.shape
+    ta, tb = _transposed(a), _transposed(b)
+    fa = (a.T if ta else a).reshape(-1)
+    fb = (b.T if tb else b).reshape(-1)
+    for lo, hi in zip(chunks, chunks[1:]):
+        gemm_into(addr, np.int32(112 if ta else 111), np.int32(112 if tb else 111), I(m), I(n),
+                  I(hi - lo), T(alpha), fa[lo * m if ta else lo:], I(m if ta else a.shape[1]),
+                  fb[lo if tb else lo * n:], I(b.shape[0] if tb else n), T(1),
+                  out.reshape(-1), I(n))
+
+
+def gemm_accumulates(m, n, dtype) -> bool:
+    """Whether the reduction chunks of an (m, k) @ (k, n) product of distinct operands after
+    the first are accumulated by gemm calls with beta = 1 (see `_AdaptiveBlas._product`):
+    compiled loops split such a product the same way."""
+    return m > 1 and n > 1 and np.dtype(dtype).char in "fd" and gemm_symbol(dtype) is not None
+
+
+def _syrk(a, b) -> bool:
+    """Whether NumPy's matmul computes a @ b with syrk: x @ x.T, one buffer read once
+    transposed and once not."""
+    return a.shape[0] == b.shape[1] and _transposed(a) != _transposed(b) and \
+        a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+
+
 def _transposed(x) -> bool:
     """Whether BLAS reads the 2-D matrix x with its transpose flag (a transposed C array)."""
     return x.flags.f_contiguous and not x.flags.c_contiguous
@@ -256,6 +333,16 @@ def _make():
 
 
 _adaptive = _make()
+
+
+def accumulate(a, b, out, alpha, site: GemmSite):
+    """out += alpha * (a @ b) (out C-contiguous; a, b 2-D operands BLAS reads in place; a
+    dtype `gemm_symbol` has) as `site` has learned to run it: the GEMM writes into out,
+    which it reads instead of zeros (beta = 1), and no product is materialized."""
+    if _adaptive is None:
+        _accumulate(a, b, out, (0, a.shape[1]), alpha)
+    else:
+        _adaptive.accumulate(a, b, out, alpha, site)
 
 
 def matmul(a, b, out, site: GemmSite):

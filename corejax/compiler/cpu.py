@@ -9,15 +9,17 @@ run their sub-jaxprs as compiled executables of their own.
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
 import warnings
+import weakref
 
 import numpy as np
 
 from corejax import core
-from corejax.array import Array, _NanChecks, to_numpy
+from corejax.array import Array, _Deleted, _NanChecks, to_numpy
 from corejax.core import Literal, Var
 from corejax.compiler import blas, codegen, diskcache, registry
 from corejax.compiler.fusion import FusedGroup, HostStep, Virtual, partition
@@ -30,6 +32,15 @@ __all__ = ["CpuExecutable"]
 # page fault per 4 KiB on first write, which is most of an elementwise kernel's time.
 _POOL_MIN_BYTES = 1 << 16
 _POOL_PER_SLOT = 2
+
+
+# id(buffer) -> (weak reference to it, its pool, its slot), for every pooled buffer: a donated
+# Array's buffer may be a pooled one (a program output), which the donation takes out of its pool.
+_pooled: dict = {}
+
+
+def _forget(key, _ref):
+    _pooled.pop(key, None)
 
 
 class _BufferPool:
@@ -55,7 +66,39 @@ class _BufferPool:
             b = np.empty(shape, dtype)
             if len(bufs) < _POOL_PER_SLOT:
                 bufs.append(b)
+                _pooled[id(b)] = (weakref.ref(b, functools.partial(_forget, id(b))), self, slot)
             return b
+
+    def release(self, slot, buf) -> None:
+        """Takes `buf` out of the pool (it now belongs to whoever was donated it)."""
+        with self._lock:
+            bufs = self._buffers.get(slot, [])
+            for i, b in enumerate(bufs):
+                if b is buf:
+                    del bufs[i]
+                    break
+
+
+def _take_donated(env, slot) -> bool:
+    """Whether the buffer env[slot] of a donated Array (already deleted, so that it no longer
+    holds it) may be written in place: a C-contiguous NumPy array owning its memory that
+    nothing else refers to but the environment (and maybe a buffer pool, which then lets it
+    go). Anything sharing it (a view, another Array, a user's NumPy name, the same Array
+    passed twice) keeps it read-only: the program then writes a copy."""
+    v = env[slot]
+    if type(v) is not np.ndarray or not v.flags.owndata or not v.flags.c_contiguous:
+        return False
+    # References: the environment, `v` and getrefcount's argument.
+    extra = sys.getrefcount(v) - 3
+    if extra == 1:
+        entry = _pooled.get(id(v))
+        if entry is None or entry[0]() is not v:
+            return False
+        entry[1].release(entry[2], v)
+    elif extra:
+        return False
+    v.flags.writeable = True
+    return True
 
 
 def _materialize_virtual(vv: Virtual, base_val):
@@ -107,11 +150,16 @@ class _DotStep:
         self.mat_shape = (self.m, self.n) if self.b == 1 else (self.b, self.m, self.n)
         self.site = blas.GemmSite()
 
+    def matrices(self, lhs, rhs):
+        """The operands as (batch,) m x k and k x n matrices BLAS reads."""
+        b, dt = self.b, self.dtype
+        return (_as_matrices(np.transpose(lhs, self.lperm), b, self.m, self.k, dt),
+                _as_matrices(np.transpose(rhs, self.rperm), b, self.k, self.n, dt))
+
     def __call__(self, lhs, rhs, out):
         """lhs . rhs, written into `out` (a C-contiguous buffer of mat_shape) if given."""
+        a, c = self.matrices(lhs, rhs)
         b, dt = self.b, self.dtype
-        a = _as_matrices(np.transpose(lhs, self.lperm), b, self.m, self.k, dt)
-        c = _as_matrices(np.transpose(rhs, self.rperm), b, self.k, self.n, dt)
         if out is None:
             out = np.empty(self.mat_shape, dt)
         if b == 1:
@@ -119,6 +167,110 @@ class _DotStep:
         else:
             np.matmul(a, c, out=out)
         return out.reshape(self.out_shape)
+
+
+def _step_reads(step):
+    """The materialized Vars a step reads."""
+    if isinstance(step, HostStep):
+        return [v for v in step.eqn.invars if type(v) is Var]
+    reads = []
+    for atom, src in step.inputs.items():
+        if isinstance(src, Virtual):
+            if type(src.src) is Var:
+                reads.append(src.src)
+        elif type(atom) is Var:
+            reads.append(atom)
+    return reads
+
+
+def _axpy(group: FusedGroup):
+    """(w, d, scale, sign) when the group computes exactly w + sign * scale * d of materialized
+    same-shape inputs w and d, scale a scalar (a Literal, or a Var broadcast from a 0-d one;
+    None: 1): the shape of an SGD update, params + (-lr) * grads; else None."""
+    if group.reduction is not None or len(group.outputs) != 1 or not 1 <= len(group.eqns) <= 2:
+        return None
+    *first, last = group.eqns
+    name = last.primitive.name
+    if name not in ("add", "sub") or last.outvars[0] is not group.outputs[0]:
+        return None
+
+    def materialized(atom):
+        return type(atom) is Var and group.inputs.get(atom) is atom and \
+            atom.aval.shape == group.shape
+
+    x, y = last.invars
+    if first:
+        t = first[0].outvars[0]
+        if first[0].primitive.name != "mul" or t not in (x, y) or x is y:
+            return None
+        w = y if t is x else x
+        if name == "sub" and w is not x:
+            return None
+        p, q = first[0].invars
+        d, scale = (p, q) if materialized(p) else (q, p)
+        if not materialized(d):
+            return None
+        if type(scale) is Literal:
+            if np.ndim(scale.val) != 0:
+                return None
+        else:
+            src = group.inputs.get(scale)
+            if not isinstance(src, Virtual) or src.iota_dim is not None or \
+                    src.src is None or src.src.aval.shape != ():
+                return None
+            scale = src.src
+    else:
+        w, d, scale = x, y, None
+        if name == "add" and not materialized(w):
+            w, d = d, w
+    if not (materialized(w) and materialized(d)) or w is d:
+        return None
+    return w, d, scale, (-1.0 if name == "sub" else 1.0)
+
+
+def _accumulate_fusions(jaxpr, steps, donated) -> dict:
+    """{id(step): ...} of the SGD-update shape `w + alpha * dot(a, b)` with w a donated input
+    no later step reads and the product read by nothing else: the update group maps to (the
+    dot's equation, w, scale, sign), run as one accumulating gemm where the group ran
+    (CpuExecutable._accumulate), and the dot's step to None (dropped)."""
+    if not donated:
+        return {}
+    outs = {v for v in jaxpr.outvars if type(v) is Var}
+    last_read, readers, producer = {}, {}, {}
+    for i, st in enumerate(steps):
+        for v in _step_reads(st):
+            last_read[v] = i
+            readers.setdefault(v, set()).add(i)
+        if isinstance(st, HostStep):
+            for v in st.eqn.outvars:
+                producer[v] = i
+    fused = {}
+    for j, group in enumerate(steps):
+        if not isinstance(group, FusedGroup):
+            continue
+        found = _axpy(group)
+        if found is None:
+            continue
+        w, d, scale, sign = found
+        i = producer.get(d)
+        if w not in donated or w in outs or d in outs or last_read.get(w, -1) > j or \
+                readers.get(d) != {j} or i is None:
+            continue
+        dot = steps[i].eqn
+        if registry.kernel_lowerings.get(dot.primitive) != ("dot_general",):
+            continue
+        lhs, rhs = dot.invars
+        dt = np.dtype(d.aval.dtype)
+        (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+        if lb or type(lhs) is not Var or type(rhs) is not Var or w in (lhs, rhs) or \
+                lhs.aval.dtype != dt or rhs.aval.dtype != dt or \
+                np.dtype(w.aval.dtype) != dt or blas.gemm_symbol(dt) is None or \
+                (scale is not None and type(scale) is Var and
+                 np.dtype(scale.aval.dtype).kind not in "fiub"):
+            continue
+        fused[id(steps[i])] = None
+        fused[id(group)] = (dot, w, Literal(1.0, core.ShapedArray((), dt)) if scale is None else scale, sign)
+    return fused
 
 
 def _as_matrices(x, b, rows, cols, dtype):
@@ -134,7 +286,12 @@ def _as_matrices(x, b, rows, cols, dtype):
 
 
 class CpuExecutable:
-    def __init__(self, closed: core.ClosedJaxpr):
+    """`donated`: a bool per input (or None). A donated input the caller's Array alone holds
+    is the program's to overwrite: `W + alpha * dot(a, b)` (an SGD update) is then ONE gemm
+    accumulating into W's buffer in place (`_accumulate_fusions`). The caller deletes
+    donated Arrays; this program deletes them at dispatch, before writing any."""
+
+    def __init__(self, closed: core.ClosedJaxpr, donated=None):
         self.closed = closed
         self.out_weak = [a.weak_type for a in closed.out_avals]
         self.optimized = run_passes(closed)
@@ -151,7 +308,16 @@ class CpuExecutable:
         self._in_slots = []
         for v in jaxpr.invars:
             self._in_slots.append(self._slot(v, template))
-        self._program = [self._build(step, template) for step in self.steps]
+        # Donated inputs: (argument index, slot, slot of "its buffer is ours this call").
+        self._donations, self._owned = [], {}
+        for i, (v, d) in enumerate(zip(jaxpr.invars, donated or ())):
+            if d and type(v) is Var and v not in self._owned:
+                self._owned[v] = len(template)
+                template.append(False)
+                self._donations.append((i, self._in_slots[i], self._owned[v]))
+        self._fused = _accumulate_fusions(jaxpr, self.steps, set(self._owned))
+        self._program = [self._build(step, template) for step in self.steps
+                         if id(step) not in self._fused or self._fused[id(step)] is not None]
         self._outs = []
         for v in jaxpr.outvars:
             if type(v) is Literal:
@@ -170,6 +336,9 @@ class CpuExecutable:
     # --- building steps ------------------------------------------------------------------
 
     def _build(self, step, template):
+        fused = self._fused.get(id(step))
+        if fused is not None:
+            return self._accumulate(*fused, step.outputs[0], template)
         if isinstance(step, HostStep):
             return self._host(step.eqn, template)
         try:
@@ -259,6 +428,35 @@ class CpuExecutable:
 
         return run
 
+    def _accumulate(self, dot_eqn, w, scale, sign, out, template):
+        """out = w + sign * scale * dot_eqn's product as one BLAS call accumulating into w's
+        buffer when the call owns it (a donation), else into a copy of w."""
+        lhs, rhs = dot_eqn.invars
+        dot = _DotStep(lhs.aval.shape, lhs.aval.dtype, rhs.aval.shape,
+                       dot_eqn.params["dimension_numbers"], None)
+        ls, rs = self._slot(lhs, template), self._slot(rhs, template)
+        ws, own, os_ = self._slot(w, template), self._owned[w], self._slot(out, template)
+        shape, dt = out.aval.shape, np.dtype(out.aval.dtype)
+        pool, pooled = self._pool, _BufferPool.worth_pooling(shape, dt)
+        if type(scale) is Literal:
+            const, scale_slot = sign * float(scale.val), None
+        else:
+            const, scale_slot = None, self._slot(scale, template)
+        m, n = dot.m, dot.n
+
+        def run(env):
+            c = env[ws]
+            if not env[own]:
+                w = c
+                c = pool.get(os_, shape, dt) if pooled else np.empty(shape, dt)
+                np.copyto(c, w)
+            a, b = dot.matrices(env[ls], env[rs])
+            alpha = const if scale_slot is None else sign * float(env[scale_slot])
+            blas.accumulate(a, b, c.reshape(m, n), alpha, dot.site)
+            env[os_] = c
+
+        return run
+
     def _group_on_host(self, group: FusedGroup, template):
         """A group the code generator cannot lower, evaluated equation by equation."""
         virt = [(self._slot(a, template), vv, self._slot(vv.src, template)
@@ -289,7 +487,18 @@ class CpuExecutable:
     def __call__(self, *args) -> list:
         env = list(self._template)
         for s, x in zip(self._in_slots, args):
-            env[s] = x._value if type(x) is Array else to_numpy(x)
+            if type(x) is Array:
+                v = x._value
+                if type(v) is _Deleted:
+                    raise v.error()
+                env[s] = v
+            else:
+                env[s] = to_numpy(x)
+        for i, s, own in self._donations:
+            x = args[i]
+            if type(x) is Array:
+                x.delete()      # it no longer holds its buffer: the program may own it now
+                env[own] = _take_donated(env, s)
         for step in self._program:
             step(env)
         outs = [Array(env[s] if s is not None else c, w)
@@ -313,6 +522,17 @@ class CpuExecutable:
         kernel_of = {id(step): (plan, key) for step, plan, key in self.kernels}
         loop_sources = []
         for i, step in enumerate(self.steps):
+            if id(step) in self._fused:
+                fused = self._fused[id(step)]
+                if fused is None:
+                    lines.append(f"step {i}: host step dot_general [fused into the gemm of the "
+                                 "update it feeds]")
+                else:
+                    dot, w, scale, sign = fused
+                    lines.append(f"step {i}: host step gemm [BLAS, beta=1: accumulates "
+                                 f"{'-' if sign < 0 else ''}{scale} * dot_general into the "
+                                 f"donated {w.aval.str_short()} input, in place] {step!r}")
+                continue
             if isinstance(step, HostStep):
                 name = step.eqn.primitive.name
                 flow = self._control_flow.get(id(step.eqn))

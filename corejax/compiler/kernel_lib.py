@@ -97,6 +97,13 @@ def call_syrk(typingctx, addr, order, uplo, trans, n, k, alpha, a, lda, beta, c,
     return sig, _cblas_codegen((7, 10))
 
 
+@njit(cache=True, nogil=True)
+def gemm_into(addr, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+    """The executor's direct cblas_?gemm call (row-major; a, b, c flat arrays starting at the
+    first element each matrix is read from / written to): c = alpha op(a) op(b) + beta c."""
+    call_gemm(addr, np.int32(101), ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+
+
 @_jit
 def int_div(x, y, on_zero):
     """Integer division rounding toward zero; `on_zero` where y == 0 (lax: -1 or the max)."""

@@ -563,18 +563,21 @@ class DataLowerings(LayoutLowerings):
             # the executor runs these chunks (tested with gemm) on one thread or on all, as
             # its timings say, and syrk's bits differ between the two: nothing to mirror
             return "a syrk whose executor bits depend on its thread count"
-        partial = self.m.alloc(out.aval) if len(chunks) > 2 else None
+        # the executor's gemm adds the chunks after the first itself (beta = 1)
+        accumulates = kind == "gemm" and blas.gemm_accumulates(M, N, dt)
+        partial = self.m.alloc(out.aval) if len(chunks) > 2 and not accumulates else None
         for j, (lo, hi) in enumerate(zip(chunks, chunks[1:])):
             # a chunk of the reduction: columns lo:hi of a (M, K) matrix, rows of a (K, N) one
             a_off = lo * M if ta else lo
             c_off = lo if tc else lo * N
-            target = o if j == 0 else partial
+            target = o if j == 0 or accumulates else partial
             if kind == "gemm":
                 lines.append(
                     f"{ind}call_gemm({fn}, np.int32(101), np.int32({112 if ta else 111}), "
                     f"np.int32({112 if tc else 111}), {I}({M}), {I}({N}), {I}({hi - lo}), "
                     f"{T}(1), {a}[{a_off}:], {I}({M if ta else K}), {c}[{c_off}:], "
-                    f"{I}({K if tc else N}), {T}(0), {target}, {I}({N}))")
+                    f"{I}({K if tc else N}), {T}({1 if j and accumulates else 0}), {target}, "
+                    f"{I}({N}))")
             elif kind == "syrk":
                 # NumPy: syrk(RowMajor, Upper, trans of the left operand, M, k, 1, x, its
                 # leading dimension, 0, o, M), then the upper triangle copied to the lower
@@ -600,7 +603,7 @@ class DataLowerings(LayoutLowerings):
                     f"{ind}call_gemv({fn}, np.int32({101 if ta else 102}), np.int32(112), "
                     f"{I}({hi - lo}), {I}({M}), {T}(1), {a}[{a_off}:], {I}({M if ta else K}), "
                     f"{c}[{c_off}:], {I}(1), {T}(0), {target}, {I}(1))")
-            if j:
+            if j and not accumulates:
                 q = self.m.fresh("q")
                 lines += [f"{ind}for {q} in range({M * N}):",
                           f"{ind}    {o}[{q}] = {o}[{q}] + {partial}[{q}]"]

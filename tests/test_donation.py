@@ -1,0 +1,174 @@
+"""jit(donate_argnums=...): donated Arrays are deleted by the call (JAX's semantics), and on
+the CPU an SGD-shaped update `w + alpha * dot(a, b)` of a donated w runs as ONE gemm
+accumulating into w's buffer in place. A buffer anything else can see (a NumPy view, another
+argument, a user's name) is never written: the program then writes a copy."""
+import numpy as np
+import pytest
+
+import corejax as jax
+import corejax.numpy as jnp
+from corejax import tree_util
+
+RNG = np.random.default_rng(0)
+
+
+def _params(shape=(300, 200), dtype=np.float32):
+    return {"w": jnp.asarray(RNG.standard_normal(shape).astype(dtype)),
+            "b": jnp.asarray(RNG.standard_normal(shape[1:]).astype(dtype))}
+
+
+def _loss(p, x):
+    return jnp.sum(jnp.tanh(x @ p["w"] + p["b"]) ** 2)
+
+
+def _sgd(p, x, lr=0.01):
+    g = jax.grad(_loss)(p, x)
+    return tree_util.tree_map(lambda a, b: a - lr * b, p, g)
+
+
+def _sgd_numpy(p, x, lr=0.01):
+    """The same step by hand in float64."""
+    w, b, x = (np.asarray(a, np.float64) for a in (p["w"], p["b"], x))
+    t = np.tanh(x @ w + b)
+    d = 2 * t * (1 - t * t)
+    return {"w": w - lr * (x.T @ d), "b": b - lr * d.sum(0)}
+
+
+def _ptr(a):
+    return a._value.__array_interface__["data"][0]
+
+
+def _copy(p):
+    return tree_util.tree_map(lambda a: jnp.asarray(np.array(a)), p)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_donated_sgd_step_updates_in_place(dtype, x64):
+    x = jnp.asarray(RNG.standard_normal((64, 300)).astype(dtype))
+    p = _params(dtype=dtype)
+    plain, donated = jax.jit(_sgd), jax.jit(_sgd, donate_argnums=0)
+    text = donated.lower(_copy(p), x).as_text()
+    assert "accumulates" in text and "fused into the gemm" in text
+    assert "accumulates" not in plain.lower(p, x).as_text()
+    q, tol = _copy(p), (dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else
+                        dict(rtol=1e-12, atol=1e-12))
+    for _ in range(3):
+        want = _sgd_numpy(q, x)
+        before = q
+        ptr = _ptr(q["w"])
+        p, q = plain(p, x), donated(q, x)
+        assert before["w"].is_deleted() and before["b"].is_deleted()
+        assert _ptr(q["w"]) == ptr           # the gemm wrote into the donated buffer
+        assert q["w"].dtype == dtype
+        np.testing.assert_allclose(np.asarray(q["w"]), want["w"], **tol)
+        np.testing.assert_allclose(np.asarray(q["b"]), want["b"], **tol)
+        np.testing.assert_allclose(np.asarray(q["w"]), np.asarray(p["w"]), **tol)
+
+
+def test_deleted_arrays_raise_on_use_and_keep_their_shape():
+    x = jnp.asarray(RNG.standard_normal((64, 300)).astype(np.float32))
+    p = _params()
+    w = p["w"]
+    jax.jit(_sgd, donate_argnums=0)(p, x)
+    assert w.is_deleted() and w.shape == (300, 200) and w.dtype == np.float32
+    msg = r"Array has been deleted with shape=f32\[(300,)?200\]"
+    with pytest.raises(RuntimeError, match=msg):
+        w + 1
+    with pytest.raises(RuntimeError, match=msg):
+        np.asarray(w)
+    with pytest.raises(RuntimeError, match=msg):
+        jax.jit(lambda a: a * 2)(w)
+    with pytest.raises(RuntimeError, match=msg):
+        w.block_until_ready()
+    with pytest.raises(RuntimeError, match=msg):
+        jax.jit(_sgd, donate_argnums=0)(p, x)
+    y = jnp.ones(3)
+    y.delete()
+    assert y.is_deleted()
+    with pytest.raises(RuntimeError, match=r"shape=f32\[3\]"):
+        float(y.sum())
+
+
+def test_buffers_others_can_see_are_not_overwritten():
+    x = jnp.asarray(RNG.standard_normal((64, 300)).astype(np.float32))
+    donated = jax.jit(_sgd, donate_argnums=0)
+    # a NumPy view of the donated buffer held by the user
+    p = _params()
+    view = np.asarray(p["w"])
+    saved = view.copy()
+    want = _sgd_numpy(p, x)
+    q = donated(p, x)
+    np.testing.assert_array_equal(view, saved)
+    assert _ptr(q["w"]) != view.__array_interface__["data"][0]
+    np.testing.assert_allclose(np.asarray(q["w"]), want["w"], rtol=1e-5, atol=1e-5)
+    # the donated Array is also passed as a non-donated argument: both read the old value
+    p = _params()
+    w_old = np.array(p["w"])
+    want = _sgd_numpy(p, x)
+
+    def step_and_keep(p, w, x):
+        return _sgd(p, x), w * 1.0
+
+    q, w_seen = jax.jit(step_and_keep, donate_argnums=0)(p, p["w"], x)
+    np.testing.assert_array_equal(np.asarray(w_seen), w_old)
+    np.testing.assert_allclose(np.asarray(q["w"]), want["w"], rtol=1e-5, atol=1e-5)
+
+
+def test_the_same_array_donated_twice_is_read_correctly():
+    x = jnp.asarray(RNG.standard_normal((64, 300)).astype(np.float32))
+    w = jnp.asarray(RNG.standard_normal((300, 200)).astype(np.float32))
+    w_np = np.asarray(w, np.float64)
+    p = {"w": w, "b": jnp.zeros(200)}
+
+    def two_steps(p, w2, x):
+        return _sgd(p, x), w2 + 0.0
+
+    q, w2 = jax.jit(two_steps, donate_argnums=(0, 1))(p, w, x)
+    np.testing.assert_array_equal(np.asarray(w2), w_np.astype(np.float32))
+    want = _sgd_numpy({"w": w_np, "b": np.zeros(200)}, x)
+    np.testing.assert_allclose(np.asarray(q["w"]), want["w"], rtol=1e-5, atol=1e-5)
+    assert w.is_deleted()
+
+
+def test_traced_learning_rate_and_pooled_buffers_stay_in_place():
+    """The scale may be a traced scalar (a schedule's learning rate); after the first call the
+    parameters are the program's own (pooled) outputs, which later donations take over."""
+    x = jnp.asarray(RNG.standard_normal((64, 300)).astype(np.float32))
+    step = jax.jit(lambda p, x, lr: _sgd(p, x, lr), donate_argnums=0)
+    p = _params()
+    q = tree_util.tree_map(lambda a: np.array(a, np.float64), p)
+    ptrs = []
+    for lr in (0.02, 0.01, 0.005, 0.0025):
+        want = _sgd_numpy(q, x, lr)
+        p = step(p, x, jnp.float32(lr))
+        ptrs.append(_ptr(p["w"]))
+        np.testing.assert_allclose(np.asarray(p["w"]), want["w"], rtol=1e-5, atol=1e-5)
+        q = want
+    assert len(set(ptrs[1:])) == 1
+    # an output of a non-donating program is a pooled buffer: donating it takes it over
+    p = jax.jit(lambda p, x: _sgd(p, x, 0.01))(p, x)
+    ptr = _ptr(p["w"])
+    p = step(p, x, jnp.float32(0.01))
+    assert _ptr(p["w"]) == ptr
+
+
+def test_donation_of_non_arrays_and_unused_donations():
+    """NumPy arguments are never written; donating an argument no output can reuse still
+    consumes the Array, as in JAX."""
+    x = RNG.standard_normal((64, 300)).astype(np.float32)
+    w = RNG.standard_normal((300, 200)).astype(np.float32)
+    saved = w.copy()
+    q = jax.jit(_sgd, donate_argnums=0)({"w": w, "b": np.zeros(200, np.float32)}, x)
+    np.testing.assert_array_equal(w, saved)
+    assert q["w"].shape == (300, 200)
+    a = jnp.arange(4.0)
+    out = jax.jit(lambda a: a.sum(), donate_argnums=0)(a)
+    assert float(out) == 6.0 and a.is_deleted()
+
+
+def test_donation_under_transformations_is_ignored():
+    f = jax.jit(lambda a: a * 2.0, donate_argnums=0)
+    a = jnp.arange(3.0)
+    g = jax.grad(lambda a: f(a).sum())(a)
+    np.testing.assert_array_equal(np.asarray(g), [2.0, 2.0, 2.0])
+    assert not a.is_deleted()
