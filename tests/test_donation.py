@@ -172,3 +172,63 @@ def test_donation_under_transformations_is_ignored():
     g = jax.grad(lambda a: f(a).sum())(a)
     np.testing.assert_array_equal(np.asarray(g), [2.0, 2.0, 2.0])
     assert not a.is_deleted()
+
+
+def test_elementwise_updates_of_donated_buffers_are_written_in_place():
+    """An Adam-like update: the moments and the parameters are fused elementwise groups whose
+    outputs go into the donated inputs' buffers; values as without donation."""
+    def adam(state, g):
+        p, m, v = state
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        p = p - 0.01 * m / (jnp.sqrt(v) + 1e-8)
+        return p, m, v
+
+    shape = (256, 128)
+    g = jnp.asarray(RNG.standard_normal(shape).astype(np.float32))
+    fresh = lambda: tuple(jnp.asarray(RNG.standard_normal(shape).astype(np.float32) ** k)
+                          for k in (1, 2, 2))
+    state = fresh()
+    plain_state = tuple(jnp.asarray(np.array(a)) for a in state)
+    donated, plain = jax.jit(adam, donate_argnums=0), jax.jit(adam)
+    for _ in range(3):
+        ptrs = [_ptr(a) for a in state]
+        old = state
+        state, plain_state = donated(state, g), plain(plain_state, g)
+        assert all(a.is_deleted() for a in old)
+        assert sorted(_ptr(a) for a in state) == sorted(ptrs)
+        for a, b in zip(state, plain_state):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_a_donated_input_read_through_a_transpose_is_not_overwritten_early():
+    w = RNG.standard_normal((64, 64)).astype(np.float32)
+    f = jax.jit(lambda w: w + w.T * 2.0, donate_argnums=0)
+    out = f(jnp.asarray(w))
+    np.testing.assert_array_equal(np.asarray(out), w + w.T * np.float32(2.0))
+
+
+def test_views_of_a_donated_buffer_read_later_keep_it_intact():
+    """A reshape of the donated input (a view of its buffer in the executor) read after the
+    update: the update must not go into that buffer."""
+    x = jnp.asarray(RNG.standard_normal((64, 300)).astype(np.float32))
+
+    def step_and_flat(p, x):
+        flat = p["w"].reshape(-1)
+        q = _sgd(p, x)
+        return q, jnp.sum(flat * flat), flat[:5] * 1.0
+
+    p = _params()
+    w = np.array(p["w"])
+    q, sq, head = jax.jit(step_and_flat, donate_argnums=0)(p, x)
+    np.testing.assert_allclose(float(sq), float(np.sum(w.astype(np.float64) ** 2)), rtol=1e-5)
+    np.testing.assert_array_equal(np.asarray(head), w.reshape(-1)[:5])
+
+    def scale_and_view(a):
+        v = a.reshape(-1)
+        return a * 2.0, v[3:7] + 0.0
+
+    a = RNG.standard_normal((32, 32)).astype(np.float32)
+    out, tail = jax.jit(scale_and_view, donate_argnums=0)(jnp.asarray(a))
+    np.testing.assert_array_equal(np.asarray(tail), a.reshape(-1)[3:7])
+    np.testing.assert_array_equal(np.asarray(out), a * np.float32(2.0))

@@ -183,6 +183,37 @@ def _step_reads(step):
     return reads
 
 
+def _sharing(steps, donated) -> dict:
+    """{donated Var: the Vars whose value may share its buffer (itself included)}. Fused groups
+    and BLAS products write fresh buffers; any other host step's results may be views of its
+    operands (reshape, transpose, slice, a loop's passthrough carry...), conservatively."""
+    shares = {w: {w} for w in donated}
+    for st in steps:
+        if isinstance(st, FusedGroup) or \
+                registry.kernel_lowerings.get(st.eqn.primitive) == ("dot_general",):
+            continue
+        ins = [v for v in st.eqn.invars if type(v) is Var]
+        for w, group in shares.items():
+            if any(v in group for v in ins):
+                group.update(st.eqn.outvars)
+    return shares
+
+
+def _last_reads(steps) -> dict:
+    last_read = {}
+    for i, st in enumerate(steps):
+        for v in _step_reads(st):
+            last_read[v] = i
+    return last_read
+
+
+def _free_after(w, j, shares, last_read, outs) -> bool:
+    """Whether donated w's buffer may be overwritten at step j: nothing reads it, or a view
+    of it, after step j, and neither is a program output."""
+    group = shares[w]
+    return not (group & outs) and all(last_read.get(v, -1) <= j for v in group)
+
+
 def _axpy(group: FusedGroup):
     """(w, d, scale, sign) when the group computes exactly w + sign * scale * d of materialized
     same-shape inputs w and d, scale a scalar (a Literal, or a Var broadcast from a 0-d one;
@@ -236,10 +267,10 @@ def _accumulate_fusions(jaxpr, steps, donated) -> dict:
     if not donated:
         return {}
     outs = {v for v in jaxpr.outvars if type(v) is Var}
-    last_read, readers, producer = {}, {}, {}
+    last_read, shares = _last_reads(steps), _sharing(steps, donated)
+    readers, producer = {}, {}
     for i, st in enumerate(steps):
         for v in _step_reads(st):
-            last_read[v] = i
             readers.setdefault(v, set()).add(i)
         if isinstance(st, HostStep):
             for v in st.eqn.outvars:
@@ -253,8 +284,8 @@ def _accumulate_fusions(jaxpr, steps, donated) -> dict:
             continue
         w, d, scale, sign = found
         i = producer.get(d)
-        if w not in donated or w in outs or d in outs or last_read.get(w, -1) > j or \
-                readers.get(d) != {j} or i is None:
+        if w not in donated or d in outs or readers.get(d) != {j} or i is None or \
+                not _free_after(w, j, shares, last_read, outs):
             continue
         dot = steps[i].eqn
         if registry.kernel_lowerings.get(dot.primitive) != ("dot_general",):
@@ -271,6 +302,42 @@ def _accumulate_fusions(jaxpr, steps, donated) -> dict:
         fused[id(steps[i])] = None
         fused[id(group)] = (dot, w, Literal(1.0, core.ShapedArray((), dt)) if scale is None else scale, sign)
     return fused
+
+
+def _in_place_outputs(jaxpr, steps, donated, fused) -> dict:
+    """{id(group): {output Var: donated input Var}}: a fused group's output may be written into
+    the buffer of a donated input of its shape and dtype that the group reads element for
+    element (a direct input, not through a broadcast or transpose, so each element is read
+    in the iteration that overwrites it) and nothing reads afterwards: the in-place
+    elementwise updates of donated optimizer states and parameters."""
+    if not donated:
+        return {}
+    outs = {v for v in jaxpr.outvars if type(v) is Var}
+    last_read, shares = _last_reads(steps), _sharing(steps, donated)
+    taken = {f[1] for f in fused.values() if f is not None}
+    found = {}
+    for j, group in enumerate(steps):
+        if not isinstance(group, FusedGroup) or id(group) in fused:
+            continue
+        through_views = {src.src for src in group.inputs.values()
+                         if isinstance(src, Virtual) and type(src.src) is Var}
+        mapping = {}
+        for out in group.outputs:
+            if out.aval.shape != group.shape:
+                continue
+            for w in group.inputs:
+                if type(w) is Var and w in donated and w not in taken and \
+                        group.inputs[w] is w and w.aval.shape == out.aval.shape and \
+                        w.aval.dtype == out.aval.dtype and \
+                        not (shares[w] & through_views) and \
+                        not any(v in group.inputs for v in shares[w] if v is not w) and \
+                        _free_after(w, j, shares, last_read, outs):
+                    mapping[out] = w
+                    taken.add(w)
+                    break
+        if mapping:
+            found[id(group)] = mapping
+    return found
 
 
 def _as_matrices(x, b, rows, cols, dtype):
@@ -316,6 +383,7 @@ class CpuExecutable:
                 template.append(False)
                 self._donations.append((i, self._in_slots[i], self._owned[v]))
         self._fused = _accumulate_fusions(jaxpr, self.steps, set(self._owned))
+        self._in_place = _in_place_outputs(jaxpr, self.steps, set(self._owned), self._fused)
         self._program = [self._build(step, template) for step in self.steps
                          if id(step) not in self._fused or self._fused[id(step)] is not None]
         self._outs = []
@@ -361,6 +429,10 @@ class CpuExecutable:
         out_vars = plan.outputs + ([plan.reduction_out] if plan.reduction_out is not None else [])
         outs = [(self._slot(v, template), v.aval.shape, v.aval.dtype,
                  _BufferPool.worth_pooling(v.aval.shape, v.aval.dtype)) for v in out_vars]
+        in_place = self._in_place.get(id(step), {})
+        # (output's index in outs, donated input's slot, its ownership slot)
+        donated = [(out_vars.index(o), self._slot(w, template), self._owned[w])
+                   for o, w in in_place.items()]
 
         pool = self._pool
 
@@ -377,7 +449,29 @@ class CpuExecutable:
                 args.append(o.reshape(-1))
             fn(*args)
 
-        return run
+        if not donated:
+            return run
+        sources = [None] * len(outs)
+        for k, ws, own in donated:
+            sources[k] = (ws, own)
+
+        def run_in_place(env):
+            args = list(sizes)
+            for s, dt in in_slots:
+                a = env[s]
+                if a.dtype != dt:
+                    a = a.astype(dt)
+                args.append(a.ravel())
+            for (s, shape, dt, pooled), src in zip(outs, sources):
+                if src is not None and env[src[1]]:
+                    o = env[src[0]]     # a donated buffer the program owns: written in place
+                else:
+                    o = pool.get(s, shape, dt) if pooled else np.empty(shape, dt)
+                env[s] = o
+                args.append(o.reshape(-1))
+            fn(*args)
+
+        return run_in_place
 
     def _host(self, eqn, template):
         prim, params = eqn.primitive, eqn.params
