@@ -89,6 +89,18 @@ def test_jit_follows_the_operands_device():
     assert cpu.device == CPU
 
 
+def test_donated_arrays_on_the_gpu_are_consumed():
+    step = jax.jit(lambda w, g: w - 0.5 * g, donate_argnums=0)
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    g = np.ones((2, 3), np.float32)
+    wd = jax.device_put(w, GPU)
+    out = step(wd, jax.device_put(g, GPU))
+    assert out.device == GPU and wd.is_deleted()
+    np.testing.assert_array_equal(np.asarray(out), w - 0.5 * g)
+    with pytest.raises(RuntimeError, match="Array has been deleted"):
+        np.asarray(wd)
+
+
 def test_grad_on_device_matches_cpu():
     def loss(w, x):
         return jnp.mean(jnp.tanh(x @ w) ** 2)
