@@ -169,18 +169,21 @@ class _CacheEntry:
         self.donated = donated    # per operand (consts, then leaves): donated? None: none is
 
 
-def _donated_operands(args, static_nums, donate_argnums, n_consts, n_leaves):
+def _donated_operands(args, dyn_kwargs, static_nums, donate_nums, donate_names, n_consts,
+                      n_leaves):
     """For each operand of the traced program (consts, then the leaves of the dynamic
-    positional arguments, then of the keyword arguments): whether it is donated. None when
-    nothing is."""
-    if not donate_argnums:
+    positional arguments, then of the keyword arguments in sorted order, as tree_flatten
+    orders a dict): whether it is donated. None when nothing is."""
+    if not donate_nums and not donate_names:
         return None
     nargs = len(args)
-    donate = {i % nargs for i in donate_argnums if -nargs <= i < nargs}
+    donate = {i % nargs for i in donate_nums if -nargs <= i < nargs}
     flags = [False] * n_consts
     for i, a in enumerate(args):
         if i not in static_nums:
             flags += [i in donate] * len(tree_flatten(a)[0])
+    for k in sorted(dyn_kwargs):
+        flags += [k in donate_names] * len(tree_flatten(dyn_kwargs[k])[0])
     flags += [False] * (n_consts + n_leaves - len(flags))
     return tuple(flags) if any(flags) else None
 
@@ -200,11 +203,23 @@ class _JittedFunction:
     """A function compiled per signature: pytree structure, shapes, dtypes, weak types,
     static argument values and backend."""
 
-    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, backend):
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, backend,
+                 donate_argnames=()):
         self._fun = fun
         self._static_argnums = static_argnums
         self._static_argnames = static_argnames
-        self._donate_argnums = donate_argnums
+        # Donation by position or by name, each inferred from the other through the
+        # signature where it has one (as JAX does).
+        try:
+            params = [p for p in inspect.signature(fun).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            params = []
+        names = [p.name for p in params]
+        self._donate_argnums = tuple(donate_argnums) + tuple(
+            names.index(n) for n in donate_argnames if n in names)
+        self._donate_argnames = frozenset(donate_argnames) | frozenset(
+            names[i] for i in donate_argnums if -len(names) <= i < len(names))
         self._backend = backend
         self._cache: dict = {}
         self._fast: dict = {}     # eager calls with Array arguments: signature -> (entry, exe)
@@ -264,8 +279,9 @@ class _JittedFunction:
                                        [_abstractify(x) for x in leaves],
                                        _arg_names(fun, args, kwargs, static_nums),
                                        _fun_name(fun))
-        donated = _donated_operands(args, static_nums, self._donate_argnums, len(consts),
-                                    len(leaves))
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
+        donated = _donated_operands(args, dyn_kwargs, static_nums, self._donate_argnums,
+                                    self._donate_argnames, len(consts), len(leaves))
         entry = _CacheEntry(ClosedJaxpr(convert_constvars(jaxpr), []), consts, out_store[0],
                             donated)
         if not any(isinstance(c, Tracer) for c in consts):
@@ -400,11 +416,15 @@ def _explain_miss(jf: _JittedFunction, key) -> str:
 
 
 def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
-        backend: str | None = None, device=None, inline: bool = False):
-    """Compiles `fun`: staged once per signature, then run by the compiler."""
+        donate_argnames=(), backend: str | None = None, device=None, inline: bool = False):
+    """Compiles `fun`: staged once per signature, then run by the compiler.
+
+    Donated arguments (`donate_argnums` / `donate_argnames`) are consumed by the call: their
+    Arrays are deleted, and the CPU program may write its results into their buffers."""
     if fun is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                             donate_argnums=donate_argnums, backend=backend)
+                             donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                             backend=backend, device=device, inline=inline)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
     static_argnums = (static_argnums,) if isinstance(static_argnums, int) else \
@@ -413,9 +433,12 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
         tuple(static_argnames)
     donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else \
         tuple(donate_argnums)
+    donate_argnames = (donate_argnames,) if isinstance(donate_argnames, str) else \
+        tuple(donate_argnames)
     if backend is None and device is not None:
         backend = getattr(device, "platform", None)
-    return _JittedFunction(fun, static_argnums, static_argnames, donate_argnums, backend)
+    return _JittedFunction(fun, static_argnums, static_argnames, donate_argnums, backend,
+                           donate_argnames)
 
 
 class disable_jit:

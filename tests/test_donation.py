@@ -232,3 +232,20 @@ def test_views_of_a_donated_buffer_read_later_keep_it_intact():
     out, tail = jax.jit(scale_and_view, donate_argnums=0)(jnp.asarray(a))
     np.testing.assert_array_equal(np.asarray(tail), a.reshape(-1)[3:7])
     np.testing.assert_array_equal(np.asarray(out), a * np.float32(2.0))
+
+
+def test_donate_argnames_and_argnums_name_the_same_arguments():
+    def step(params, x):
+        return _sgd(params, x)
+
+    x = jnp.asarray(RNG.standard_normal((64, 300)).astype(np.float32))
+    for jitted, call in [
+            (jax.jit(step, donate_argnames="params"), lambda f, p: f(p, x)),
+            (jax.jit(step, donate_argnames=("params",)), lambda f, p: f(params=p, x=x)),
+            (jax.jit(step, donate_argnums=0), lambda f, p: f(params=p, x=x)),
+            (jax.jit(donate_argnames="params")(step), lambda f, p: f(p, x=x))]:
+        p = _params()
+        want = _sgd_numpy(p, x)
+        q = call(jitted, p)
+        assert p["w"].is_deleted() and p["b"].is_deleted() and not x.is_deleted()
+        np.testing.assert_allclose(np.asarray(q["w"]), want["w"], rtol=1e-5, atol=1e-5)

@@ -256,7 +256,6 @@ class _AdaptiveBlas:
             finally:
                 self._set(self.threads)
 
-
     def accumulate(self, a, b, out, alpha, site: GemmSite):
         """out += alpha * (a @ b), as `matmul` runs a product."""
         m, n = out.shape
