@@ -260,10 +260,11 @@ class _JittedFunction:
             with self._lock:
                 entry = self._cache.get(key)
                 if entry is None:
-                    entry = self._trace(args, kwargs, static_nums, in_tree, leaves, key)
+                    entry = self._trace(args, kwargs, static_nums, in_tree, leaves, key,
+                                        dyn_kwargs)
         return entry, leaves
 
-    def _trace(self, args, kwargs, static_nums, in_tree, leaves, key):
+    def _trace(self, args, kwargs, static_nums, in_tree, leaves, key, dyn_kwargs):
         if config.explain_cache_misses:
             logger.warning(_explain_miss(self, key))
         fun = self._fun
@@ -279,7 +280,6 @@ class _JittedFunction:
                                        [_abstractify(x) for x in leaves],
                                        _arg_names(fun, args, kwargs, static_nums),
                                        _fun_name(fun))
-        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
         donated = _donated_operands(args, dyn_kwargs, static_nums, self._donate_argnums,
                                     self._donate_argnames, len(consts), len(leaves))
         entry = _CacheEntry(ClosedJaxpr(convert_constvars(jaxpr), []), consts, out_store[0],

@@ -109,7 +109,6 @@ class Array:
         """Drops the buffer now; any later use of the values raises RuntimeError."""
         v = self._value
         if type(v) is not _Deleted:
-            self._aval = self.aval
             self._value = _Deleted(v.shape, v.dtype)
 
     def is_deleted(self) -> bool:

@@ -116,17 +116,10 @@ class PyTreeDef:
         return self._build(it)
 
     def _build(self, it):
-        node_type = self.node_type
-        if node_type is None:
+        if self.node_type is None:
             return next(it)
         children = [c._build(it) for c in self.children]
-        if node_type is dict:
-            return dict(zip(self.aux, children))
-        if node_type is tuple:
-            return tuple(children)
-        if node_type is list:
-            return children
-        return _spec_of(node_type).unflatten(self.aux, children)
+        return _spec_of(self.node_type).unflatten(self.aux, children)
 
     def flatten_up_to(self, tree) -> list:
         """Flattens `tree` down to this structure; its subtrees at our leaves stay whole."""
@@ -209,19 +202,12 @@ def _flatten(tree, leaves, is_leaf):
     if is_leaf is not None and is_leaf(tree):
         leaves.append(tree)
         return _LEAF
-    node_type = type(tree)
-    if node_type is dict:           # the built-in nodes inline (the registry's own rules)
-        aux = tuple(sorted(tree))
-        children = [tree[k] for k in aux]
-    elif node_type is tuple or node_type is list:
-        aux, children = None, tree
-    else:
-        nt = _node_type(tree)
-        if nt is None:
-            leaves.append(tree)
-            return _LEAF
-        node_type, spec = nt
-        children, aux = spec.flatten(tree)
+    nt = _node_type(tree)
+    if nt is None:
+        leaves.append(tree)
+        return _LEAF
+    node_type, spec = nt
+    children, aux = spec.flatten(tree)
     return _interned(node_type, aux, tuple([_flatten(c, leaves, is_leaf) for c in children]))
 
 

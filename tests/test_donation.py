@@ -201,6 +201,15 @@ def test_elementwise_updates_of_donated_buffers_are_written_in_place():
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+def test_a_lone_donated_argument_is_written_in_place():
+    a = jnp.asarray(RNG.standard_normal((64, 64)).astype(np.float32))
+    want = np.asarray(a) * np.float32(2.0)
+    ptr = _ptr(a)
+    out = jax.jit(lambda a: a * 2.0, donate_argnums=0)(a)
+    assert _ptr(out) == ptr
+    np.testing.assert_array_equal(np.asarray(out), want)
+
+
 def test_a_donated_input_read_through_a_transpose_is_not_overwritten_early():
     w = RNG.standard_normal((64, 64)).astype(np.float32)
     f = jax.jit(lambda w: w + w.T * 2.0, donate_argnums=0)

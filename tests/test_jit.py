@@ -532,3 +532,15 @@ def test_typed_literals_keep_their_dtype_when_a_jitted_function_is_transformed()
     np.testing.assert_array_equal(below, x < 3)
     g = jax.grad(jax.jit(lambda v: jnp.sum(v * np.float32(3.0))))(np.ones(3, np.float32))
     assert g.dtype == np.float32 and not g.weak_type
+
+
+def test_jit_as_a_decorator_factory_keeps_device_and_donation():
+    from corejax.array import Device
+    cuda_present = any(d.platform == "cuda" for d in jax.devices())
+    if not cuda_present:
+        with pytest.raises(RuntimeError, match="Backend 'cuda' requested"):
+            jax.jit(device=Device("cuda", 0))(lambda x: x + 1)(jnp.ones(2))
+    a = jnp.ones(3)
+    out = jax.jit(donate_argnums=0)(lambda x: x * 2.0)(a)
+    np.testing.assert_array_equal(np.asarray(out), [2.0, 2.0, 2.0])
+    assert a.is_deleted()

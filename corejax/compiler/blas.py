@@ -64,17 +64,35 @@ def _openblas_symbol(prefixes, name, suffixes=("64_", "")):
 
 
 @functools.lru_cache(maxsize=None)
-def gemm_symbol(dtype):
-    """(address, ilp64) of the cblas_sgemm / cblas_dgemm in the OpenBLAS NumPy's matmul
-    calls, for compiled code to call directly, or None (another BLAS, another dtype)."""
+def _cblas_address(dtype, name):
+    """(address, ilp64) of cblas_s<name> / cblas_d<name> in the OpenBLAS NumPy's matmul calls,
+    or None (another BLAS, another dtype)."""
     dt = np.dtype(dtype)
     if dt not in (np.float32, np.float64):
         return None
     found = _openblas_symbol(("scipy_cblas_", "cblas_"), ("s" if dt == np.float32 else "d") +
-                             "gemm")
+                             name)
     if found is None:
         return None
     return ctypes.cast(found[0], ctypes.c_void_p).value, found[1] == "64_"
+
+
+def gemm_symbol(dtype):
+    """(address, ilp64) of the cblas_sgemm / cblas_dgemm in the OpenBLAS NumPy's matmul
+    calls, for compiled code to call directly, or None (another BLAS, another dtype)."""
+    return _cblas_address(np.dtype(dtype), "gemm")
+
+
+def gemv_symbol(dtype):
+    """(address, ilp64) of the cblas_sgemv / cblas_dgemv NumPy's matmul calls for vector
+    products, or None."""
+    return _cblas_address(np.dtype(dtype), "gemv")
+
+
+def syrk_symbol(dtype):
+    """(address, ilp64) of the cblas_ssyrk / cblas_dsyrk NumPy's matmul calls for x @ x.T,
+    or None."""
+    return _cblas_address(np.dtype(dtype), "syrk")
 
 
 def plan_for(m, k, n, a_transposed, b_transposed, dtype, any_size=False):
@@ -351,30 +369,6 @@ def matmul(a, b, out, site: GemmSite):
     else:
         _adaptive.matmul(a, b, out, site)
 
-
-def _cblas_address(dtype, name):
-    """(address, ilp64) of cblas_s<name> / cblas_d<name> in the OpenBLAS NumPy's matmul calls,
-    or None (another BLAS, another dtype)."""
-    dt = np.dtype(dtype)
-    if dt not in (np.float32, np.float64):
-        return None
-    found = _openblas_symbol(("scipy_cblas_", "cblas_"), ("s" if dt == np.float32 else "d") +
-                             name)
-    if found is None:
-        return None
-    return ctypes.cast(found[0], ctypes.c_void_p).value, found[1] == "64_"
-
-
-def gemv_symbol(dtype):
-    """(address, ilp64) of the cblas_sgemv / cblas_dgemv NumPy's matmul calls for vector
-    products, or None."""
-    return _cblas_address(dtype, "gemv")
-
-
-def syrk_symbol(dtype):
-    """(address, ilp64) of the cblas_ssyrk / cblas_dsyrk NumPy's matmul calls for x @ x.T,
-    or None."""
-    return _cblas_address(dtype, "syrk")
 
 
 _syrk_checked: dict = {}

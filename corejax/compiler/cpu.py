@@ -22,7 +22,8 @@ from corejax import core
 from corejax.array import Array, _Deleted, _NanChecks, to_numpy
 from corejax.core import Literal, Var
 from corejax.compiler import blas, codegen, diskcache, registry
-from corejax.compiler.fusion import FusedGroup, HostStep, Virtual, partition
+from corejax.compiler.fusion import (Buffers, FusedGroup, HostStep, Virtual, partition,
+                                     step_reads)
 from corejax.compiler.control_flow import host_control_flow
 from corejax.compiler.passes import PASSES, run_passes
 
@@ -35,7 +36,8 @@ _POOL_PER_SLOT = 2
 
 
 # id(buffer) -> (weak reference to it, its pool, its slot), for every pooled buffer: a donated
-# Array's buffer may be a pooled one (a program output), which the donation takes out of its pool.
+# Array's buffer may be a pooled one (a program output), which the donation takes out of its
+# pool.
 _pooled: dict = {}
 
 
@@ -150,6 +152,12 @@ class _DotStep:
         self.mat_shape = (self.m, self.n) if self.b == 1 else (self.b, self.m, self.n)
         self.site = blas.GemmSite()
 
+    @classmethod
+    def of(cls, eqn):
+        lhs, rhs = eqn.invars
+        return cls(lhs.aval.shape, lhs.aval.dtype, rhs.aval.shape,
+                   eqn.params["dimension_numbers"], eqn.params.get("preferred_element_type"))
+
     def matrices(self, lhs, rhs):
         """The operands as (batch,) m x k and k x n matrices BLAS reads."""
         b, dt = self.b, self.dtype
@@ -169,49 +177,13 @@ class _DotStep:
         return out.reshape(self.out_shape)
 
 
-def _step_reads(step):
-    """The materialized Vars a step reads."""
-    if isinstance(step, HostStep):
-        return [v for v in step.eqn.invars if type(v) is Var]
-    reads = []
-    for atom, src in step.inputs.items():
-        if isinstance(src, Virtual):
-            if type(src.src) is Var:
-                reads.append(src.src)
-        elif type(atom) is Var:
-            reads.append(atom)
-    return reads
-
-
-def _sharing(steps, donated) -> dict:
-    """{donated Var: the Vars whose value may share its buffer (itself included)}. Fused groups
-    and BLAS products write fresh buffers; any other host step's results may be views of its
-    operands (reshape, transpose, slice, a loop's passthrough carry...), conservatively."""
-    shares = {w: {w} for w in donated}
-    for st in steps:
-        if isinstance(st, FusedGroup) or \
-                registry.kernel_lowerings.get(st.eqn.primitive) == ("dot_general",):
-            continue
-        ins = [v for v in st.eqn.invars if type(v) is Var]
-        for w, group in shares.items():
-            if any(v in group for v in ins):
-                group.update(st.eqn.outvars)
-    return shares
-
-
-def _last_reads(steps) -> dict:
-    last_read = {}
-    for i, st in enumerate(steps):
-        for v in _step_reads(st):
-            last_read[v] = i
-    return last_read
-
-
-def _free_after(w, j, shares, last_read, outs) -> bool:
-    """Whether donated w's buffer may be overwritten at step j: nothing reads it, or a view
-    of it, after step j, and neither is a program output."""
-    group = shares[w]
-    return not (group & outs) and all(last_read.get(v, -1) <= j for v in group)
+def _buffers(jaxpr, steps) -> Buffers:
+    """The executor's buffers: fused groups and BLAS products write fresh ones; any other host
+    step's results may be views of its operands (reshape, transpose, slice, a loop's
+    passthrough carry...), conservatively."""
+    return Buffers(jaxpr, steps, lambda st: () if isinstance(st, FusedGroup) or
+                   registry.kernel_lowerings.get(st.eqn.primitive) == ("dot_general",)
+                   else st.eqn.invars)
 
 
 def _axpy(group: FusedGroup):
@@ -259,35 +231,24 @@ def _axpy(group: FusedGroup):
     return w, d, scale, (-1.0 if name == "sub" else 1.0)
 
 
-def _accumulate_fusions(jaxpr, steps, donated) -> dict:
+def _accumulate_fusions(steps, donated, buffers: Buffers) -> dict:
     """{id(step): ...} of the SGD-update shape `w + alpha * dot(a, b)` with w a donated input
     no later step reads and the product read by nothing else: the update group maps to (the
-    dot's equation, w, scale, sign), run as one accumulating gemm where the group ran
-    (CpuExecutable._accumulate), and the dot's step to None (dropped)."""
-    if not donated:
-        return {}
-    outs = {v for v in jaxpr.outvars if type(v) is Var}
-    last_read, shares = _last_reads(steps), _sharing(steps, donated)
-    readers, producer = {}, {}
-    for i, st in enumerate(steps):
-        for v in _step_reads(st):
-            readers.setdefault(v, set()).add(i)
-        if isinstance(st, HostStep):
-            for v in st.eqn.outvars:
-                producer[v] = i
+    dot's equation, w, scale or None for 1, sign), run as one accumulating gemm where the
+    group ran (CpuExecutable._accumulate), and the dot's step to None (dropped)."""
     fused = {}
     for j, group in enumerate(steps):
-        if not isinstance(group, FusedGroup):
-            continue
-        found = _axpy(group)
+        found = _axpy(group) if isinstance(group, FusedGroup) and donated else None
         if found is None:
             continue
         w, d, scale, sign = found
-        i = producer.get(d)
-        if w not in donated or d in outs or readers.get(d) != {j} or i is None or \
-                not _free_after(w, j, shares, last_read, outs):
+        readers = [k for k, st in enumerate(steps) if d in step_reads(st)]
+        producer = [k for k, st in enumerate(steps[:j])
+                    if isinstance(st, HostStep) and d in st.eqn.outvars]
+        if w not in donated or readers != [j] or not producer or \
+                not buffers.free_after(d, j) or not buffers.free_after(w, j):
             continue
-        dot = steps[i].eqn
+        dot = steps[producer[0]].eqn
         if registry.kernel_lowerings.get(dot.primitive) != ("dot_general",):
             continue
         lhs, rhs = dot.invars
@@ -296,42 +257,32 @@ def _accumulate_fusions(jaxpr, steps, donated) -> dict:
         if lb or type(lhs) is not Var or type(rhs) is not Var or w in (lhs, rhs) or \
                 lhs.aval.dtype != dt or rhs.aval.dtype != dt or \
                 np.dtype(w.aval.dtype) != dt or blas.gemm_symbol(dt) is None or \
-                (scale is not None and type(scale) is Var and
-                 np.dtype(scale.aval.dtype).kind not in "fiub"):
+                (type(scale) is Var and np.dtype(scale.aval.dtype).kind not in "fiub"):
             continue
-        fused[id(steps[i])] = None
-        fused[id(group)] = (dot, w, Literal(1.0, core.ShapedArray((), dt)) if scale is None else scale, sign)
+        fused[id(steps[producer[0]])] = None
+        fused[id(group)] = (dot, w, scale, sign)
     return fused
 
 
-def _in_place_outputs(jaxpr, steps, donated, fused) -> dict:
+def _in_place_outputs(steps, donated, fused, buffers: Buffers) -> dict:
     """{id(group): {output Var: donated input Var}}: a fused group's output may be written into
     the buffer of a donated input of its shape and dtype that the group reads element for
-    element (a direct input, not through a broadcast or transpose, so each element is read
-    in the iteration that overwrites it) and nothing reads afterwards: the in-place
-    elementwise updates of donated optimizer states and parameters."""
-    if not donated:
-        return {}
-    outs = {v for v in jaxpr.outvars if type(v) is Var}
-    last_read, shares = _last_reads(steps), _sharing(steps, donated)
+    element (a direct input, and no other input, direct or through a broadcast or transpose,
+    may be a view of it: each element is read in the iteration that overwrites it) and
+    nothing reads afterwards: the in-place elementwise updates of optimizer states and
+    parameters."""
     taken = {f[1] for f in fused.values() if f is not None}
     found = {}
     for j, group in enumerate(steps):
-        if not isinstance(group, FusedGroup) or id(group) in fused:
+        if not isinstance(group, FusedGroup) or id(group) in fused or not donated:
             continue
-        through_views = {src.src for src in group.inputs.values()
-                         if isinstance(src, Virtual) and type(src.src) is Var}
         mapping = {}
         for out in group.outputs:
-            if out.aval.shape != group.shape:
-                continue
             for w in group.inputs:
-                if type(w) is Var and w in donated and w not in taken and \
-                        group.inputs[w] is w and w.aval.shape == out.aval.shape and \
-                        w.aval.dtype == out.aval.dtype and \
-                        not (shares[w] & through_views) and \
-                        not any(v in group.inputs for v in shares[w] if v is not w) and \
-                        _free_after(w, j, shares, last_read, outs):
+                if w in donated and w not in taken and group.inputs[w] is w and \
+                        out.aval.shape == group.shape == w.aval.shape and \
+                        w.aval.dtype == out.aval.dtype and buffers.free_after(w, j) and \
+                        sum(w in buffers.roots_of(v) for v in step_reads(group)) == 1:
                     mapping[out] = w
                     taken.add(w)
                     break
@@ -382,8 +333,9 @@ class CpuExecutable:
                 self._owned[v] = len(template)
                 template.append(False)
                 self._donations.append((i, self._in_slots[i], self._owned[v]))
-        self._fused = _accumulate_fusions(jaxpr, self.steps, set(self._owned))
-        self._in_place = _in_place_outputs(jaxpr, self.steps, set(self._owned), self._fused)
+        buffers = _buffers(jaxpr, self.steps)
+        self._fused = _accumulate_fusions(self.steps, set(self._owned), buffers)
+        self._in_place = _in_place_outputs(self.steps, set(self._owned), self._fused, buffers)
         self._program = [self._build(step, template) for step in self.steps
                          if id(step) not in self._fused or self._fused[id(step)] is not None]
         self._outs = []
@@ -429,33 +381,13 @@ class CpuExecutable:
         out_vars = plan.outputs + ([plan.reduction_out] if plan.reduction_out is not None else [])
         outs = [(self._slot(v, template), v.aval.shape, v.aval.dtype,
                  _BufferPool.worth_pooling(v.aval.shape, v.aval.dtype)) for v in out_vars]
+        # per output: None, or (slot of the donated input it may overwrite, its ownership slot)
         in_place = self._in_place.get(id(step), {})
-        # (output's index in outs, donated input's slot, its ownership slot)
-        donated = [(out_vars.index(o), self._slot(w, template), self._owned[w])
-                   for o, w in in_place.items()]
-
+        sources = [(self._slot(in_place[v], template), self._owned[in_place[v]])
+                   if v in in_place else None for v in out_vars]
         pool = self._pool
 
         def run(env):
-            args = list(sizes)
-            for s, dt in in_slots:
-                a = env[s]
-                if a.dtype != dt:
-                    a = a.astype(dt)
-                args.append(a.ravel())
-            for s, shape, dt, pooled in outs:
-                o = pool.get(s, shape, dt) if pooled else np.empty(shape, dt)
-                env[s] = o
-                args.append(o.reshape(-1))
-            fn(*args)
-
-        if not donated:
-            return run
-        sources = [None] * len(outs)
-        for k, ws, own in donated:
-            sources[k] = (ws, own)
-
-        def run_in_place(env):
             args = list(sizes)
             for s, dt in in_slots:
                 a = env[s]
@@ -471,7 +403,7 @@ class CpuExecutable:
                 args.append(o.reshape(-1))
             fn(*args)
 
-        return run_in_place
+        return run
 
     def _host(self, eqn, template):
         prim, params = eqn.primitive, eqn.params
@@ -509,8 +441,7 @@ class CpuExecutable:
         """dot_general on BLAS, into a pooled buffer (a fresh large one page-faults)."""
         lhs, rhs = eqn.invars
         out = eqn.outvars[0]
-        dot = _DotStep(lhs.aval.shape, lhs.aval.dtype, rhs.aval.shape,
-                       eqn.params["dimension_numbers"], eqn.params.get("preferred_element_type"))
+        dot = _DotStep.of(eqn)
         ls, rs, os_ = self._slot(lhs, template), self._slot(rhs, template), self._slot(out, template)
         shape, dt = dot.mat_shape, dot.dtype
         pool = self._pool
@@ -526,14 +457,13 @@ class CpuExecutable:
         """out = w + sign * scale * dot_eqn's product as one BLAS call accumulating into w's
         buffer when the call owns it (a donation), else into a copy of w."""
         lhs, rhs = dot_eqn.invars
-        dot = _DotStep(lhs.aval.shape, lhs.aval.dtype, rhs.aval.shape,
-                       dot_eqn.params["dimension_numbers"], None)
+        dot = _DotStep.of(dot_eqn)
         ls, rs = self._slot(lhs, template), self._slot(rhs, template)
         ws, own, os_ = self._slot(w, template), self._owned[w], self._slot(out, template)
         shape, dt = out.aval.shape, np.dtype(out.aval.dtype)
         pool, pooled = self._pool, _BufferPool.worth_pooling(shape, dt)
-        if type(scale) is Literal:
-            const, scale_slot = sign * float(scale.val), None
+        if scale is None or type(scale) is Literal:
+            const, scale_slot = sign * (1.0 if scale is None else float(scale.val)), None
         else:
             const, scale_slot = None, self._slot(scale, template)
         m, n = dot.m, dot.n
@@ -581,13 +511,10 @@ class CpuExecutable:
     def __call__(self, *args) -> list:
         env = list(self._template)
         for s, x in zip(self._in_slots, args):
-            if type(x) is Array:
-                v = x._value
-                if type(v) is _Deleted:
-                    raise v.error()
-                env[s] = v
-            else:
-                env[s] = to_numpy(x)
+            # (no local name for the buffer: it would hold a donated one beyond the donation)
+            env[s] = x._value if type(x) is Array else to_numpy(x)
+            if type(env[s]) is _Deleted:
+                raise env[s].error()
         for i, s, own in self._donations:
             x = args[i]
             if type(x) is Array:
@@ -624,7 +551,8 @@ class CpuExecutable:
                 else:
                     dot, w, scale, sign = fused
                     lines.append(f"step {i}: host step gemm [BLAS, beta=1: accumulates "
-                                 f"{'-' if sign < 0 else ''}{scale} * dot_general into the "
+                                 f"{'-' if sign < 0 else ''}{1 if scale is None else scale}"
+                                 " * dot_general into the "
                                  f"donated {w.aval.str_short()} input, in place] {step!r}")
                 continue
             if isinstance(step, HostStep):

@@ -18,7 +18,7 @@ from __future__ import annotations
 from corejax.core import Literal, Var
 from corejax.compiler import registry
 
-__all__ = ["FusedGroup", "HostStep", "Virtual", "partition"]
+__all__ = ["FusedGroup", "HostStep", "Virtual", "partition", "step_reads", "Buffers"]
 
 _REDUCE_MONOIDS = {"add", "mul", "max", "min", "and", "or"}
 
@@ -58,6 +58,54 @@ class HostStep:
 
     def __repr__(self):
         return f"HostStep({self.eqn.primitive.name})"
+
+
+def step_reads(step) -> list:
+    """The materialized Vars a step reads (a group's direct inputs and its views' sources)."""
+    if isinstance(step, HostStep):
+        return [v for v in step.eqn.invars if type(v) is Var]
+    reads = []
+    for atom, src in step.inputs.items():
+        v = src.src if isinstance(src, Virtual) else atom
+        if type(v) is Var:
+            reads.append(v)
+    return reads
+
+
+class Buffers:
+    """Which buffers a program's values may live in, and when each is last read: what writing
+    into a buffer in place (a donated input, an update's operand) must respect.
+
+    `views(step)`: the operand Vars whose buffers the step's results may be views of (a
+    backend's layout ops; anything a host step returns, conservatively). A value's `roots` are
+    the values whose buffers it may share (itself, when it is no view). `last_read[root]` is the
+    last step reading any value of that buffer; the program's outputs read theirs at the end."""
+
+    def __init__(self, jaxpr, steps, views):
+        self.roots: dict = {}
+        for st in steps:
+            shared = set()
+            for v in views(st):
+                shared |= self.roots_of(v)
+            if shared and isinstance(st, HostStep):
+                for v in st.eqn.outvars:
+                    self.roots[v] = frozenset(shared)
+        self.last_read: dict = {}
+        for i, st in enumerate(steps):
+            for v in step_reads(st):
+                for r in self.roots_of(v):
+                    self.last_read[r] = i
+        for v in jaxpr.outvars:
+            if type(v) is Var:
+                for r in self.roots_of(v):
+                    self.last_read[r] = len(steps)
+
+    def roots_of(self, v) -> frozenset:
+        return self.roots.get(v) or frozenset((v,))
+
+    def free_after(self, v, i) -> bool:
+        """Whether nothing after step i reads v's buffers, and no output is (a view of) them."""
+        return all(self.last_read.get(r, -1) <= i for r in self.roots_of(v))
 
 
 def _fusible_dtype(aval) -> bool:

@@ -36,33 +36,6 @@ def bitcast(typingctx, x, cls):
     return sig, codegen
 
 
-@intrinsic
-def call_gemm(typingctx, addr, order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
-    """Calls the cblas_?gemm at address `addr` (an int64): c = alpha op(a) op(b) + beta c, with
-    the arrays' data pointers for a, b and c. The integers go as they are typed (int32 for
-    an LP64 BLAS, int64 for an ILP64 one; the enums order / ta / tb are int32). The address
-    is an argument, not a constant, so the caller stays cacheable on disk."""
-    arrays = (8, 10, 13)
-    sig = types.void(addr, order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-
-    def codegen(context, builder, signature, args):
-        from llvmlite import ir
-        argtys = []
-        for i, t in enumerate(signature.args[1:], start=1):
-            argtys.append(context.get_value_type(t.dtype).as_pointer() if i in arrays
-                          else context.get_value_type(t))
-        fnty = ir.FunctionType(ir.VoidType(), argtys)
-        fn = builder.inttoptr(args[0], fnty.as_pointer())
-        values = []
-        for i, (t, v) in enumerate(zip(signature.args[1:], args[1:]), start=1):
-            values.append(context.make_array(t)(context, builder, value=v).data
-                          if i in arrays else v)
-        builder.call(fn, values)
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
 def _cblas_codegen(arrays):
     """The codegen of a void cblas call through the address in argument 0, passing the arrays
     at positions `arrays` as their data pointers and every other argument as it is typed."""
@@ -78,6 +51,16 @@ def _cblas_codegen(arrays):
                                                      start=1)])
         return context.get_dummy_value()
     return codegen
+
+
+@intrinsic
+def call_gemm(typingctx, addr, order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+    """Calls the cblas_?gemm at address `addr` (an int64): c = alpha op(a) op(b) + beta c, with
+    the arrays' data pointers for a, b and c. The integers go as they are typed (int32 for
+    an LP64 BLAS, int64 for an ILP64 one; the enums order / ta / tb are int32). The address
+    is an argument, not a constant, so the caller stays cacheable on disk."""
+    sig = types.void(addr, order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+    return sig, _cblas_codegen((8, 10, 13))
 
 
 @intrinsic

@@ -58,7 +58,7 @@ import numpy as np
 from corejax.array import to_numpy
 from corejax.core import Literal, Var
 from corejax.compiler import codegen, diskcache, registry
-from corejax.compiler.fusion import FusedGroup, HostStep, partition
+from corejax.compiler.fusion import Buffers, FusedGroup, HostStep, partition
 from corejax.compiler.loop_lowerings import (DataLowerings, copy_lines, executor_matrix,
                                               np_name, size)
 from corejax.compiler.passes import run_passes
@@ -164,43 +164,21 @@ def _in_place_updates(jaxpr, steps, donated) -> set:
     that no later step and no output reads, through any view."""
     if not donated:
         return set()
-    base: dict = {}                 # a layout op's output -> its operand (it may be a view)
-    for s in steps:
-        if isinstance(s, HostStep) and s.eqn.primitive.name in _GATHERS \
-                and type(s.eqn.invars[0]) is Var:
-            base[s.eqn.outvars[0]] = s.eqn.invars[0]
-
-    def root(v):
-        while v in base:
-            v = base[v]
-        return v
-
-    def reads(s):
-        if isinstance(s, HostStep):
-            return list(s.eqn.invars)
-        return [getattr(src, "src", src) for src in s.inputs.values()] + list(s.inputs)
-
-    last_read: dict = {}
-    for i, s in enumerate(steps):
-        for v in reads(s):
-            if type(v) is Var:
-                last_read[root(v)] = i
-    for v in jaxpr.outvars:
-        if type(v) is Var:
-            last_read[root(v)] = len(steps)
+    buffers = Buffers(jaxpr, steps, lambda s: s.eqn.invars[:1] if isinstance(s, HostStep) and
+                      s.eqn.primitive.name in _GATHERS and type(s.eqn.invars[0]) is Var else ())
     ok, owned = set(), set(donated)
     for i, s in enumerate(steps):
         if isinstance(s, HostStep) and s.eqn.primitive.name in _UPDATES:
             x, *rest = s.eqn.invars
-            r = root(x) if type(x) is Var else None
-            if r in owned and last_read.get(r) == i and \
-                    all(type(v) is not Var or root(v) is not r for v in rest):
+            roots = buffers.roots_of(x) if type(x) is Var else frozenset((None,))
+            if roots <= owned and buffers.free_after(x, i) and \
+                    all(type(v) is not Var or not roots & buffers.roots_of(v) for v in rest):
                 ok.add(id(s.eqn))
                 owned.add(s.eqn.outvars[0])
     return ok
 
 
-# --- the layouts of the executor's values ---------------------------------------------------------
+# --- the layouts of the executor's values ------------------------------------------------
 #
 # An unbatched BLAS-sized product calls what the executor's np.matmul calls on its operands
 # (DataLowerings._blas_dot), and NumPy picks the routine and its arguments from the operands'
