@@ -258,3 +258,86 @@ def test_donate_argnames_and_argnums_name_the_same_arguments():
         q = call(jitted, p)
         assert p["w"].is_deleted() and p["b"].is_deleted() and not x.is_deleted()
         np.testing.assert_allclose(np.asarray(q["w"]), want["w"], rtol=1e-5, atol=1e-5)
+
+
+# --- buffer reuse: a kernel's output written into a dying operand's buffer ----------------
+
+def _kernel_lines(text):
+    return [line for line in text.splitlines() if line.startswith("step ")]
+
+
+def test_in_place_kernels_store_through_the_input_they_read():
+    """An output that goes into an input's buffer is stored through that input's own kernel
+    argument, never a second argument aliasing it (LLVM would then not vectorize the loop)."""
+    def scale(a, b):
+        return a * 2.0 + b
+
+    a = jnp.asarray(RNG.standard_normal((64, 64)).astype(np.float32))
+    b = jnp.asarray(RNG.standard_normal((64, 64)).astype(np.float32))
+    want = np.asarray(a) * np.float32(2.0) + np.asarray(b)
+    text = jax.jit(scale, donate_argnums=0).lower(a, b).as_text()
+    assert "[in place: f32[64,64] into the buffer of its donated input]" in text
+    source = text[text.index("def kernel("):]
+    params = source[len("def kernel("):source.index(")")].split(", ")
+    assert params == ["n0", "a0", "a1"]          # no output argument
+    assert [line.split("=")[0].strip() for line in source.splitlines()
+            if "] = " in line] == ["a0[i0]"]     # the store goes through the input
+    ptr = _ptr(a)
+    out = jax.jit(scale, donate_argnums=0)(a, b)
+    assert _ptr(out) == ptr
+    np.testing.assert_array_equal(np.asarray(out), want)
+
+
+def _relu_backward(x, w, h):
+    """A relu's backward pass: the product's gradient masked where the activation was zero."""
+    g = x @ w
+    return jnp.where(h > 0, g, 0.0)
+
+
+def test_a_dying_product_is_masked_in_its_own_buffer():
+    x = RNG.standard_normal((128, 64)).astype(np.float32)
+    w = RNG.standard_normal((64, 96)).astype(np.float32)
+    h = RNG.standard_normal((128, 96)).astype(np.float32)
+    f = jax.jit(_relu_backward)
+    text = f.lower(x, w, h).as_text()
+    assert "[in place: f32[128,96] into the buffer of its dying operand]" in text
+    want = np.where(h > 0, x @ w, np.float32(0.0))
+    for _ in range(3):       # the pooled buffers are reused from the second call on
+        np.testing.assert_array_equal(np.asarray(f(x, w, h)), want)
+
+
+@pytest.mark.parametrize("reader", ["later", "output", "view", "transpose"])
+def test_an_operand_read_again_is_never_overwritten(reader):
+    """The product g is read after the masking (directly, as an output, through a reshape
+    view, or by the same group through a transpose): the mask must go to a buffer of its
+    own."""
+    x = RNG.standard_normal((64, 48)).astype(np.float32)
+    w = RNG.standard_normal((48, 64)).astype(np.float32)
+    h = RNG.standard_normal((64, 64)).astype(np.float32)
+    g_np = x @ w
+    masked_np = np.where(h > 0, g_np, np.float32(0.0))
+
+    def f(x, w, h):
+        g = x @ w
+        if reader == "transpose":
+            return jnp.where(h > 0, g, 0.0) + g.T
+        flat = g.reshape(-1)
+        masked = jnp.where(h > 0, g, 0.0)
+        if reader == "later":
+            return masked, x.T @ g
+        if reader == "output":
+            return masked, g
+        return masked, flat[:7] * 1.0
+
+    text = jax.jit(f).lower(x, w, h).as_text()
+    masking = [line for line in _kernel_lines(text) if "select_n" in line]
+    assert len(masking) == 1 and "in place" not in masking[0]
+    out = jax.jit(f)(x, w, h)
+    if reader == "transpose":
+        np.testing.assert_allclose(np.asarray(out), masked_np + g_np.T, rtol=1e-5, atol=1e-5)
+        return
+    masked, other = out
+    np.testing.assert_allclose(np.asarray(masked), masked_np, rtol=1e-5, atol=1e-5)
+    want = {"later": x.T @ g_np, "output": g_np,
+            "view": g_np.reshape(-1)[:7]}[reader]
+    np.testing.assert_allclose(np.asarray(other), want, rtol=1e-5, atol=1e-5)

@@ -38,13 +38,17 @@ PARALLEL_MIN = 1 << 25
 class KernelPlan:
     """What the executor needs to call a generated kernel."""
 
-    def __init__(self, source, sizes, arrays, outputs, reduction_out, needs_init):
+    def __init__(self, source, sizes, arrays, outputs, reduction_out, needs_init,
+                 written=None):
         self.source = source              # module source (without the cache header)
         self.sizes = sizes                # loop sizes, passed first
         self.arrays = arrays              # materialized Vars passed next (flattened)
-        self.outputs = outputs            # full-shape output Vars
+        self.outputs = outputs            # full-shape output Vars passed after them
         self.reduction_out = reduction_out  # the reduction's output Var, or None
         self.needs_init = needs_init
+        # {output Var: index in `arrays`}: outputs written into the array they are computed
+        # from, element for element (`generate`'s `in_place`), not passed
+        self.written = written or {}
 
 
 def _np_name(dt) -> str:
@@ -153,7 +157,13 @@ def emit_eqns(group: FusedGroup, ctx: ScalarCtx, expr_of, names: dict) -> list[s
     return body
 
 
-def generate(group: FusedGroup) -> KernelPlan:
+def generate(group: FusedGroup, in_place=None) -> KernelPlan:
+    """`in_place`: {output Var: input Var} for outputs to be written into the buffer of an
+    input the group reads directly (of the group's shape and the output's dtype), at the
+    element just read. The kernel stores through that input's own argument, not a second
+    one: LLVM vectorizes a loop only when it can prove its stores do not overlap its loads,
+    and two arguments sharing memory fail its run-time check (the scalar loop is some 4x
+    slower)."""
     S = group.shape
     red = group.reduction
     arrays, operand, collapsed, red_axes = collapse(group)
@@ -185,7 +195,12 @@ def generate(group: FusedGroup) -> KernelPlan:
         return names[atom]
 
     body = emit_eqns(group, ctx, expr_of, names)
-    outputs = [o for o in group.outputs if red is None or o is not red.outvars[0]]
+    loop_dims = tuple(d for d in range(len(S)) if S[d] != 1)
+    written = {v: arrays.index((w, loop_dims)) for v, w in (in_place or {}).items()}
+    outputs = [o for o in group.outputs
+               if (red is None or o is not red.outvars[0]) and o not in written]
+    for v, j in written.items():
+        body.append(f"a{j}[{offset(range(k))}] = {names[v]}")
     for j, v in enumerate(outputs):
         body.append(f"o{j}[{offset(range(k))}] = {names[v]}")
 
@@ -239,4 +254,4 @@ def generate(group: FusedGroup) -> KernelPlan:
               f"def kernel({', '.join(args)}):"]
     source = "\n".join(header + lines) + "\n"
     return KernelPlan(source, sizes, [b for b, _ in arrays], outputs,
-                      red.outvars[0] if red is not None else None, needs_init)
+                      red.outvars[0] if red is not None else None, needs_init, written)

@@ -174,7 +174,8 @@ class _DotStep:
             blas.matmul(a, c, out, self.site)
         else:
             np.matmul(a, c, out=out)
-        return out.reshape(self.out_shape)
+        # (the buffer itself where it has the shape: a view would hide it from a donation)
+        return out if out.shape == self.out_shape else out.reshape(self.out_shape)
 
 
 def _buffers(jaxpr, steps) -> Buffers:
@@ -265,21 +266,35 @@ def _accumulate_fusions(steps, donated, buffers: Buffers) -> dict:
 
 
 def _in_place_outputs(steps, donated, fused, buffers: Buffers) -> dict:
-    """{id(group): {output Var: donated input Var}}: a fused group's output may be written into
-    the buffer of a donated input of its shape and dtype that the group reads element for
-    element (a direct input, and no other input, direct or through a broadcast or transpose,
-    may be a view of it: each element is read in the iteration that overwrites it) and
-    nothing reads afterwards: the in-place elementwise updates of optimizer states and
-    parameters."""
+    """{id(group): {output Var: input Var}}: a fused group's output may be written into the
+    buffer of an input of its shape and dtype that the group reads element for element (a
+    direct input, and no other input, direct or through a broadcast or transpose, may be a
+    view of it: each element is read in the iteration that overwrites it) and nothing reads
+    afterwards, when that buffer may be the program's to overwrite: a donated input (the
+    in-place elementwise updates of optimizer states and parameters), or a value one of the
+    program's kernels or BLAS products wrote (the buffer reuse of XLA's buffer assignment:
+    a relu's backward pass masks its incoming gradient in place, where the lines still are
+    in cache, instead of faulting in another buffer). Intermediates whose group the code
+    generator cannot lower are dropped when the executor builds the program (`_build`)."""
     taken = {f[1] for f in fused.values() if f is not None}
+    written = set()
+    for st in steps:
+        if isinstance(st, FusedGroup):
+            written.update(st.outputs)
+        elif registry.kernel_lowerings.get(st.eqn.primitive) == ("dot_general",) and \
+                all(type(v) is Var for v in st.eqn.invars):
+            written.update(st.eqn.outvars)
     found = {}
     for j, group in enumerate(steps):
-        if not isinstance(group, FusedGroup) or id(group) in fused or not donated:
+        if not isinstance(group, FusedGroup) or id(group) in fused:
             continue
         mapping = {}
+        # a donated buffer first: a parameter then stays where it was
+        candidates = sorted(group.inputs, key=lambda w: w not in donated)
         for out in group.outputs:
-            for w in group.inputs:
-                if w in donated and w not in taken and group.inputs[w] is w and \
+            for w in candidates:
+                if (w in donated or w in written) and w not in taken and \
+                        group.inputs[w] is w and \
                         out.aval.shape == group.shape == w.aval.shape and \
                         w.aval.dtype == out.aval.dtype and buffers.free_after(w, j) and \
                         sum(w in buffers.roots_of(v) for v in step_reads(group)) == 1:
@@ -336,6 +351,7 @@ class CpuExecutable:
         buffers = _buffers(jaxpr, self.steps)
         self._fused = _accumulate_fusions(self.steps, set(self._owned), buffers)
         self._in_place = _in_place_outputs(self.steps, set(self._owned), self._fused, buffers)
+        self._on_host: set = set()       # results of groups evaluated on the host (`_build`)
         self._program = [self._build(step, template) for step in self.steps
                          if id(step) not in self._fused or self._fused[id(step)] is not None]
         self._outs = []
@@ -361,8 +377,13 @@ class CpuExecutable:
             return self._accumulate(*fused, step.outputs[0], template)
         if isinstance(step, HostStep):
             return self._host(step.eqn, template)
+        # outputs written into an input's buffer: a donated one, or one a kernel or a BLAS
+        # product of this program wrote (not a group evaluated on the host: its results may
+        # be views of anything)
+        in_place = {o: w for o, w in self._in_place.get(id(step), {}).items()
+                    if w in self._owned or w not in self._on_host}
         try:
-            plan = codegen.generate(step)
+            plan = codegen.generate(step, in_place)
         except NotImplementedError:
             return self._group_on_host(step, template)
         sig = [codegen_types.int64] * len(plan.sizes)
@@ -377,29 +398,33 @@ class CpuExecutable:
             return self._group_on_host(step, template)
         self.kernels.append((step, plan, key))
         sizes = plan.sizes
-        in_slots = [(self._slot(v, template), v.aval.dtype) for v in plan.arrays]
+        # per array argument: (slot, dtype, None or, when the kernel writes an output into it,
+        # (the output's slot, the ownership slot of a donated input or None))
+        into = {j: (self._slot(o, template), self._owned.get(in_place[o]))
+                for o, j in plan.written.items()}
+        in_slots = [(self._slot(v, template), v.aval.dtype, into.get(j))
+                    for j, v in enumerate(plan.arrays)]
         out_vars = plan.outputs + ([plan.reduction_out] if plan.reduction_out is not None else [])
         outs = [(self._slot(v, template), v.aval.shape, v.aval.dtype,
                  _BufferPool.worth_pooling(v.aval.shape, v.aval.dtype)) for v in out_vars]
-        # per output: None, or (slot of the donated input it may overwrite, its ownership slot)
-        in_place = self._in_place.get(id(step), {})
-        sources = [(self._slot(in_place[v], template), self._owned[in_place[v]])
-                   if v in in_place else None for v in out_vars]
         pool = self._pool
 
         def run(env):
             args = list(sizes)
-            for s, dt in in_slots:
+            for s, dt, out in in_slots:
                 a = env[s]
-                if a.dtype != dt:
+                if out is not None:
+                    # a donated buffer this call does not own (someone else sees it) is
+                    # copied first, and so is anything the kernel could not write through
+                    if (out[1] is not None and not env[out[1]]) or a.dtype != dt or \
+                            not a.flags.c_contiguous or not a.flags.writeable:
+                        a = np.array(a, dt)
+                    env[out[0]] = a
+                elif a.dtype != dt:
                     a = a.astype(dt)
                 args.append(a.ravel())
-            for (s, shape, dt, pooled), src in zip(outs, sources):
-                if src is not None and env[src[1]]:
-                    o = env[src[0]]     # a donated buffer the program owns: written in place
-                else:
-                    o = pool.get(s, shape, dt) if pooled else np.empty(shape, dt)
-                env[s] = o
+            for s, shape, dt, pooled in outs:
+                o = env[s] = pool.get(s, shape, dt) if pooled else np.empty(shape, dt)
                 args.append(o.reshape(-1))
             fn(*args)
 
@@ -483,6 +508,7 @@ class CpuExecutable:
 
     def _group_on_host(self, group: FusedGroup, template):
         """A group the code generator cannot lower, evaluated equation by equation."""
+        self._on_host.update(group.outputs)
         virt = [(self._slot(a, template), vv, self._slot(vv.src, template)
                  if type(vv.src) is Var else None)
                 for a, vv in group.inputs.items() if isinstance(vv, Virtual)]
@@ -570,8 +596,13 @@ class CpuExecutable:
                 lines.append(f"step {i}: host step {name} [{kind}] -> {outs}")
             elif id(step) in kernel_of:
                 plan, key = kernel_of[id(step)]
+                into = [f"{o.aval.str_short()} into the buffer of its "
+                        f"{'donated input' if w in self._owned else 'dying operand'}"
+                        for o, w in self._in_place.get(id(step), {}).items()
+                        if o in plan.written]
                 lines.append(f"step {i}: fused kernel k_{key} over {step.shape} "
-                             f"(loop sizes {plan.sizes}): {step!r}")
+                             f"(loop sizes {plan.sizes}): {step!r}"
+                             + "".join(f" [in place: {t}]" for t in into))
             else:
                 lines.append(f"step {i}: host-evaluated group {step!r}")
         for step, plan, key in self.kernels:
