@@ -292,23 +292,25 @@ class _JittedFunction:
     def __call__(self, *args, **kwargs):
         if _config_values["disable_jit"]:
             return self._fun(*args, **kwargs)
-        if not kwargs and core._trace_state.dynamic_level == 0 and \
-                all(type(a) is Array for a in args):
-            # Eager fast path for positional Array arguments: a signature of shapes/dtypes only.
-            flags = _config_values
-            fast_key = (tuple([(a._value.shape, a._value.dtype, a.weak_type) for a in args]),
-                        backend_for(args, self._backend), flags["enable_x64"],
-                        flags["threefry_partitionable"])
-            hit = self._fast.get(fast_key)
-            if hit is not None:
-                entry, exe = hit
-                operands = [*entry.consts, *args]
-                outs = exe(*operands_for(fast_key[1], operands))
-                if entry.donated is not None:
-                    _delete_donated(operands, entry.donated)
-                return tree_unflatten(entry.out_tree, outs)
-        else:
-            fast_key = None
+        fast_key = None
+        if not kwargs and core._trace_state.dynamic_level == 0 and not self._static_argnums:
+            # Eager fast path for Array arguments in pytrees (a parameter dict, an optimizer
+            # state): one flatten, and a signature of structure, shapes, dtypes and weak types.
+            leaves, treedef = tree_flatten(args)
+            if all([type(a) is Array for a in leaves]):
+                flags = _config_values
+                fast_key = (treedef, tuple([(a._value.shape, a._value.dtype, a.weak_type)
+                                            for a in leaves]),
+                            backend_for(leaves, self._backend), flags["enable_x64"],
+                            flags["threefry_partitionable"])
+                hit = self._fast.get(fast_key)
+                if hit is not None:
+                    entry, exe = hit
+                    operands = [*entry.consts, *leaves]
+                    outs = exe(*operands_for(fast_key[2], operands))
+                    if entry.donated is not None:
+                        _delete_donated(operands, entry.donated)
+                    return tree_unflatten(entry.out_tree, outs)
         entry, leaves = self._lookup(args, kwargs)
         operands = [*entry.consts, *leaves]
         if core._trace_state.dynamic_level == 0 and not any(
@@ -319,7 +321,7 @@ class _JittedFunction:
                 from corejax.compiler import compile_jaxpr
                 exe = compile_jaxpr(entry.jaxpr, self._backend_name(leaves), entry.donated)
                 entry.executable = exe
-            if fast_key is not None and not self._static_argnums and not self._static_argnames:
+            if fast_key is not None and not self._static_argnames:
                 self._fast[fast_key] = (entry, exe)
             outs = exe(*operands_for(self._backend_name(leaves), operands))
             if entry.donated is not None:

@@ -116,10 +116,17 @@ class PyTreeDef:
         return self._build(it)
 
     def _build(self, it):
-        if self.node_type is None:
+        node_type = self.node_type
+        if node_type is None:
             return next(it)
         children = [c._build(it) for c in self.children]
-        return _spec_of(self.node_type).unflatten(self.aux, children)
+        if node_type is dict:           # the builtin containers without their rules' calls
+            return dict(zip(self.aux, children))
+        if node_type is tuple:
+            return tuple(children)
+        if node_type is list:
+            return children
+        return _spec_of(node_type).unflatten(self.aux, children)
 
     def flatten_up_to(self, tree) -> list:
         """Flattens `tree` down to this structure; its subtrees at our leaves stay whole."""
@@ -202,6 +209,14 @@ def _flatten(tree, leaves, is_leaf):
     if is_leaf is not None and is_leaf(tree):
         leaves.append(tree)
         return _LEAF
+    # The builtin containers first, without their registered rules' calls: every jitted call
+    # flattens its arguments (a parameter dict, an optimizer state) this way.
+    t = type(tree)
+    if t is dict:
+        keys = tuple(sorted(tree))
+        return _interned(dict, keys, tuple([_flatten(tree[k], leaves, is_leaf) for k in keys]))
+    if t is tuple or t is list:
+        return _interned(t, None, tuple([_flatten(c, leaves, is_leaf) for c in tree]))
     nt = _node_type(tree)
     if nt is None:
         leaves.append(tree)

@@ -272,6 +272,38 @@ def test_one_trace_per_signature_and_retrace():
     assert len(traces) == 5 and f._cache_size() == 5
 
 
+def test_pytree_arguments_retrace_on_structure_shape_dtype_and_weak_type():
+    """The per-call signature of Array leaves in dicts, lists and tuples: a new structure
+    (another key, a tuple for a list), shape, dtype or weak type traces again; the same
+    one runs the cached program, also with Arrays that have never been seen."""
+    traces = []
+
+    @jax.jit
+    def f(p, xs):
+        traces.append(1)
+        return {k: v * 2 for k, v in p.items()}, [x + 1 for x in xs]
+
+    p = {"w": jnp.ones((2, 3)), "b": jnp.zeros(3)}
+    xs = [jnp.ones(2), jnp.ones(2)]
+    out, ys = f(p, xs)
+    out, ys = f(out, ys)
+    assert len(traces) == 1
+    np.testing.assert_array_equal(np.asarray(out["w"]), np.full((2, 3), 4.0, np.float32))
+    np.testing.assert_array_equal(np.asarray(ys[1]), np.full(2, 3.0, np.float32))
+    f({"w": jnp.ones((2, 3)), "c": jnp.zeros(3)}, xs)                  # another key
+    f(p, tuple(xs))                                                    # a tuple, not a list
+    f({"w": jnp.ones((2, 4)), "b": jnp.zeros(3)}, xs)                  # another shape
+    f({"w": jnp.ones((2, 3), jnp.int32), "b": jnp.zeros(3)}, xs)       # another dtype
+    f(p, [jnp.ones(2), jnp.asarray(1.0)])                              # weak scalar
+    f(p, [jnp.ones(2), jnp.float32(1.0)])                              # strong scalar
+    assert len(traces) == 7
+    f(p, tuple(xs))
+    assert len(traces) == 7
+    p["w"].delete()
+    with pytest.raises(RuntimeError, match=r"Array has been deleted with shape=f32\[2,3\]"):
+        f(p, xs)
+
+
 def test_static_args():
     traces = []
 
