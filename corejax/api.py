@@ -223,6 +223,8 @@ class _JittedFunction:
         self._backend = backend
         self._cache: dict = {}
         self._fast: dict = {}     # eager calls with Array arguments: signature -> (entry, exe)
+        # the last such call's argument structure, and its compiled flattening
+        self._last_tree = (None, None)
         self._lock = threading.RLock()
         self._last_key = None
         functools.update_wrapper(self, fun)
@@ -296,8 +298,15 @@ class _JittedFunction:
         if not kwargs and core._trace_state.dynamic_level == 0 and not self._static_argnums:
             # Eager fast path for Array arguments in pytrees (a parameter dict, an optimizer
             # state): one flatten, and a signature of structure, shapes, dtypes and weak types.
-            leaves, treedef = tree_flatten(args)
-            if all([type(a) is Array for a in leaves]):
+            treedef, match = self._last_tree
+            leaves = match(args) if match is not None else None
+            if leaves is None:
+                leaves, treedef = tree_flatten(args)
+                if all([type(a) is Array for a in leaves]):
+                    self._last_tree = (treedef, treedef.matcher(Array))
+                else:
+                    leaves = None
+            if leaves is not None:
                 flags = _config_values
                 fast_key = (treedef, tuple([(a._value.shape, a._value.dtype, a.weak_type)
                                             for a in leaves]),

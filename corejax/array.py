@@ -71,8 +71,9 @@ class Array:
     __array_priority__ = 100
 
     def __init__(self, value: np.ndarray, weak_type: bool = False):
-        if value.flags.writeable:
-            value.flags.writeable = False
+        flags = value.flags
+        if flags.writeable:
+            flags.writeable = False
         self._value = value
         self.weak_type = weak_type
         self._aval = None

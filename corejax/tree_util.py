@@ -94,7 +94,8 @@ def _node_type(x):
 class PyTreeDef:
     """The structure of a pytree: node types and aux data, with leaves left out."""
 
-    __slots__ = ("node_type", "aux", "children", "num_leaves", "_hash")
+    __slots__ = ("node_type", "aux", "children", "num_leaves", "_hash", "_uses", "_builder",
+                 "_matchers")
 
     def __init__(self, node_type, aux, children: tuple):
         self.node_type = node_type     # None for a leaf
@@ -102,6 +103,9 @@ class PyTreeDef:
         self.children = children
         self.num_leaves = 1 if node_type is None else sum(c.num_leaves for c in children)
         self._hash = None
+        self._uses = 0
+        self._builder = None           # compiled unflatten (`_compile_builder`)
+        self._matchers = None          # leaf type -> compiled flatten check (`matcher`)
 
     @property
     def num_nodes(self) -> int:
@@ -112,8 +116,28 @@ class PyTreeDef:
         if len(leaves) != self.num_leaves:
             raise ValueError(
                 f"Tree structure {self} expects {self.num_leaves} leaves, got {len(leaves)}.")
-        it = iter(leaves)
-        return self._build(it)
+        if self._builder is not None:
+            return self._builder(leaves)
+        # A structure rebuilt again (a jitted function's outputs, every call) gets compiled.
+        self._uses += 1
+        if self._uses >= 2 and _compilable(self, _COMPILE_MAX_NODES):
+            self._builder = _compile_builder(self)
+            return self._builder(leaves)
+        return self._build(iter(leaves))
+
+    def matcher(self, leaf_type: type):
+        """A compiled function of a tree: its leaves, in flattening order, if the tree has
+        exactly this structure with a `leaf_type` object at every leaf, else None. None where
+        this structure is not compiled (aux data other than None or string keys, or too many
+        nodes). jit's dispatch flattens its arguments with the last call's matcher."""
+        found = self._matchers.get(leaf_type, False) if self._matchers is not None else False
+        if found is False:
+            found = _compile_matcher(self, leaf_type) \
+                if _compilable(self, _COMPILE_MAX_NODES, plain_aux=True) else None
+            if self._matchers is None:
+                self._matchers = {}
+            self._matchers[leaf_type] = found
+        return found
 
     def _build(self, it):
         node_type = self.node_type
@@ -193,6 +217,115 @@ def _namedtuple_spec(cls):
 def _spec_of(node_type):
     spec = _registry.get(node_type)
     return spec if spec is not None else _namedtuple_spec(node_type)
+
+
+# --- compiled flatten checks and unflattens ------------------------------------------------
+#
+# jit flattens its arguments and rebuilds its outputs on every call. Walking the structure
+# node by node costs about half a microsecond a node; a function compiled for one structure
+# (straight-line code: a type check and an item access a node) costs a fraction of that.
+
+_COMPILE_MAX_NODES = 4096
+_MISS = object()
+
+
+def _compilable(treedef, max_nodes, plain_aux=False) -> bool:
+    """At most `max_nodes` nodes; with `plain_aux`, every aux datum None or a tuple of strings
+    (equality then means sameness)."""
+    stack, count = [treedef], 0
+    while stack:
+        td = stack.pop()
+        count += 1
+        if count > max_nodes:
+            return False
+        if plain_aux and td.aux is not None and not (
+                type(td.aux) is tuple and all(type(k) is str for k in td.aux)):
+            return False
+        stack.extend(td.children)
+    return True
+
+
+def _compile(name, args, lines, namespace):
+    source = f"def {name}({args}):\n" + "".join(f"    {line}\n" for line in lines)
+    exec(compile(source, f"<corejax.tree_util {name}>", "exec"), namespace)
+    return namespace[name]
+
+
+def _compile_builder(treedef):
+    """unflatten as one function of the leaf list: each node one statement, children first."""
+    namespace: dict = {}
+    lines: list = []
+    leaf = iter(range(treedef.num_leaves))
+
+    def const(obj):
+        name = f"_c{len(namespace)}"
+        namespace[name] = obj
+        return name
+
+    def emit(td) -> str:
+        nt = td.node_type
+        if nt is None:
+            return f"l[{next(leaf)}]"
+        kids = [emit(c) for c in td.children]
+        if nt is type(None):
+            return "None"
+        if nt is dict:
+            expr = "{" + ", ".join(f"{const(k)}: {e}" for k, e in zip(td.aux, kids)) + "}"
+        elif nt is tuple:
+            expr = "(" + "".join(f"{e}, " for e in kids) + ")"
+        elif nt is list:
+            expr = "[" + ", ".join(kids) + "]"
+        else:
+            expr = f"{const(_spec_of(nt).unflatten)}({const(td.aux)}, [{', '.join(kids)}])"
+        var = f"n{len(lines)}"
+        lines.append(f"{var} = {expr}")
+        return var
+
+    lines.append(f"return {emit(treedef)}")
+    return _compile("unflatten", "l", lines, namespace)
+
+
+def _compile_matcher(treedef, leaf_type):
+    namespace: dict = {"_MISS": _MISS, "_leaf": leaf_type}
+    lines: list = []
+    leaves: list = []
+
+    def const(obj):
+        name = f"_c{len(namespace)}"
+        namespace[name] = obj
+        return name
+
+    def check(td, var):
+        nt = td.node_type
+        if nt is None:
+            lines.append(f"if type({var}) is not _leaf: return None")
+            leaves.append(var)
+            return
+        if nt is type(None):
+            lines.append(f"if {var} is not None: return None")
+            return
+        n = len(td.children)
+        if nt is dict:
+            lines.append(f"if type({var}) is not dict or len({var}) != {n}: return None")
+            kids = [f"{var}.get({const(k)}, _MISS)" for k in td.aux]
+        elif nt is tuple or nt is list:
+            lines.append(f"if type({var}) is not {nt.__name__} or len({var}) != {n}: "
+                         "return None")
+            kids = [f"{var}[{i}]" for i in range(n)]
+        else:
+            children = f"c{len(lines)}"
+            lines.append(f"if type({var}) is not {const(nt)}: return None")
+            lines.append(f"{children}, aux = {const(_spec_of(nt).flatten)}({var})")
+            lines.append(f"if aux != {const(td.aux)} or len({children}) != {n}: return None")
+            kids = [f"{children}[{i}]" for i in range(n)]
+        for kid, child in zip(kids, td.children):
+            v = f"v{len(lines)}"
+            lines.append(f"{v} = {kid}")
+            check(child, v)
+
+    check(treedef, "tree")
+    lines.append(f"return [{', '.join(leaves)}]")
+    return _compile("matcher", "tree", lines, namespace)
 
 
 _LEAF = PyTreeDef(None, None, ())

@@ -118,6 +118,42 @@ def test_tree_flatten_unflatten_roundtrip():
     assert treedef.num_leaves == 6
 
 
+def test_compiled_unflatten_and_matcher_agree_with_the_recursive_walk():
+    """A structure rebuilt twice gets a compiled unflatten; `matcher(leaf_type)` returns the
+    leaves of a tree of exactly that structure with leaf_type leaves, and None for any other
+    tree (another key, a missing key standing where None was, a list for a tuple, another
+    length, a container or another type at a leaf, another namedtuple type)."""
+    tree = {"b": [1, (2, None)], "a": Point(3, {"z": 4}), "c": Pair(5, 6), "d": ()}
+    leaves, treedef = tree_util.tree_flatten(tree)
+    for _ in range(3):
+        rebuilt = tree_util.tree_unflatten(treedef, leaves)
+        assert rebuilt == tree and type(rebuilt["a"]) is Point and type(rebuilt["c"]) is Pair
+    assert treedef._builder is not None
+    assert list(tree_util.tree_unflatten(treedef, leaves)) == ["a", "b", "c", "d"]
+    plain = {"w": [1, (2, None)], "p": Point(3, {"z": 4}), "e": ()}
+    leaves, treedef = tree_util.tree_flatten(plain)
+    match = treedef.matcher(int)
+    assert match(plain) == leaves == [3, 4, 1, 2]
+    Other = collections.namedtuple("Point", "x y")
+    for other in [{"w": [1, (2, None)], "p": Point(3, {"y": 4}), "e": ()},
+                  {"w": [1, (2, None)], "p": Point(3, {"z": 4}), "f": ()},
+                  {"w": [1, (2, None)], "p": Point(3, {"z": 4})},
+                  {"w": [1, (2, None)], "p": Point(3, {"z": 4}), "e": (), "f": None},
+                  {"w": [1, [2, None]], "p": Point(3, {"z": 4}), "e": ()},
+                  {"w": [1, (2, None, 5)], "p": Point(3, {"z": 4}), "e": ()},
+                  {"w": [1, (2, 7)], "p": Point(3, {"z": 4}), "e": ()},
+                  {"w": [1, (2, None)], "p": Point(3, {"z": 4.0}), "e": ()},
+                  {"w": [1, (2, None)], "p": Point(3, {"z": [4]}), "e": ()},
+                  {"w": [1, (2, None)], "p": Other(3, {"z": 4}), "e": ()},
+                  [1, 2]]:
+        assert match(other) is None, other
+    # a missing key where the structure has an empty node is no match either
+    none_at = {"a": None, "b": 1}
+    m2 = tree_util.tree_structure(none_at).matcher(int)
+    assert m2(none_at) == [1] and m2({"c": 0, "b": 1}) is None
+    assert tree_util.tree_structure({1: 0}).matcher(int) is None     # non-string keys
+
+
 def test_tree_map_multiple_trees_and_mismatch():
     a = {"x": 1, "y": [2, 3]}
     b = {"x": 10, "y": [20, 30]}

@@ -88,8 +88,12 @@ def _take_donated(env, slot) -> bool:
     go). Anything sharing it (a view, another Array, a user's NumPy name, the same Array
     passed twice) keeps it read-only: the program then writes a copy."""
     v = env[slot]
-    if type(v) is not np.ndarray or not v.flags.owndata or not v.flags.c_contiguous:
+    if type(v) is not np.ndarray:
         return False
+    flags = v.flags
+    if not flags.owndata or not flags.c_contiguous:
+        return False
+    del flags       # (it refers to v)
     # References: the environment, `v` and getrefcount's argument.
     extra = sys.getrefcount(v) - 3
     if extra == 1:
