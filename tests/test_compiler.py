@@ -498,8 +498,21 @@ def test_accumulating_gemm_gives_the_same_bits_on_one_thread_and_on_all(m, k, n,
     np.testing.assert_allclose(results[0], exact, rtol=1e-5, atol=1e-5)
 
 
-def test_gemm_site_measures_both_modes_then_runs_the_faster_with_rare_trials():
+class _Spare:
+    """A stand-in for blas._spare_cores: whether the machine has a core to spare."""
+
+    def __init__(self):
+        self.now, self.asked = False, 0
+
+    def seen(self, site):
+        self.asked += 1
+        return self.now
+
+
+def test_gemm_site_measures_both_modes_then_runs_the_faster_with_rare_trials(monkeypatch):
+    from corejax.compiler import blas
     from corejax.compiler.blas import GemmSite
+    monkeypatch.setattr(blas, "_spare_cores", _Spare())     # another process keeps a core
     site = GemmSite()
     speed = {0: 1.0, 1: 2.0}                 # threads twice as fast as one thread
     modes = []
@@ -534,3 +547,71 @@ def test_gemm_site_measures_both_modes_then_runs_the_faster_with_rare_trials():
         mode = site.mode()
         site.record(mode, speed[mode])
     assert site.choice() == 0
+
+
+def test_gemm_site_tries_the_threads_again_as_soon_as_a_contention_ends(monkeypatch):
+    """On one thread since another process took a core, a site runs a trial of the threads
+    the first time the machine has a core to spare, not MAX_INTERVAL calls later; a site
+    whose single thread is the faster even then stops asking."""
+    from corejax.compiler import blas
+    from corejax.compiler.blas import GemmSite
+    spare = _Spare()
+    monkeypatch.setattr(blas, "_spare_cores", spare)
+    site = GemmSite()
+    speed = {0: 1.0, 1: 2.0}
+
+    def run(calls):
+        modes = []
+        for _ in range(calls):
+            mode = site.mode()
+            modes.append(mode)
+            site.record(mode, speed[mode])
+        return modes
+
+    run(200)
+    assert site.choice() == 0 and spare.asked == 0       # never asked while threads win
+    speed[0] = 10.0                                       # contention
+    run(GemmSite.MIN_INTERVAL * 4)
+    assert site.choice() == 1
+    run(2000)                                             # long contention: rare trials
+    assert site.choice() == 1 and site.interval == GemmSite.MAX_INTERVAL
+    speed[0], spare.now = 1.0, True                       # it ends; a core is idle
+    assert run(2) == [0, 0] and site.choice() == 0
+    # one thread faster even with a spare core: one trial of the threads, then none
+    site, spare.now = GemmSite(), False
+    speed = {0: 2.0, 1: 1.0}
+    run(20)
+    assert site.choice() == 1
+    spare.now = True
+    modes = run(GemmSite.MIN_INTERVAL * 8)
+    assert site.choice() == 1 and not site.spare_trials
+    scheduled = site.next_trial
+    assert modes.count(0) <= 3 and scheduled > site.calls
+
+
+def test_spare_cores_reads_idle_time_once_a_period(tmp_path, monkeypatch):
+    from corejax.compiler import blas
+    stat = tmp_path / "stat"
+
+    def write(idle, busy):
+        # user nice system idle iowait irq softirq steal guest guest_nice
+        stat.write_text(f"cpu  {busy} 0 0 {idle} 0 0 0 0 0 0\n"
+                        "cpu0 0 0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0 0 0\nintr 0\n")
+
+    clock = [100.0]
+    monkeypatch.setattr(blas.time, "perf_counter", lambda: clock[0])
+    write(0, 0)
+    spare = blas._SpareCores(str(stat))
+    a, b = blas.GemmSite(), blas.GemmSite()
+    assert not spare.seen(a)                      # first sample: nothing to compare yet
+    clock[0] += 1.0
+    write(10, 190)                                # 5% idle of 2 cpus: 0.1 core spare
+    assert not spare.seen(a)
+    clock[0] += 1.0
+    write(110, 290)                               # 50% idle: a whole core spare
+    assert spare.seen(a) and spare.seen(b)        # told once per site
+    assert not spare.seen(a) and not spare.seen(b)
+    clock[0] += blas._SpareCores.PERIOD / 2       # within the period: not sampled again
+    write(1110, 290)
+    assert not spare.seen(a)
+    assert not blas._SpareCores(str(tmp_path / "missing")).seen(a)
