@@ -118,6 +118,28 @@ def bench_runtime(rows, quick):
         t_jax = timeit(lambda: fj(sj), repeats=15, number=5000)
     rows.append(("call overhead, jit(x + 1)(scalar)", t_cj, t_np, t_jax))
 
+    # a training step's arguments: a Flax-style parameter dict of the MLP, an empty optimizer
+    # state and a batch (flattening and signature; not returned: JAX copies arrays passed
+    # through a jitted function, corejax returns their buffers)
+    def params_of(m):
+        return {"params": {f"Dense_{i}": {"kernel": m.zeros((a, b), np.float32),
+                                          "bias": m.zeros((b,), np.float32)}
+                           for i, (a, b) in enumerate([(784, 512), (512, 512), (512, 10)])}}
+
+    def step(p, o, x, y):
+        return x[0, 0] + y[0, 0]
+
+    args = (params_of(cjnp), ((), ()), cjnp.zeros((128, 784)), cjnp.zeros((128, 10)))
+    f = cj.jit(step)
+    t_cj = timeit(lambda: f(*args), repeats=15, number=5000)
+    t_jax = None
+    if HAVE_JAX:
+        fj = real_jax.jit(step)
+        jargs = (params_of(real_jnp), ((), ()), real_jnp.zeros((128, 784)),
+                 real_jnp.zeros((128, 10)))
+        t_jax = timeit(lambda: fj(*jargs), repeats=15, number=2000)
+    rows.append(("call overhead, MLP step's pytree args", t_cj, None, t_jax))
+
 
 # --- compile time (fresh processes) ----------------------------------------------------------
 
