@@ -188,11 +188,15 @@ def _donated_operands(args, dyn_kwargs, static_nums, donate_nums, donate_names, 
     return tuple(flags) if any(flags) else None
 
 
-def _delete_donated(operands, donated):
-    """Donated Arrays are consumed by the call (their buffers may now hold its results)."""
-    for x, d in zip(operands, donated):
-        if d and type(x) is Array:
-            x.delete()
+def _run(entry: _CacheEntry, exe, backend: str, operands):
+    """The compiled program's outputs on `operands` (consts, then leaves), in the entry's
+    tree. Donated Arrays are consumed by the call (their buffers may now hold its results)."""
+    outs = exe(*operands_for(backend, operands))
+    if entry.donated is not None:
+        for x, d in zip(operands, entry.donated):
+            if d and type(x) is Array:
+                x.delete()
+    return tree_unflatten(entry.out_tree, outs)
 
 
 def _signature_key(leaves):
@@ -315,11 +319,7 @@ class _JittedFunction:
                 hit = self._fast.get(fast_key)
                 if hit is not None:
                     entry, exe = hit
-                    operands = [*entry.consts, *leaves]
-                    outs = exe(*operands_for(fast_key[2], operands))
-                    if entry.donated is not None:
-                        _delete_donated(operands, entry.donated)
-                    return tree_unflatten(entry.out_tree, outs)
+                    return _run(entry, exe, fast_key[2], [*entry.consts, *leaves])
         entry, leaves = self._lookup(args, kwargs)
         operands = [*entry.consts, *leaves]
         if core._trace_state.dynamic_level == 0 and not any(
@@ -332,10 +332,7 @@ class _JittedFunction:
                 entry.executable = exe
             if fast_key is not None and not self._static_argnames:
                 self._fast[fast_key] = (entry, exe)
-            outs = exe(*operands_for(self._backend_name(leaves), operands))
-            if entry.donated is not None:
-                _delete_donated(operands, entry.donated)
-            return tree_unflatten(entry.out_tree, outs)
+            return _run(entry, exe, self._backend_name(leaves), operands)
         outs = jit_p.bind(*operands, jaxpr=entry.jaxpr, name=_fun_name(self._fun),
                           backend=self._backend)
         return tree_unflatten(entry.out_tree, outs)
@@ -382,11 +379,8 @@ class Lowered:
         return self._entry.jaxpr
 
     def __call__(self, *args):
-        operands = [*self._entry.consts, *tree_leaves(args)]
-        outs = self._executable()(*operands)
-        if self._entry.donated is not None:
-            _delete_donated(operands, self._entry.donated)
-        return tree_unflatten(self._entry.out_tree, outs)
+        return _run(self._entry, self._executable(), self._backend,
+                    [*self._entry.consts, *tree_leaves(args)])
 
 
 def _hashable_static(x, what):

@@ -104,7 +104,7 @@ class PyTreeDef:
         self.num_leaves = 1 if node_type is None else sum(c.num_leaves for c in children)
         self._hash = None
         self._uses = 0
-        self._builder = None           # compiled unflatten (`_compile_builder`)
+        self._builder = None           # compiled unflatten (`_compile_builder`); False: none
         self._matchers = None          # leaf type -> compiled flatten check (`matcher`)
 
     @property
@@ -116,13 +116,14 @@ class PyTreeDef:
         if len(leaves) != self.num_leaves:
             raise ValueError(
                 f"Tree structure {self} expects {self.num_leaves} leaves, got {len(leaves)}.")
-        if self._builder is not None:
-            return self._builder(leaves)
-        # A structure rebuilt again (a jitted function's outputs, every call) gets compiled.
-        self._uses += 1
-        if self._uses >= 2 and _compilable(self, _COMPILE_MAX_NODES):
-            self._builder = _compile_builder(self)
-            return self._builder(leaves)
+        builder = self._builder
+        if builder is None:
+            # A structure rebuilt again (a jitted function's outputs, every call) is compiled.
+            self._uses += 1
+            if self._uses >= 2:
+                builder = self._builder = _compile_builder(self) if _compilable(self) else False
+        if builder:
+            return builder(leaves)
         return self._build(iter(leaves))
 
     def matcher(self, leaf_type: type):
@@ -130,27 +131,18 @@ class PyTreeDef:
         exactly this structure with a `leaf_type` object at every leaf, else None. None where
         this structure is not compiled (aux data other than None or string keys, or too many
         nodes). jit's dispatch flattens its arguments with the last call's matcher."""
-        found = self._matchers.get(leaf_type, False) if self._matchers is not None else False
-        if found is False:
-            found = _compile_matcher(self, leaf_type) \
-                if _compilable(self, _COMPILE_MAX_NODES, plain_aux=True) else None
-            if self._matchers is None:
-                self._matchers = {}
-            self._matchers[leaf_type] = found
-        return found
+        if self._matchers is None:
+            self._matchers = {}
+        if leaf_type not in self._matchers:
+            self._matchers[leaf_type] = _compile_matcher(self, leaf_type) \
+                if _compilable(self, plain_aux=True) else None
+        return self._matchers[leaf_type]
 
     def _build(self, it):
-        node_type = self.node_type
-        if node_type is None:
+        if self.node_type is None:
             return next(it)
         children = [c._build(it) for c in self.children]
-        if node_type is dict:           # the builtin containers without their rules' calls
-            return dict(zip(self.aux, children))
-        if node_type is tuple:
-            return tuple(children)
-        if node_type is list:
-            return children
-        return _spec_of(node_type).unflatten(self.aux, children)
+        return _spec_of(self.node_type).unflatten(self.aux, children)
 
     def flatten_up_to(self, tree) -> list:
         """Flattens `tree` down to this structure; its subtrees at our leaves stay whole."""
@@ -229,38 +221,48 @@ _COMPILE_MAX_NODES = 4096
 _MISS = object()
 
 
-def _compilable(treedef, max_nodes, plain_aux=False) -> bool:
-    """At most `max_nodes` nodes; with `plain_aux`, every aux datum None or a tuple of strings
-    (equality then means sameness)."""
+def _plain_aux(aux) -> bool:
+    """Aux data whose equality is sameness of value and type: None, or string keys (keys 1,
+    1.0 and True are equal but are not one another)."""
+    return aux is None or (type(aux) is tuple and all(type(k) is str for k in aux))
+
+
+def _compilable(treedef, plain_aux=False) -> bool:
+    """At most _COMPILE_MAX_NODES nodes; with `plain_aux`, all aux data `_plain_aux`."""
     stack, count = [treedef], 0
     while stack:
         td = stack.pop()
         count += 1
-        if count > max_nodes:
-            return False
-        if plain_aux and td.aux is not None and not (
-                type(td.aux) is tuple and all(type(k) is str for k in td.aux)):
+        if count > _COMPILE_MAX_NODES or (plain_aux and not _plain_aux(td.aux)):
             return False
         stack.extend(td.children)
     return True
 
 
-def _compile(name, args, lines, namespace):
-    source = f"def {name}({args}):\n" + "".join(f"    {line}\n" for line in lines)
-    exec(compile(source, f"<corejax.tree_util {name}>", "exec"), namespace)
-    return namespace[name]
+class _Source:
+    """A function's body being generated: its lines, and the objects it names."""
+
+    def __init__(self, **names):
+        self.lines: list = []
+        self.namespace = dict(names)
+
+    def const(self, obj) -> str:
+        """A name for `obj` in the function's globals."""
+        name = f"_c{len(self.namespace)}"
+        self.namespace[name] = obj
+        return name
+
+    def compile(self, name, args):
+        source = f"def {name}({args}):\n" + "".join(f"    {line}\n" for line in self.lines)
+        exec(compile(source, f"<corejax.tree_util {name}>", "exec"), self.namespace)
+        return self.namespace[name]
 
 
 def _compile_builder(treedef):
     """unflatten as one function of the leaf list: each node one statement, children first."""
-    namespace: dict = {}
-    lines: list = []
+    src = _Source()
+    lines, const = src.lines, src.const
     leaf = iter(range(treedef.num_leaves))
-
-    def const(obj):
-        name = f"_c{len(namespace)}"
-        namespace[name] = obj
-        return name
 
     def emit(td) -> str:
         nt = td.node_type
@@ -282,18 +284,14 @@ def _compile_builder(treedef):
         return var
 
     lines.append(f"return {emit(treedef)}")
-    return _compile("unflatten", "l", lines, namespace)
+    return src.compile("unflatten", "l")
 
 
 def _compile_matcher(treedef, leaf_type):
-    namespace: dict = {"_MISS": _MISS, "_leaf": leaf_type}
-    lines: list = []
+    """`PyTreeDef.matcher`: a type check, then item accesses, a node."""
+    src = _Source(_MISS=_MISS, _leaf=leaf_type)
+    lines, const = src.lines, src.const
     leaves: list = []
-
-    def const(obj):
-        name = f"_c{len(namespace)}"
-        namespace[name] = obj
-        return name
 
     def check(td, var):
         nt = td.node_type
@@ -325,7 +323,7 @@ def _compile_matcher(treedef, leaf_type):
 
     check(treedef, "tree")
     lines.append(f"return [{', '.join(leaves)}]")
-    return _compile("matcher", "tree", lines, namespace)
+    return src.compile("matcher", "tree")
 
 
 _LEAF = PyTreeDef(None, None, ())
@@ -342,14 +340,6 @@ def _flatten(tree, leaves, is_leaf):
     if is_leaf is not None and is_leaf(tree):
         leaves.append(tree)
         return _LEAF
-    # The builtin containers first, without their registered rules' calls: every jitted call
-    # flattens its arguments (a parameter dict, an optimizer state) this way.
-    t = type(tree)
-    if t is dict:
-        keys = tuple(sorted(tree))
-        return _interned(dict, keys, tuple([_flatten(tree[k], leaves, is_leaf) for k in keys]))
-    if t is tuple or t is list:
-        return _interned(t, None, tuple([_flatten(c, leaves, is_leaf) for c in tree]))
     nt = _node_type(tree)
     if nt is None:
         leaves.append(tree)
@@ -367,9 +357,7 @@ _MAX_INTERNED = 1 << 14
 
 
 def _interned(node_type, aux, children):
-    # Only aux data whose equality is identity of value and type (None, string keys): keys
-    # 1, 1.0 and True are equal but must not come back as one another.
-    if aux is not None and not (type(aux) is tuple and all(type(k) is str for k in aux)):
+    if not _plain_aux(aux):         # (other aux data may be equal without being the same)
         return PyTreeDef(node_type, aux, children)
     key = (node_type, aux, children)
     found = _INTERNED.get(key)

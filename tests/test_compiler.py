@@ -441,6 +441,25 @@ def test_group_without_scalar_lowering_runs_on_host(monkeypatch):
     np.testing.assert_allclose(f(x, r), want, rtol=1e-6)
 
 
+def _gemm_operands(rng, m, k, n, lhs_t, rhs_t):
+    """float32 (m, k) and (k, n) operands, transposed C arrays where asked."""
+    a = rng.standard_normal((k, m) if lhs_t else (m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if rhs_t else (k, n)).astype(np.float32)
+    return (a.T if lhs_t else a), (b.T if rhs_t else b)
+
+
+def _in_each_mode(site, run) -> list:
+    """run() with the site forced onto OpenBLAS's threads, one thread, threads, one thread."""
+    results = []
+    for mode in (0, 1, 0, 1):
+        site.seconds = [1.0, 2.0] if mode == 0 else [2.0, 1.0]
+        site.next_trial = site.calls + 100
+        site.spare_trials = False        # no trial of the threads for an idle core either
+        assert site.mode() == mode
+        results.append(run())
+    return results
+
+
 @pytest.mark.parametrize("lhs_t,rhs_t", [(False, False), (True, False), (False, True)])
 @pytest.mark.parametrize("m,k,n", [(128, 784, 512), (784, 128, 512), (96, 512, 10),
                                    (64, 1500, 96)])
@@ -448,20 +467,15 @@ def test_gemm_gives_the_same_bits_on_one_thread_and_on_all(m, k, n, lhs_t, rhs_t
     from corejax.compiler import blas
     if blas._adaptive is None:
         pytest.skip("no adaptive BLAS threading here (no OpenBLAS, or one thread)")
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((k, m) if lhs_t else (m, k)).astype(np.float32)
-    b = rng.standard_normal((n, k) if rhs_t else (k, n)).astype(np.float32)
-    a, b = (a.T if lhs_t else a), (b.T if rhs_t else b)
+    a, b = _gemm_operands(np.random.default_rng(0), m, k, n, lhs_t, rhs_t)
     site = blas.GemmSite()
-    results = []
-    for mode in (0, 1, 0, 1):
-        site.seconds = [1.0, 2.0] if mode == 0 else [2.0, 1.0]
-        site.next_trial = site.calls + 100
-        site.spare_trials = False        # no trial of the threads for an idle core either
-        assert site.mode() == mode
+
+    def run():
         out = np.full((m, n), np.nan, np.float32)
         blas.matmul(a, b, out, site)
-        results.append(out)
+        return out
+
+    results = _in_each_mode(site, run)
     for r in results[1:]:
         np.testing.assert_array_equal(r, results[0])
     exact = a.astype(np.float64) @ b.astype(np.float64)
@@ -481,23 +495,30 @@ def test_accumulating_gemm_gives_the_same_bits_on_one_thread_and_on_all(m, k, n,
     if blas.gemm_symbol(np.float32) is None:
         pytest.skip("NumPy's BLAS is not an OpenBLAS corejax can call directly")
     rng = np.random.default_rng(1)
-    a = rng.standard_normal((k, m) if lhs_t else (m, k)).astype(np.float32)
-    b = rng.standard_normal((n, k) if rhs_t else (k, n)).astype(np.float32)
-    a, b = (a.T if lhs_t else a), (b.T if rhs_t else b)
+    a, b = _gemm_operands(rng, m, k, n, lhs_t, rhs_t)
     c0 = rng.standard_normal((m, n)).astype(np.float32)
     site = blas.GemmSite()
-    results = []
-    for mode in (0, 1, 0, 1):
-        site.seconds = [1.0, 2.0] if mode == 0 else [2.0, 1.0]
-        site.next_trial = site.calls + 100
-        site.spare_trials = False        # no trial of the threads for an idle core either
+
+    def run():
         c = c0.copy()
         blas.accumulate(a, b, c, -0.01, site)
-        results.append(c)
+        return c
+
+    results = _in_each_mode(site, run)
     for r in results[1:]:
         np.testing.assert_array_equal(r, results[0])
     exact = c0 - 0.01 * (a.astype(np.float64) @ b.astype(np.float64))
     np.testing.assert_allclose(results[0], exact, rtol=1e-5, atol=1e-5)
+
+
+def _drive(site, speed, calls) -> list:
+    """`calls` calls of a GEMM site whose modes take `speed[mode]` seconds: the modes run."""
+    modes = []
+    for _ in range(calls):
+        mode = site.mode()
+        modes.append(mode)
+        site.record(mode, speed[mode])
+    return modes
 
 
 class _Spare:
@@ -517,11 +538,7 @@ def test_gemm_site_measures_both_modes_then_runs_the_faster_with_rare_trials(mon
     monkeypatch.setattr(blas, "_spare_cores", _Spare())     # another process keeps a core
     site = GemmSite()
     speed = {0: 1.0, 1: 2.0}                 # threads twice as fast as one thread
-    modes = []
-    for _ in range(3000):
-        mode = site.mode()
-        modes.append(mode)
-        site.record(mode, speed[mode])
+    modes = _drive(site, speed, 3000)
     assert modes[:2] == [0, 1]
     trials = [i for i, m in enumerate(modes) if m == 1][1:]
     assert 1 <= len(trials) <= 12                      # intervals grow to MAX_INTERVAL
@@ -529,11 +546,7 @@ def test_gemm_site_measures_both_modes_then_runs_the_faster_with_rare_trials(mon
     assert trials[-1] - trials[-2] == GemmSite.MAX_INTERVAL + 1
     # another process takes a core: threaded calls now take 10x; a few calls flip the choice
     speed[0] = 10.0
-    modes = []
-    for _ in range(3000):
-        mode = site.mode()
-        modes.append(mode)
-        site.record(mode, speed[mode])
+    modes = _drive(site, speed, 3000)
     first_single = modes.index(1)
     assert first_single <= 6
     assert site.choice() == 1
@@ -545,9 +558,7 @@ def test_gemm_site_measures_both_modes_then_runs_the_faster_with_rare_trials(mon
     assert gaps[-1] == GemmSite.MAX_INTERVAL + 1
     # the core is free again: the next trial finds threads faster and the choice returns
     speed[0] = 1.0
-    for _ in range(GemmSite.MAX_INTERVAL + 1):
-        mode = site.mode()
-        site.record(mode, speed[mode])
+    _drive(site, speed, GemmSite.MAX_INTERVAL + 1)
     assert site.choice() == 0
 
 
@@ -561,31 +572,22 @@ def test_gemm_site_tries_the_threads_again_as_soon_as_a_contention_ends(monkeypa
     monkeypatch.setattr(blas, "_spare_cores", spare)
     site = GemmSite()
     speed = {0: 1.0, 1: 2.0}
-
-    def run(calls):
-        modes = []
-        for _ in range(calls):
-            mode = site.mode()
-            modes.append(mode)
-            site.record(mode, speed[mode])
-        return modes
-
-    run(200)
+    _drive(site, speed, 200)
     assert site.choice() == 0 and spare.asked == 0       # never asked while threads win
     speed[0] = 10.0                                       # contention
-    run(GemmSite.MIN_INTERVAL * 4)
+    _drive(site, speed, GemmSite.MIN_INTERVAL * 4)
     assert site.choice() == 1
-    run(2000)                                             # long contention: rare trials
+    _drive(site, speed, 2000)                             # long contention: rare trials
     assert site.choice() == 1 and site.interval == GemmSite.MAX_INTERVAL
     speed[0], spare.now = 1.0, True                       # it ends; a core is idle
-    assert run(2) == [0, 0] and site.choice() == 0
+    assert _drive(site, speed, 2) == [0, 0] and site.choice() == 0
     # one thread faster even with a spare core: one trial of the threads, then none
     site, spare.now = GemmSite(), False
     speed = {0: 2.0, 1: 1.0}
-    run(20)
+    _drive(site, speed, 20)
     assert site.choice() == 1
     spare.now = True
-    modes = run(GemmSite.MIN_INTERVAL * 8)
+    modes = _drive(site, speed, GemmSite.MIN_INTERVAL * 8)
     assert site.choice() == 1 and not site.spare_trials
     scheduled = site.next_trial
     assert modes.count(0) <= 3 and scheduled > site.calls

@@ -341,3 +341,33 @@ def test_an_operand_read_again_is_never_overwritten(reader):
     want = {"later": x.T @ g_np, "output": g_np,
             "view": g_np.reshape(-1)[:7]}[reader]
     np.testing.assert_allclose(np.asarray(other), want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_host_evaluated_groups_results_are_buffers_of_their_own(monkeypatch):
+    """A group the code generator cannot lower runs its NumPy impls, which may hand back an
+    operand's buffer; the executor copies its results, so a later kernel writing into them
+    in place never reaches that operand (here the product g, read again at the end)."""
+    from corejax.compiler import registry
+    from corejax.lax import elementwise
+
+    def no_lowering(ctx, x):
+        raise NotImplementedError("no kernel for this one")
+
+    monkeypatch.setitem(registry.elementwise_lowerings, elementwise.sin_p, no_lowering)
+    monkeypatch.setattr(elementwise.sin_p, "impl", lambda x: x)    # hands back its operand
+
+    def f(x, w):
+        g = x @ w
+        h = jnp.sin(g)              # (the patched impl: h is g's buffer)
+        k = h @ w                   # (h is read outside its group: the group ends at sin)
+        e = jnp.exp(h) * 2.0        # written into h's buffer, which dies here
+        return k, e, g @ w
+
+    x = RNG.standard_normal((32, 16)).astype(np.float32)
+    w = RNG.standard_normal((16, 16)).astype(np.float32)
+    text = jax.jit(f).lower(x, w).as_text()
+    assert "host-evaluated group" in text and "dying operand" in text
+    _, e, gw = jax.jit(f)(x, w)
+    g = x @ w
+    np.testing.assert_allclose(np.asarray(gw), g @ w, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(e), np.exp(g) * 2, rtol=1e-5)

@@ -293,83 +293,82 @@ class _AdaptiveBlas:
             ta = random((k, m)).T if a_transposed else random((m, k))
             tb = random((n, k)).T if b_transposed else random((k, n))
             partial = np.empty((m, n), dt)
-            try:
-                for parts in range(1, MAX_CHUNKS + 1):
-                    if parts > 1 and k // parts < MIN_CHUNK:
-                        break
-                    bounds = tuple(k * i // parts for i in range(parts + 1))
-                    if accumulate:
-                        one, many = random((m, n)), None
-                        many = one.copy()
-                        self._set(1)
-                        _accumulate(ta, tb, one, bounds, -0.5)
-                        self._set(self.threads)
-                        _accumulate(ta, tb, many, bounds, -0.5)
-                    else:
-                        one, many = np.empty((m, n), dt), np.empty((m, n), dt)
-                        self._set(1)
-                        self._product(ta, tb, one, bounds, partial)
-                        self._set(self.threads)
-                        self._product(ta, tb, many, bounds, partial)
-                    if np.array_equal(one, many, equal_nan=True):
-                        chunks = bounds
-                        break
-            finally:
-                self._set(self.threads)
+            for parts in range(1, MAX_CHUNKS + 1):
+                if parts > 1 and k // parts < MIN_CHUNK:
+                    break
+                bounds = tuple(k * i // parts for i in range(parts + 1))
+                if accumulate:
+                    c = random((m, n))
+
+                    def run():
+                        out = c.copy()
+                        _accumulate(ta, tb, out, bounds, -0.5)
+                        return out
+                else:
+                    def run():
+                        out = np.empty((m, n), dt)
+                        self._product(ta, tb, out, bounds, partial)
+                        return out
+                if self.same_on_one_and_all(run):
+                    chunks = bounds
+                    break
         self._plans[key] = chunks
         return chunks
 
-    def matmul(self, a, b, out, site: GemmSite):
-        """out[...] = a @ b for 2-D operands BLAS reads without a copy. Concurrent callers
-        take turns: OpenBLAS's thread count is process-wide."""
-        m, n = out.shape
-        with self.lock:
-            try:
-                if 2 * m * n * a.shape[1] < MIN_FLOPS:
-                    self._set(1)
-                    np.matmul(a, b, out=out)
-                    return
-                if site.chunks is None:
-                    site.chunks = self.plan(m, a.shape[1], n, _transposed(a), _transposed(b),
-                                            out.dtype)
-                if not site.chunks:
-                    np.matmul(a, b, out=out)
-                    return
-                mode = site.mode()
-                if mode == 1:
-                    self._set(1)
-                if len(site.chunks) > 2 and site.partial is None:
-                    site.partial = np.empty_like(out)
-                start = time.perf_counter()
-                self._product(a, b, out, site.chunks, site.partial)
-                site.record(mode, time.perf_counter() - start)
-            finally:
-                self._set(self.threads)
+    def same_on_one_and_all(self, run) -> bool:
+        """Whether run() (a fresh result each call) has the same bits computed on one OpenBLAS
+        thread as on all; the caller holds `lock`."""
+        try:
+            self._set(1)
+            one = run()
+            self._set(self.threads)
+            many = run()
+        finally:
+            self._set(self.threads)
+        return bool(np.array_equal(one, many, equal_nan=True))
 
-    def accumulate(self, a, b, out, alpha, site: GemmSite):
-        """out += alpha * (a @ b), as `matmul` runs a product."""
+    def _run(self, a, b, out, site: GemmSite, product, accumulate=False):
+        """`product(chunks)` (a @ b into out, one BLAS call per reduction chunk) as `site` has
+        learned to run it: a small product unchunked on one thread; else over the site's
+        planned chunks, on OpenBLAS's threads or one thread, whichever the site measures
+        faster (unchunked on the threads where no plan passed). Concurrent callers take
+        turns: OpenBLAS's thread count is process-wide."""
         m, n = out.shape
         k = a.shape[1]
         with self.lock:
             try:
                 if 2 * m * n * k < MIN_FLOPS:
                     self._set(1)
-                    _accumulate(a, b, out, (0, k), alpha)
+                    product((0, k))
                     return
                 if site.chunks is None:
                     site.chunks = self.plan(m, k, n, _transposed(a), _transposed(b), out.dtype,
-                                            accumulate=True)
+                                            accumulate)
                 if not site.chunks:
-                    _accumulate(a, b, out, (0, k), alpha)
+                    product((0, k))
                     return
                 mode = site.mode()
                 if mode == 1:
                     self._set(1)
                 start = time.perf_counter()
-                _accumulate(a, b, out, site.chunks, alpha)
+                product(site.chunks)
                 site.record(mode, time.perf_counter() - start)
             finally:
                 self._set(self.threads)
+
+    def matmul(self, a, b, out, site: GemmSite):
+        """out[...] = a @ b for 2-D operands BLAS reads without a copy."""
+        def product(chunks):
+            if len(chunks) > 2 and site.partial is None:
+                site.partial = np.empty_like(out)
+            self._product(a, b, out, chunks, site.partial)
+
+        self._run(a, b, out, site, product)
+
+    def accumulate(self, a, b, out, alpha, site: GemmSite):
+        """out += alpha * (a @ b), as `matmul` runs a product."""
+        self._run(a, b, out, site, lambda chunks: _accumulate(a, b, out, chunks, alpha),
+                  accumulate=True)
 
 
 def _accumulate(a, b, out, chunks, alpha):
@@ -442,7 +441,6 @@ def matmul(a, b, out, site: GemmSite):
         _adaptive.matmul(a, b, out, site)
 
 
-
 _syrk_checked: dict = {}
 
 
@@ -463,13 +461,12 @@ def syrk_thread_invariant(m, k, transposed, dtype, chunks) -> bool:
             x = np.random.default_rng(0).standard_normal((k, m) if transposed
                                                          else (m, k)).astype(dt)
             a, b = (x.T, x) if transposed else (x, x.T)
-            one, many, partial = (np.empty((m, m), dt) for _ in range(3))
-            try:
-                _adaptive._set(1)
-                _adaptive._product(a, b, one, tuple(chunks), partial)
-                _adaptive._set(_adaptive.threads)
-                _adaptive._product(a, b, many, tuple(chunks), partial)
-            finally:
-                _adaptive._set(_adaptive.threads)
-            same = _syrk_checked[key] = bool(np.array_equal(one, many, equal_nan=True))
+            partial = np.empty((m, m), dt)
+
+            def run():
+                out = np.empty((m, m), dt)
+                _adaptive._product(a, b, out, tuple(chunks), partial)
+                return out
+
+            same = _syrk_checked[key] = _adaptive.same_on_one_and_all(run)
     return same

@@ -88,12 +88,8 @@ def _take_donated(env, slot) -> bool:
     go). Anything sharing it (a view, another Array, a user's NumPy name, the same Array
     passed twice) keeps it read-only: the program then writes a copy."""
     v = env[slot]
-    if type(v) is not np.ndarray:
+    if type(v) is not np.ndarray or not v.flags.owndata or not v.flags.c_contiguous:
         return False
-    flags = v.flags
-    if not flags.owndata or not flags.c_contiguous:
-        return False
-    del flags       # (it refers to v)
     # References: the environment, `v` and getrefcount's argument.
     extra = sys.getrefcount(v) - 3
     if extra == 1:
@@ -182,13 +178,18 @@ class _DotStep:
         return out if out.shape == self.out_shape else out.reshape(self.out_shape)
 
 
+def _writes_fresh(step) -> bool:
+    """Whether the executor writes a step's results into buffers of their own: fused groups
+    (their kernels, or `_group_on_host`'s copies) and BLAS products do; any other host step's
+    results may be views of its operands (reshape, transpose, slice, a loop's passthrough
+    carry...), conservatively."""
+    return isinstance(step, FusedGroup) or \
+        registry.kernel_lowerings.get(step.eqn.primitive) == ("dot_general",)
+
+
 def _buffers(jaxpr, steps) -> Buffers:
-    """The executor's buffers: fused groups and BLAS products write fresh ones; any other host
-    step's results may be views of its operands (reshape, transpose, slice, a loop's
-    passthrough carry...), conservatively."""
-    return Buffers(jaxpr, steps, lambda st: () if isinstance(st, FusedGroup) or
-                   registry.kernel_lowerings.get(st.eqn.primitive) == ("dot_general",)
-                   else st.eqn.invars)
+    """The executor's buffers (see `_writes_fresh`)."""
+    return Buffers(jaxpr, steps, lambda st: () if _writes_fresh(st) else st.eqn.invars)
 
 
 def _axpy(group: FusedGroup):
@@ -278,16 +279,10 @@ def _in_place_outputs(steps, donated, fused, buffers: Buffers) -> dict:
     in-place elementwise updates of optimizer states and parameters), or a value one of the
     program's kernels or BLAS products wrote (the buffer reuse of XLA's buffer assignment:
     a relu's backward pass masks its incoming gradient in place, where the lines still are
-    in cache, instead of faulting in another buffer). Intermediates whose group the code
-    generator cannot lower are dropped when the executor builds the program (`_build`)."""
+    in cache, instead of faulting in another buffer)."""
     taken = {f[1] for f in fused.values() if f is not None}
-    written = set()
-    for st in steps:
-        if isinstance(st, FusedGroup):
-            written.update(st.outputs)
-        elif registry.kernel_lowerings.get(st.eqn.primitive) == ("dot_general",) and \
-                all(type(v) is Var for v in st.eqn.invars):
-            written.update(st.eqn.outvars)
+    written = {v for st in steps if _writes_fresh(st)
+               for v in (st.outputs if isinstance(st, FusedGroup) else st.eqn.outvars)}
     found = {}
     for j, group in enumerate(steps):
         if not isinstance(group, FusedGroup) or id(group) in fused:
@@ -355,7 +350,6 @@ class CpuExecutable:
         buffers = _buffers(jaxpr, self.steps)
         self._fused = _accumulate_fusions(self.steps, set(self._owned), buffers)
         self._in_place = _in_place_outputs(self.steps, set(self._owned), self._fused, buffers)
-        self._on_host: set = set()       # results of groups evaluated on the host (`_build`)
         self._program = [self._build(step, template) for step in self.steps
                          if id(step) not in self._fused or self._fused[id(step)] is not None]
         self._outs = []
@@ -381,11 +375,7 @@ class CpuExecutable:
             return self._accumulate(*fused, step.outputs[0], template)
         if isinstance(step, HostStep):
             return self._host(step.eqn, template)
-        # outputs written into an input's buffer: a donated one, or one a kernel or a BLAS
-        # product of this program wrote (not a group evaluated on the host: its results may
-        # be views of anything)
-        in_place = {o: w for o, w in self._in_place.get(id(step), {}).items()
-                    if w in self._owned or w not in self._on_host}
+        in_place = self._in_place.get(id(step), {})
         try:
             plan = codegen.generate(step, in_place)
         except NotImplementedError:
@@ -417,15 +407,12 @@ class CpuExecutable:
             args = list(sizes)
             for s, dt, out in in_slots:
                 a = env[s]
-                if out is not None:
-                    # a donated buffer this call does not own (someone else sees it) is
-                    # copied first, and so is anything the kernel could not write through
-                    if (out[1] is not None and not env[out[1]]) or a.dtype != dt or \
-                            not a.flags.c_contiguous or not a.flags.writeable:
-                        a = np.array(a, dt)
-                    env[out[0]] = a
-                elif a.dtype != dt:
+                if a.dtype != dt:
                     a = a.astype(dt)
+                elif out is not None and out[1] is not None and not env[out[1]]:
+                    a = a.copy()    # a donated buffer this call does not own: others see it
+                if out is not None:
+                    env[out[0]] = a
                 args.append(a.ravel())
             for s, shape, dt, pooled in outs:
                 o = env[s] = pool.get(s, shape, dt) if pooled else np.empty(shape, dt)
@@ -511,19 +498,23 @@ class CpuExecutable:
         return run
 
     def _group_on_host(self, group: FusedGroup, template):
-        """A group the code generator cannot lower, evaluated equation by equation."""
-        self._on_host.update(group.outputs)
+        """A group the code generator cannot lower, evaluated equation by equation; its
+        results are copied into buffers of their own, as its kernel would have written them
+        (NumPy impls may return views of their operands: `_writes_fresh`)."""
         virt = [(self._slot(a, template), vv, self._slot(vv.src, template)
                  if type(vv.src) is Var else None)
                 for a, vv in group.inputs.items() if isinstance(vv, Virtual)]
         eqns = list(group.eqns) + ([group.reduction] if group.reduction is not None else [])
         runs = [self._host(e, template) for e in eqns]
+        outs = [self._slot(v, template) for v in group.outputs]
 
         def run(env):
             for s, vv, base in virt:
                 env[s] = _materialize_virtual(vv, env[base] if base is not None else None)
             for r in runs:
                 r(env)
+            for s in outs:
+                env[s] = np.array(env[s])
 
         return run
 
