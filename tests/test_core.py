@@ -152,6 +152,12 @@ def test_compiled_unflatten_and_matcher_agree_with_the_recursive_walk():
     m2 = tree_util.tree_structure(none_at).matcher(int)
     assert m2(none_at) == [1] and m2({"c": 0, "b": 1}) is None
     assert tree_util.tree_structure({1: 0}).matcher(int) is None     # non-string keys
+    # a structure past the compile limit is walked, and decided on once
+    big = list(range(tree_util._COMPILE_MAX_NODES + 1))
+    leaves, treedef = tree_util.tree_flatten(big)
+    for _ in range(3):
+        assert tree_util.tree_unflatten(treedef, leaves) == big
+    assert treedef._builder is False and treedef.matcher(int) is None
 
 
 def test_tree_map_multiple_trees_and_mismatch():
