@@ -11,9 +11,14 @@ float32 parameters (N(0, 0.01^2), NumPy seed 0) and sees the same batches.
 
 Timed: the loop over the 469 batches calling the update step only (no evaluation, no per-step
 host sync; the parameters are synchronized once at the end of the epoch). One warm-up epoch
-(compilation) is run first for each framework, then --epochs rounds each time one epoch of
-every framework in turn (round robin: on a shared machine the load changes by the minute, so
-every framework samples the same conditions); the median per framework is reported.
+(compilation) is run first for each framework, then --epochs epochs of every framework,
+interleaved: each framework in turn trains on the next --turn batches (59: eight turns per
+epoch). On the shared test machine the CPU slows by up to 1.5x for spells of seconds (other
+tenants' load, invisible from inside: no steal time, no other process), so whole epochs taken in
+turn land in different spells and their ratios scatter from 0.8 to 1.15; turns of a fraction
+of a second let every framework sample the same conditions. An epoch's time is the sum of its
+turns; the median per framework is reported. Turns start --pause seconds apart (0.2), untimed,
+so that none pays for the spinning threads of the one before it.
 JAX and PyTorch are imported inside their measuring functions: missing ones are skipped.
 """
 from __future__ import annotations
@@ -35,6 +40,13 @@ sys.path.insert(0, ROOT)
 SIZES = (784, 512, 512, 10)
 LR = 0.01
 BATCH = 128
+# Batches per turn of the interleaved timing: a turn of about 0.15 s, shorter than the spells
+# of load other tenants put on the shared machine, long enough that the synchronization
+# ending each turn costs nothing measurable.
+TURN = 59
+# Untimed seconds between two turns: OpenBLAS's idle workers spin for about 0.1 s after a
+# call (2^28 cycles), and a JAX turn right after a corejax or NumPy one took 15% longer.
+PAUSE = 0.2
 
 
 # --------------------------------------------------------------------------- data
@@ -71,22 +83,32 @@ def init_params():
     return out
 
 
-def run_round_robin(epochs: dict, n_timed: int) -> dict:
-    """epochs: name -> epoch() (runs one epoch, returns the last loss, synchronized). One
-    warm-up epoch each, then n_timed rounds timing one epoch of every framework in turn, so
-    that all of them see the same load on a shared machine (it changes by the minute)."""
+def run_round_robin(runs: dict, n_batches: int, n_timed: int, turn: int,
+                    pause: float = 0.0) -> dict:
+    """runs: name -> run(lo, hi) (trains on batches lo..hi-1, synchronizes, returns the last
+    loss). One warm-up epoch each, then n_timed epochs of every framework, interleaved: each
+    framework in turn trains on the next `turn` batches, so that all of them see the same
+    load on a shared machine. An epoch's time is the sum of its turns' times. Each turn
+    starts `pause` seconds after the previous one ends, untimed, so that it does not pay
+    for the threads of the framework before it still spinning."""
     results = {}
-    for name, epoch in epochs.items():
+    for name, run in runs.items():
+        time.sleep(pause)
         t = time.perf_counter()
-        loss0 = epoch()
+        loss0 = run(0, n_batches)
         results[name] = {"warmup": time.perf_counter() - t, "times": [], "load": [],
                          "loss_after_warmup": float(loss0)}
     for _ in range(n_timed):
-        for name, epoch in epochs.items():
-            r = results[name]
-            t = time.perf_counter()
-            r["last_loss"] = float(epoch())
-            r["times"].append(time.perf_counter() - t)
+        spent = dict.fromkeys(runs, 0.0)
+        for lo in range(0, n_batches, turn):
+            hi = min(lo + turn, n_batches)
+            for name, run in runs.items():
+                time.sleep(pause)
+                t = time.perf_counter()
+                results[name]["last_loss"] = float(run(lo, hi))
+                spent[name] += time.perf_counter() - t
+        for name, r in results.items():
+            r["times"].append(spent[name])
             r["load"].append(os.getloadavg()[0])
     for r in results.values():
         r["median"] = statistics.median(r["times"])
@@ -121,15 +143,15 @@ def bench_corejax(batches):
     state = {"p": params, "o": tx.init(params)}
     dev = [(cjnp.asarray(x), cjnp.asarray(y)) for x, y in batches]
 
-    def epoch():
+    def run(lo, hi):
         p, o = state["p"], state["o"]
         loss = None
-        for x, y in dev:
+        for x, y in dev[lo:hi]:
             p, o, loss = train_step(p, o, x, y)
         cj.tree_util.tree_map(lambda a: a.block_until_ready(), p)
         state["p"], state["o"] = p, o
         return np.asarray(loss)
-    return epoch
+    return run
 
 
 def bench_jax(batches, donate=False):
@@ -155,15 +177,15 @@ def bench_jax(batches, donate=False):
     state = {"p": jax.device_put([(w, b) for w, b in init_params()], cpu)}
     dev = [(jax.device_put(x, cpu), jax.device_put(y, cpu)) for x, y in batches]
 
-    def epoch():
+    def run(lo, hi):
         p = state["p"]
         loss = None
-        for x, y in dev:
+        for x, y in dev[lo:hi]:
             p, loss = train_step(p, x, y)
         jax.block_until_ready(p)
         state["p"] = p
         return np.asarray(loss)
-    return epoch
+    return run
 
 
 def bench_torch(batches):
@@ -179,15 +201,15 @@ def bench_torch(batches):
     opt = torch.optim.SGD(model.parameters(), lr=LR)
     dev = [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in batches]
 
-    def epoch():
+    def run(lo, hi):
         loss = None
-        for x, y in dev:
+        for x, y in dev[lo:hi]:
             opt.zero_grad(set_to_none=True)
             loss = -(model(x) * y).mean()
             loss.backward()
             opt.step()
         return loss.detach().numpy()
-    return epoch
+    return run
 
 
 def bench_numpy(batches):
@@ -217,12 +239,12 @@ def bench_numpy(batches):
             b -= lr * db
         return loss
 
-    def epoch():
+    def run(lo, hi):
         loss = None
-        for x, y in batches:
+        for x, y in batches[lo:hi]:
             loss = step(state["p"], x, y)
         return loss
-    return epoch
+    return run
 
 
 def bench_gemms(batches):
@@ -236,8 +258,8 @@ def bench_gemms(batches):
     dw1, dw2, dw3 = np.empty_like(w1), np.empty_like(w2), np.empty_like(w3)
     dh1, dh2 = np.empty((n, 512), np.float32), np.empty((n, 512), np.float32)
 
-    def epoch():
-        for x, _ in batches:
+    def run(lo, hi):
+        for x, _ in batches[lo:hi]:
             m = x.shape[0]
             a1, a2, o = h1[:m], h2[:m], z[:m]
             np.matmul(x, w1, out=a1)
@@ -250,7 +272,7 @@ def bench_gemms(batches):
             np.matmul(dh2[:m], w2.T, out=dh1[:m])
             np.matmul(x.T, dh1[:m], out=dw1)
         return float("nan")
-    return epoch
+    return run
 
 
 FRAMEWORKS = {"corejax": bench_corejax, "jax": bench_jax,
@@ -277,6 +299,11 @@ def main(argv=None) -> int:
     p.add_argument("--data-dir", default=os.environ.get("COREJAX_DATA_DIR"),
                    help="folder of MNIST IDX files (default $COREJAX_DATA_DIR)")
     p.add_argument("--epochs", type=int, default=3, help="timed epochs after the warm-up one")
+    p.add_argument("--turn", type=int, default=TURN,
+                   help="batches each framework trains on before the next one's turn "
+                        f"(default {TURN}; 469 alternates whole epochs)")
+    p.add_argument("--pause", type=float, default=PAUSE,
+                   help=f"untimed seconds between two turns (default {PAUSE})")
     p.add_argument("--only", default=",".join(FRAMEWORKS),
                    help="comma-separated subset of " + ",".join(FRAMEWORKS))
     args = p.parse_args(argv)
@@ -284,23 +311,29 @@ def main(argv=None) -> int:
         p.error("give --data-dir or set COREJAX_DATA_DIR")
     if args.epochs < 1:
         p.error("--epochs must be >= 1")
+    if args.turn < 1:
+        p.error("--turn must be >= 1")
+    if args.pause < 0:
+        p.error("--pause must be >= 0")
     batches = load_batches(args.data_dir)
     print(machine_line())
-    print(f"{len(batches)} batches per epoch; 1 warm-up epoch + median of {args.epochs}")
-    epochs, versions = {}, {}
+    print(f"{len(batches)} batches per epoch; 1 warm-up epoch + median of {args.epochs}, "
+          f"interleaved {args.turn} batches at a time, {args.pause} s apart")
+    runs, versions = {}, {}
     for name in args.only.split(","):
         name = name.strip()
         if name not in FRAMEWORKS:
             p.error(f"unknown framework {name!r}")
         try:
-            epochs[name] = FRAMEWORKS[name](batches)
+            runs[name] = FRAMEWORKS[name](batches)
         except ImportError as e:
             print(f"  {name}: skipped ({e})", file=sys.stderr)
             continue
         mod = {"jax": "jax", "jax-donated": "jax", "pytorch": "torch", "numpy": "numpy",
                "gemms": "numpy"}.get(name)
         versions[name] = sys.modules[mod].__version__ if mod in sys.modules else "repo"
-    results = run_round_robin(epochs, args.epochs)
+    results = run_round_robin(runs, len(batches), args.epochs, args.turn,
+                              args.pause)
     for name, r in results.items():
         # The machine may be shared: other processes' load changes every figure, most of all
         # for frameworks whose threads spin (OpenBLAS, OpenMP).

@@ -481,7 +481,8 @@ def test_gemm_gives_the_same_bits_on_one_thread_and_on_all(m, k, n, lhs_t, rhs_t
     exact = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(results[0], exact, rtol=1e-4, atol=1e-4 * np.abs(exact).max())
     if 2 * m * n * k >= blas.MIN_FLOPS:
-        assert site.chunks and site.chunks[0] == 0 and site.chunks[-1] == k
+        for bounds in site.plan:
+            assert bounds[0] == 0 and bounds[-1] == k and list(bounds) == sorted(bounds)
     f = jax.jit(lambda x, y: x @ y)
     np.testing.assert_array_equal(np.asarray(f(a, b)), results[0])
 
@@ -509,6 +510,39 @@ def test_accumulating_gemm_gives_the_same_bits_on_one_thread_and_on_all(m, k, n,
         np.testing.assert_array_equal(r, results[0])
     exact = c0 - 0.01 * (a.astype(np.float64) @ b.astype(np.float64))
     np.testing.assert_allclose(results[0], exact, rtol=1e-5, atol=1e-5)
+
+
+def test_plan_search_prefers_the_whole_reduction_on_the_threads():
+    """_AdaptiveBlas.first_agreeing on a stand-in BLAS whose results depend on the thread
+    count and the chunks as given: the whole reduction on the threads with the fewest
+    one-thread chunks that match it, else the fewest chunks that match on both, else none."""
+    from corejax.compiler import blas
+    threads = {"now": 2}
+    adaptive = blas._AdaptiveBlas((lambda: 2, lambda t: threads.update(now=t)))
+    k = 96
+    splits = [tuple(k * i // p for i in range(p + 1)) for p in (1, 2, 3, 4)]
+
+    def search(result):
+        calls = []
+
+        def run(bounds):
+            calls.append((threads["now"], bounds))
+            return np.array([result(threads["now"], len(bounds) - 1)], np.float32)
+
+        plan = adaptive.first_agreeing(run, splits)
+        assert threads["now"] == 2              # the thread count is restored
+        return plan, calls
+
+    plan, calls = search(lambda t, parts: 1.0)
+    assert plan == blas.Plan((0, k), (0, k)) and calls == [(2, (0, k)), (1, (0, k))]
+    # the threaded driver blocks the reduction as two chunks do on one thread
+    plan, _ = search(lambda t, parts: 2.0 if (t, parts) in ((2, 1), (1, 2)) else float(parts))
+    assert plan == blas.Plan((0, k), (0, k // 2, k))
+    # nothing matches the whole threaded reduction; three chunks agree on both
+    plan, _ = search(lambda t, parts: 3.0 if parts == 3 else t * 10.0 + parts)
+    assert plan == blas.Plan(splits[2], splits[2])
+    plan, _ = search(lambda t, parts: t * 10.0 + parts)
+    assert plan == ()
 
 
 def _drive(site, speed, calls) -> list:

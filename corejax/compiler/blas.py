@@ -11,11 +11,14 @@ Switching must not change results: the same seed and config give bitwise-identic
 whatever the load was. OpenBLAS's threads split the output, not the reduction, but its
 threaded and serial drivers cut a long reduction into blocks differently (one block below
 the kernel's GEMM_Q, about 450 for the float32 kernel picked on the test machine), and the
-sums round differently. The plan of a call site is therefore found by testing, once per
-shape, layout and dtype, on random operands: the smallest number of equal reduction chunks
-for which one thread and all threads give identical bits. The chunks are separate BLAS calls
-summed in a fixed order. A shape for which no plan passes, or too big to test cheaply, runs
-with OpenBLAS's threads only, as NumPy would.
+sums round differently. The plan of a call site (`Plan`) is therefore found by testing, once
+per shape, layout and dtype, on random operands: how to cut the reduction into chunks on
+OpenBLAS's threads and on one thread so that both give identical bits. The chunks are
+separate BLAS calls summed in a fixed order. The whole reduction in one call on the threads
+is preferred, with as few chunks on one thread as match it (a 784-long reduction on the test
+machine: two halves on one thread add up as the threaded driver's blocks do); then the same
+chunks on both. A shape for which no plan passes, or too big to test cheaply, runs with
+OpenBLAS's threads only, as NumPy would.
 """
 from __future__ import annotations
 
@@ -25,10 +28,11 @@ import glob
 import os
 import threading
 import time
+from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["matmul", "accumulate", "GemmSite", "gemm_symbol", "plan_for"]
+__all__ = ["matmul", "accumulate", "GemmSite", "Plan", "gemm_symbol", "plan_for"]
 
 # GEMMs below this many flops run on one thread: waking OpenBLAS's workers costs more there.
 MIN_FLOPS = 1 << 22
@@ -95,13 +99,21 @@ def syrk_symbol(dtype):
     return _cblas_address(np.dtype(dtype), "syrk")
 
 
+class Plan(NamedTuple):
+    """How `matmul` cuts the reduction of a product into chunks (k bounds, one BLAS call
+    each, summed in order) on OpenBLAS's threads and on one thread: both give the same bits."""
+    threads: tuple
+    one: tuple
+
+
 def plan_for(m, k, n, a_transposed, b_transposed, dtype, any_size=False):
-    """The reduction chunks `matmul` uses for such a product (see `GemmSite`): k bounds, or ()
-    where OpenBLAS's threads run it unchunked, or None where it runs on one thread unchunked
-    (a small product). Compiled loops call BLAS with the same chunks, for the same bits."""
+    """The `Plan` `matmul` uses for such a product (see `GemmSite`), or () where OpenBLAS's
+    threads run it unchunked, or None where it runs on one thread unchunked (a small
+    product). Compiled loops, which call BLAS on OpenBLAS's threads, cut the reduction as its
+    `threads` chunks say, for the same bits."""
     dt = np.dtype(dtype)
     if _adaptive is None or dt.char not in "fdFD":
-        return (0, k)
+        return Plan((0, k), (0, k))
     if 2 * m * n * k < MIN_FLOPS and not any_size:
         return None
     with _adaptive.lock:
@@ -120,7 +132,7 @@ def _find_threads_api():
 
 
 class GemmSite:
-    """One dot_general call site: its reduction chunks and which thread count runs it.
+    """One dot_general call site: its `Plan` and which thread count runs it.
 
     `seconds[mode]` (mode 0: OpenBLAS's threads, 1: one thread) is the fastest recent time,
     raised a quarter of the way towards each slower call, so that one slow call does not flip
@@ -131,13 +143,13 @@ class GemmSite:
     MAX_INTERVAL; it falls back to MIN_INTERVAL when the choice flips. Under steady
     conditions the trials cost well under 1% of the call site's time."""
 
-    __slots__ = ("chunks", "seconds", "calls", "next_trial", "interval", "partial",
+    __slots__ = ("plan", "seconds", "calls", "next_trial", "interval", "partial",
                  "spare_seen", "spare_trials", "spare_trial")
     MIN_INTERVAL = 8
     MAX_INTERVAL = 1024
 
     def __init__(self):
-        self.chunks = None          # None: not planned yet; () : threads only; else k bounds
+        self.plan = None            # None: not planned yet; () : threads only; else a Plan
         self.seconds = [0.0, 0.0]   # 0.0: not measured yet
         self.calls = 0
         self.next_trial = 0
@@ -272,15 +284,15 @@ class _AdaptiveBlas:
             np.add(out, partial, out=out)
 
     def plan(self, m, k, n, a_transposed, b_transposed, dtype, accumulate=False):
-        """The reduction chunks of an (m, k) @ (k, n) product (see the module docstring),
-        tested once per shape, layout, dtype and kind (`accumulate`: c += alpha a @ b, one
-        beta=1 call per chunk); the caller holds `lock`."""
+        """The `Plan` of an (m, k) @ (k, n) product, or () (see the module docstring), tested
+        once per shape, layout, dtype and kind (`accumulate`: c += alpha a @ b, one beta=1
+        call per chunk); the caller holds `lock`."""
         dt = np.dtype(dtype)
         key = (m, k, n, a_transposed, b_transposed, dt, accumulate)
-        chunks = self._plans.get(key)
-        if chunks is not None:
-            return chunks
-        chunks = ()
+        found = self._plans.get(key)
+        if found is not None:
+            return found
+        found = ()
         if 2 * m * n * k <= MAX_TEST_FLOPS:
             rng = np.random.default_rng(0)
 
@@ -293,46 +305,58 @@ class _AdaptiveBlas:
             ta = random((k, m)).T if a_transposed else random((m, k))
             tb = random((n, k)).T if b_transposed else random((k, n))
             partial = np.empty((m, n), dt)
-            for parts in range(1, MAX_CHUNKS + 1):
-                if parts > 1 and k // parts < MIN_CHUNK:
-                    break
-                bounds = tuple(k * i // parts for i in range(parts + 1))
-                if accumulate:
-                    c = random((m, n))
+            c = random((m, n)) if accumulate else None
 
-                    def run():
-                        out = c.copy()
-                        _accumulate(ta, tb, out, bounds, -0.5)
-                        return out
+            def run(bounds):
+                if accumulate:
+                    out = c.copy()
+                    _accumulate(ta, tb, out, bounds, -0.5)
                 else:
-                    def run():
-                        out = np.empty((m, n), dt)
-                        self._product(ta, tb, out, bounds, partial)
-                        return out
-                if self.same_on_one_and_all(run):
-                    chunks = bounds
-                    break
-        self._plans[key] = chunks
-        return chunks
+                    out = np.empty((m, n), dt)
+                    self._product(ta, tb, out, bounds, partial)
+                return out
+
+            splits = [tuple(k * i // parts for i in range(parts + 1))
+                      for parts in range(1, MAX_CHUNKS + 1)
+                      if parts == 1 or k // parts >= MIN_CHUNK]
+            found = self.first_agreeing(run, splits)
+        self._plans[key] = found
+        return found
+
+    def first_agreeing(self, run, splits):
+        """The first `Plan` over `splits` (k bounds, fewest chunks first) for which run(bounds)
+        (a fresh result each call) has the same bits on OpenBLAS's threads as on one thread:
+        the whole reduction on the threads with as few chunks on one thread as match it, else
+        the same chunks on both; () where none does. The caller holds `lock`."""
+        whole = self.on_threads(self.threads, lambda: run(splits[0]))
+        for bounds in splits:
+            if np.array_equal(self.on_threads(1, lambda: run(bounds)), whole, equal_nan=True):
+                return Plan(splits[0], bounds)
+        for bounds in splits[1:]:
+            if self.same_on_one_and_all(lambda: run(bounds)):
+                return Plan(bounds, bounds)
+        return ()
+
+    def on_threads(self, threads, run):
+        """run() with OpenBLAS on `threads` threads; the caller holds `lock`."""
+        try:
+            self._set(threads)
+            return run()
+        finally:
+            self._set(self.threads)
 
     def same_on_one_and_all(self, run) -> bool:
         """Whether run() (a fresh result each call) has the same bits computed on one OpenBLAS
         thread as on all; the caller holds `lock`."""
-        try:
-            self._set(1)
-            one = run()
-            self._set(self.threads)
-            many = run()
-        finally:
-            self._set(self.threads)
-        return bool(np.array_equal(one, many, equal_nan=True))
+        one = self.on_threads(1, run)
+        return bool(np.array_equal(one, self.on_threads(self.threads, run), equal_nan=True))
 
     def _run(self, a, b, out, site: GemmSite, product, accumulate=False):
         """`product(chunks)` (a @ b into out, one BLAS call per reduction chunk) as `site` has
-        learned to run it: a small product unchunked on one thread; else over the site's
-        planned chunks, on OpenBLAS's threads or one thread, whichever the site measures
-        faster (unchunked on the threads where no plan passed). Concurrent callers take
-        turns: OpenBLAS's thread count is process-wide."""
+        learned to run it: a small product unchunked on one thread; else on OpenBLAS's
+        threads or one thread, whichever the site measures faster, over the chunks its plan
+        gives that mode (unchunked on the threads where no plan passed). Concurrent callers
+        take turns: OpenBLAS's thread count is process-wide."""
         m, n = out.shape
         k = a.shape[1]
         with self.lock:
@@ -341,17 +365,17 @@ class _AdaptiveBlas:
                     self._set(1)
                     product((0, k))
                     return
-                if site.chunks is None:
-                    site.chunks = self.plan(m, k, n, _transposed(a), _transposed(b), out.dtype,
-                                            accumulate)
-                if not site.chunks:
+                if site.plan is None:
+                    site.plan = self.plan(m, k, n, _transposed(a), _transposed(b), out.dtype,
+                                          accumulate)
+                if not site.plan:
                     product((0, k))
                     return
                 mode = site.mode()
                 if mode == 1:
                     self._set(1)
                 start = time.perf_counter()
-                product(site.chunks)
+                product(site.plan[mode])
                 site.record(mode, time.perf_counter() - start)
             finally:
                 self._set(self.threads)
@@ -444,17 +468,18 @@ def matmul(a, b, out, site: GemmSite):
 _syrk_checked: dict = {}
 
 
-def syrk_thread_invariant(m, k, transposed, dtype, chunks) -> bool:
+def syrk_thread_invariant(m, k, transposed, dtype, plan: Plan) -> bool:
     """Whether x @ x.T (x an (m, k) C array; x.T @ x of a (k, m) one where `transposed`) run
-    over the reduction `chunks` as `matmul` runs a product gives the same bits on one OpenBLAS
-    thread as on all, on random operands (cached). Each chunk's np.matmul there reads two
-    views of one data pointer, so NumPy computes it with cblas_?syrk, not the cblas_?gemm
-    `plan_for`'s own test ran: a compiled loop calling syrk on OpenBLAS's threads where
-    `matmul` may use one thread needs this too."""
+    as `matmul` runs a product under `plan` gives the same bits on OpenBLAS's threads (over
+    its `threads` chunks) as on one thread (over its `one` chunks), on random operands
+    (cached). Each chunk's np.matmul there reads two views of one data pointer, so NumPy
+    computes it with cblas_?syrk, not the cblas_?gemm `plan_for`'s own test ran: a compiled
+    loop calling syrk on OpenBLAS's threads where `matmul` may use one thread needs this
+    too."""
     if _adaptive is None:
         return True
     dt = np.dtype(dtype)
-    key = (m, k, bool(transposed), dt, tuple(chunks))
+    key = (m, k, bool(transposed), dt, tuple(plan))
     with _adaptive.lock:
         same = _syrk_checked.get(key)
         if same is None:
@@ -463,10 +488,13 @@ def syrk_thread_invariant(m, k, transposed, dtype, chunks) -> bool:
             a, b = (x.T, x) if transposed else (x, x.T)
             partial = np.empty((m, m), dt)
 
-            def run():
+            def run(bounds):
                 out = np.empty((m, m), dt)
-                _adaptive._product(a, b, out, tuple(chunks), partial)
+                _adaptive._product(a, b, out, bounds, partial)
                 return out
 
-            same = _syrk_checked[key] = _adaptive.same_on_one_and_all(run)
+            one = _adaptive.on_threads(1, lambda: run(plan.one))
+            same = _syrk_checked[key] = bool(np.array_equal(
+                one, _adaptive.on_threads(_adaptive.threads, lambda: run(plan.threads)),
+                equal_nan=True))
     return same

@@ -546,23 +546,26 @@ class DataLowerings(LayoutLowerings):
                         f"{T}(0), {o}[{p} * {M}:], {I}(1))")
             lines += [f"{ind}for {p} in range({B}):", f"{ind}    {call}"]
             return None
-        chunks = blas.plan_for(M, K, N, ta, tc, dt)
-        if chunks is None:
+        plan = blas.plan_for(M, K, N, ta, tc, dt)
+        whole = blas.Plan((0, K), (0, K))
+        if plan is None:
             # a small product, one unchunked call on one thread in the executor: the loop's
-            # call (on OpenBLAS's threads) agrees where one chunk is a thread-invariant plan
+            # call (on OpenBLAS's threads) agrees where that is a thread-invariant plan
             # (plan_for tests gemm / gemv as they are called; syrk gets its own test)
             if kind == "syrk":
-                if not blas.syrk_thread_invariant(M, K, ta, dt, (0, K)):
+                if not blas.syrk_thread_invariant(M, K, ta, dt, whole):
                     return "a small syrk whose bits depend on OpenBLAS's thread count"
-            elif blas.plan_for(M, K, N, ta, tc, dt, any_size=True) != (0, K):
+            elif blas.plan_for(M, K, N, ta, tc, dt, any_size=True) != whole:
                 return f"a small {kind} whose bits depend on OpenBLAS's thread count"
             chunks = (0, K)
-        elif not chunks:
+        elif not plan:
             chunks = (0, K)         # unchunked on OpenBLAS's threads, as in the executor
-        elif kind == "syrk" and not blas.syrk_thread_invariant(M, K, ta, dt, chunks):
-            # the executor runs these chunks (tested with gemm) on one thread or on all, as
-            # its timings say, and syrk's bits differ between the two: nothing to mirror
+        elif kind == "syrk" and not blas.syrk_thread_invariant(M, K, ta, dt, plan):
+            # the executor runs the plan (tested with gemm) on one thread or on all, as its
+            # timings say, and syrk's bits differ between the two: nothing to mirror
             return "a syrk whose executor bits depend on its thread count"
+        else:
+            chunks = plan.threads   # the loop runs on OpenBLAS's threads
         # the executor's gemm adds the chunks after the first itself (beta = 1)
         accumulates = kind == "gemm" and blas.gemm_accumulates(M, N, dt)
         partial = self.m.alloc(out.aval) if len(chunks) > 2 and not accumulates else None
