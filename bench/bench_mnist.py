@@ -10,7 +10,7 @@ of 96 kept: 469 batches), raw 0..255 pixels, stored order. Every framework start
 float32 parameters (N(0, 0.01^2), NumPy seed 0) and sees the same batches.
 
 Timed: the loop over the 469 batches calling the update step only (no evaluation, no per-step
-host sync; the parameters are synchronized once at the end of the epoch). One warm-up epoch
+host sync; the parameters are synchronized at the end of each turn, below). One warm-up epoch
 (compilation) is run first for each framework, then --epochs epochs of every framework,
 interleaved: each framework in turn trains on the next --turn batches (59: eight turns per
 epoch). On the shared test machine the CPU slows by up to 1.5x for spells of seconds (other
@@ -83,8 +83,8 @@ def init_params():
     return out
 
 
-def run_round_robin(runs: dict, n_batches: int, n_timed: int, turn: int,
-                    pause: float = 0.0) -> dict:
+def run_interleaved(runs: dict, n_batches: int, n_timed: int, turn: int = TURN,
+                    pause: float = PAUSE) -> dict:
     """runs: name -> run(lo, hi) (trains on batches lo..hi-1, synchronizes, returns the last
     loss). One warm-up epoch each, then n_timed epochs of every framework, interleaved: each
     framework in turn trains on the next `turn` batches, so that all of them see the same
@@ -332,7 +332,7 @@ def main(argv=None) -> int:
         mod = {"jax": "jax", "jax-donated": "jax", "pytorch": "torch", "numpy": "numpy",
                "gemms": "numpy"}.get(name)
         versions[name] = sys.modules[mod].__version__ if mod in sys.modules else "repo"
-    results = run_round_robin(runs, len(batches), args.epochs, args.turn,
+    results = run_interleaved(runs, len(batches), args.epochs, args.turn,
                               args.pause)
     for name, r in results.items():
         # The machine may be shared: other processes' load changes every figure, most of all

@@ -480,7 +480,7 @@ def test_gemm_gives_the_same_bits_on_one_thread_and_on_all(m, k, n, lhs_t, rhs_t
         np.testing.assert_array_equal(r, results[0])
     exact = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(results[0], exact, rtol=1e-4, atol=1e-4 * np.abs(exact).max())
-    if 2 * m * n * k >= blas.MIN_FLOPS:
+    if not blas._small(m, k, n):
         for bounds in site.plan:
             assert bounds[0] == 0 and bounds[-1] == k and list(bounds) == sorted(bounds)
     f = jax.jit(lambda x, y: x @ y)

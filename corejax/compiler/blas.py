@@ -106,6 +106,11 @@ class Plan(NamedTuple):
     one: tuple
 
 
+def _small(m, k, n) -> bool:
+    """Whether an (m, k) @ (k, n) product runs unchunked on one thread (MIN_FLOPS)."""
+    return 2 * m * n * k < MIN_FLOPS
+
+
 def plan_for(m, k, n, a_transposed, b_transposed, dtype, any_size=False):
     """The `Plan` `matmul` uses for such a product (see `GemmSite`), or () where OpenBLAS's
     threads run it unchunked, or None where it runs on one thread unchunked (a small
@@ -114,7 +119,7 @@ def plan_for(m, k, n, a_transposed, b_transposed, dtype, any_size=False):
     dt = np.dtype(dtype)
     if _adaptive is None or dt.char not in "fdFD":
         return Plan((0, k), (0, k))
-    if 2 * m * n * k < MIN_FLOPS and not any_size:
+    if _small(m, k, n) and not any_size:
         return None
     with _adaptive.lock:
         return _adaptive.plan(m, k, n, a_transposed, b_transposed, dt)
@@ -333,7 +338,7 @@ class _AdaptiveBlas:
             if np.array_equal(self.on_threads(1, lambda: run(bounds)), whole, equal_nan=True):
                 return Plan(splits[0], bounds)
         for bounds in splits[1:]:
-            if self.same_on_one_and_all(lambda: run(bounds)):
+            if self.agrees(run, Plan(bounds, bounds)):
                 return Plan(bounds, bounds)
         return ()
 
@@ -345,11 +350,13 @@ class _AdaptiveBlas:
         finally:
             self._set(self.threads)
 
-    def same_on_one_and_all(self, run) -> bool:
-        """Whether run() (a fresh result each call) has the same bits computed on one OpenBLAS
-        thread as on all; the caller holds `lock`."""
-        one = self.on_threads(1, run)
-        return bool(np.array_equal(one, self.on_threads(self.threads, run), equal_nan=True))
+    def agrees(self, run, plan: Plan) -> bool:
+        """Whether run(bounds) (a fresh result each call) has the same bits over the plan's
+        `one` chunks on one OpenBLAS thread as over its `threads` chunks on all; the caller
+        holds `lock`."""
+        one = self.on_threads(1, lambda: run(plan.one))
+        return bool(np.array_equal(one, self.on_threads(self.threads, lambda: run(plan.threads)),
+                                   equal_nan=True))
 
     def _run(self, a, b, out, site: GemmSite, product, accumulate=False):
         """`product(chunks)` (a @ b into out, one BLAS call per reduction chunk) as `site` has
@@ -361,7 +368,7 @@ class _AdaptiveBlas:
         k = a.shape[1]
         with self.lock:
             try:
-                if 2 * m * n * k < MIN_FLOPS:
+                if _small(m, k, n):
                     self._set(1)
                     product((0, k))
                     return
@@ -493,8 +500,5 @@ def syrk_thread_invariant(m, k, transposed, dtype, plan: Plan) -> bool:
                 _adaptive._product(a, b, out, bounds, partial)
                 return out
 
-            one = _adaptive.on_threads(1, lambda: run(plan.one))
-            same = _syrk_checked[key] = bool(np.array_equal(
-                one, _adaptive.on_threads(_adaptive.threads, lambda: run(plan.threads)),
-                equal_nan=True))
+            same = _syrk_checked[key] = _adaptive.agrees(run, plan)
     return same
