@@ -16,9 +16,13 @@ interleaved: each framework in turn trains on the next --turn batches (59: eight
 epoch). On the shared test machine the CPU slows by up to 1.5x for spells of seconds (other
 tenants' load, invisible from inside: no steal time, no other process), so whole epochs taken in
 turn land in different spells and their ratios scatter from 0.8 to 1.15; turns of a fraction
-of a second let every framework sample the same conditions. An epoch's time is the sum of its
-turns; the median per framework is reported. Turns start --pause seconds apart (0.2), untimed,
-so that none pays for the spinning threads of the one before it.
+of a second let every framework sample the same conditions. Turns start --pause seconds apart
+(0.2), untimed, so that none pays for the spinning threads of the one before it. The first
+batch of each turn (--untimed) is trained on untimed too: it pays for waking the framework's
+thread pool after the pause, which an epoch of training never does (the first OpenBLAS GEMM
+after a pause took twice its steady time, and after a JAX turn 10-12 ms in one turn of five,
+for a plain np.matmul as much as for corejax). An epoch's time is the sum of its turns' timed
+batches, scaled to the whole epoch (469 / 461 batches); the median per framework is reported.
 JAX and PyTorch are imported inside their measuring functions: missing ones are skipped.
 """
 from __future__ import annotations
@@ -47,6 +51,9 @@ TURN = 59
 # Untimed seconds between two turns: OpenBLAS's idle workers spin for about 0.1 s after a
 # call (2^28 cycles), and a JAX turn right after a corejax or NumPy one took 15% longer.
 PAUSE = 0.2
+# Batches at the start of each turn trained on untimed: waking a thread pool that slept
+# through the pause is no part of an epoch's steady state.
+UNTIMED = 1
 
 
 # --------------------------------------------------------------------------- data
@@ -84,13 +91,15 @@ def init_params():
 
 
 def run_interleaved(runs: dict, n_batches: int, n_timed: int, turn: int = TURN,
-                    pause: float = PAUSE) -> dict:
+                    pause: float = PAUSE, untimed: int = UNTIMED) -> dict:
     """runs: name -> run(lo, hi) (trains on batches lo..hi-1, synchronizes, returns the last
     loss). One warm-up epoch each, then n_timed epochs of every framework, interleaved: each
     framework in turn trains on the next `turn` batches, so that all of them see the same
-    load on a shared machine. An epoch's time is the sum of its turns' times. Each turn
-    starts `pause` seconds after the previous one ends, untimed, so that it does not pay
-    for the threads of the framework before it still spinning."""
+    load on a shared machine. Each turn starts `pause` seconds after the previous one ends,
+    untimed, so that it does not pay for the threads of the framework before it still
+    spinning; its first `untimed` batches are trained on untimed (waking the framework's own
+    threads). An epoch's time is the sum of its turns' timed batches' times, scaled by
+    n_batches / (timed batches)."""
     results = {}
     for name, run in runs.items():
         time.sleep(pause)
@@ -98,17 +107,25 @@ def run_interleaved(runs: dict, n_batches: int, n_timed: int, turn: int = TURN,
         loss0 = run(0, n_batches)
         results[name] = {"warmup": time.perf_counter() - t, "times": [], "load": [],
                          "loss_after_warmup": float(loss0)}
+    starts = range(0, n_batches, turn)
+    timed = sum(max(min(lo + turn, n_batches) - lo - untimed, 0) for lo in starts)
+    if timed == 0:
+        raise ValueError(f"untimed={untimed} leaves no batch of a turn of {turn} timed")
     for _ in range(n_timed):
         spent = dict.fromkeys(runs, 0.0)
-        for lo in range(0, n_batches, turn):
+        for lo in starts:
             hi = min(lo + turn, n_batches)
+            mid = min(lo + untimed, hi)
             for name, run in runs.items():
                 time.sleep(pause)
-                t = time.perf_counter()
-                results[name]["last_loss"] = float(run(lo, hi))
-                spent[name] += time.perf_counter() - t
+                if mid > lo:
+                    results[name]["last_loss"] = float(run(lo, mid))
+                if hi > mid:
+                    t = time.perf_counter()
+                    results[name]["last_loss"] = float(run(mid, hi))
+                    spent[name] += time.perf_counter() - t
         for name, r in results.items():
-            r["times"].append(spent[name])
+            r["times"].append(spent[name] * n_batches / timed)
             r["load"].append(os.getloadavg()[0])
     for r in results.values():
         r["median"] = statistics.median(r["times"])
@@ -304,6 +321,9 @@ def main(argv=None) -> int:
                         f"(default {TURN}; 469 alternates whole epochs)")
     p.add_argument("--pause", type=float, default=PAUSE,
                    help=f"untimed seconds between two turns (default {PAUSE})")
+    p.add_argument("--untimed", type=int, default=UNTIMED,
+                   help="batches at the start of each turn trained on untimed (default "
+                        f"{UNTIMED}: the wake-up of thread pools idle during the pause)")
     p.add_argument("--only", default=",".join(FRAMEWORKS),
                    help="comma-separated subset of " + ",".join(FRAMEWORKS))
     args = p.parse_args(argv)
@@ -315,10 +335,13 @@ def main(argv=None) -> int:
         p.error("--turn must be >= 1")
     if args.pause < 0:
         p.error("--pause must be >= 0")
+    if not 0 <= args.untimed < args.turn:
+        p.error("--untimed must be >= 0 and below --turn")
     batches = load_batches(args.data_dir)
     print(machine_line())
     print(f"{len(batches)} batches per epoch; 1 warm-up epoch + median of {args.epochs}, "
-          f"interleaved {args.turn} batches at a time, {args.pause} s apart")
+          f"interleaved {args.turn} batches at a time, {args.pause} s apart, the first "
+          f"{args.untimed} of each turn untimed")
     runs, versions = {}, {}
     for name in args.only.split(","):
         name = name.strip()
@@ -332,8 +355,8 @@ def main(argv=None) -> int:
         mod = {"jax": "jax", "jax-donated": "jax", "pytorch": "torch", "numpy": "numpy",
                "gemms": "numpy"}.get(name)
         versions[name] = sys.modules[mod].__version__ if mod in sys.modules else "repo"
-    results = run_interleaved(runs, len(batches), args.epochs, args.turn,
-                              args.pause)
+    results = run_interleaved(runs, len(batches), args.epochs, args.turn, args.pause,
+                              args.untimed)
     for name, r in results.items():
         # The machine may be shared: other processes' load changes every figure, most of all
         # for frameworks whose threads spin (OpenBLAS, OpenMP).

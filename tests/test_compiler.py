@@ -653,3 +653,82 @@ def test_spare_cores_reads_idle_time_once_a_period(tmp_path, monkeypatch):
     write(1110, 290)
     assert not spare.seen(a)
     assert not blas._SpareCores(str(tmp_path / "missing")).seen(a)
+
+
+def _mlp_grad_program(rng, sizes=(24, 40, 40, 3), batch=16):
+    ws = [jnp.asarray((rng.standard_normal((m, n)) * 0.3).astype(np.float32))
+          for m, n in zip(sizes[:-1], sizes[1:])]
+    x = jnp.asarray(rng.standard_normal((batch, sizes[0])).astype(np.float32))
+
+    def loss(ws, x):
+        h = x
+        for w in ws[:-1]:
+            h = jnp.maximum(h @ w, 0.0)
+        return -jnp.mean(jax.nn.log_softmax(h @ ws[-1]))
+
+    return staged(jax.grad(loss), ws, x), (*ws, x)
+
+
+def test_wide_products_are_stored_transposed_and_their_groups_follow():
+    closed, args = _mlp_grad_program(np.random.default_rng(7))
+    exe = compile_jaxpr(closed, "cpu")
+    text = exe.as_text()
+    # (16, 40) products (fewer rows than columns) are written transposed; the relus over
+    # them and their backward masks iterate column by column, in place where they were
+    assert "(stored transposed)" in text and "column by column" in text
+    assert "f32[16,40] (stored transposed)" in text
+    assert "f32[16,3] (stored transposed)" not in text        # more rows than columns
+    got = run_both(closed, *args)
+    # program outputs stay row-major, as callers expect
+    assert all(np.asarray(g).flags.c_contiguous for g in got)
+
+
+def test_transposed_layouts_change_only_rounding(monkeypatch):
+    from corejax.compiler import cpu
+    closed, args = _mlp_grad_program(np.random.default_rng(8), sizes=(30, 64, 48, 5), batch=8)
+    with_layouts = compile_jaxpr(closed, "cpu")(*args)
+    monkeypatch.setattr(cpu, "_layouts", lambda *a: ({}, {}))
+    row_major = compile_jaxpr(closed, "cpu")(*args)
+    for a, b in zip(with_layouts, row_major):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=1e-6)
+
+
+def test_transposed_values_read_by_row_major_groups_and_reductions():
+    rng = np.random.default_rng(9)
+    a = jnp.asarray(rng.standard_normal((6, 4)).astype(np.float32))
+    b = jnp.asarray(rng.standard_normal((4, 10)).astype(np.float32))
+    c = jnp.asarray(rng.standard_normal((6, 10)).astype(np.float32))
+
+    def f(a, b, c):
+        p = a @ b                           # stored transposed: (6, 10)
+        q = jnp.tanh(p) + c                 # one transposed and one row-major input
+        return q, jnp.sum(jnp.exp(p), axis=0), jnp.sum(p * 2.0, axis=1), (q @ b.T).sum()
+
+    closed = staged(f, a, b, c)
+    exe = compile_jaxpr(closed, "cpu")
+    assert any(v.aval.shape == (6, 10) for v in exe._layout)
+    got = run_both(closed, a, b, c)
+    assert np.asarray(got[0]).flags.c_contiguous
+
+
+def test_host_evaluated_group_keeps_a_transposed_layout(monkeypatch):
+    from corejax.compiler import registry
+    from corejax.lax import elementwise
+
+    def no_lowering(ctx, x):
+        raise NotImplementedError("no kernel for this one")
+
+    monkeypatch.setitem(registry.elementwise_lowerings, elementwise.sin_p, no_lowering)
+    rng = np.random.default_rng(10)
+    a = jnp.asarray(rng.standard_normal((4, 6)).astype(np.float32))
+    b = jnp.asarray(rng.standard_normal((6, 12)).astype(np.float32))
+    c = jnp.asarray(rng.standard_normal((12, 12)).astype(np.float32))
+
+    def f(a, b, c):
+        h = jnp.sin(a @ b)                  # on the host, over a transposed product
+        return jnp.maximum(h @ c, 0.0) * 3.0, jnp.sum(h, axis=0)
+
+    closed = staged(f, a, b, c)
+    text = compile_jaxpr(closed, "cpu").as_text()
+    assert "host-evaluated group" in text and "(stored transposed)" in text
+    run_both(closed, a, b, c)

@@ -19,11 +19,15 @@ _cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _lock = threading.RLock()
 
 
-def compile_jaxpr(closed, backend: str = "cpu", donated=None):
+def compile_jaxpr(closed, backend: str = "cpu", donated=None, row_major=False):
     """The executable of `closed` for `backend`. `donated` (a bool per input, or None) marks
     inputs whose buffers the CPU program may write its results into, when the caller's
-    Array is their only holder; the caller deletes donated Arrays after the call."""
+    Array is their only holder; the caller deletes donated Arrays after the call.
+    `row_major`: a CPU program keeps every value row-major (no transposed layouts: control
+    flow's sub-programs, whose bits must be those of the compiled loops)."""
     key = backend if donated is None else (backend, tuple(donated))
+    if row_major:
+        key = (key, "row_major")
     per_jaxpr = _cache.get(closed)
     exe = per_jaxpr.get(key) if per_jaxpr is not None else None
     if exe is not None:
@@ -42,7 +46,7 @@ def compile_jaxpr(closed, backend: str = "cpu", donated=None):
                     exe = CudaExecutable(closed, devs[0])
                 else:
                     from corejax.compiler.cpu import CpuExecutable
-                    exe = CpuExecutable(closed, donated)
+                    exe = CpuExecutable(closed, donated, row_major)
             per_jaxpr[key] = exe
     return exe
 

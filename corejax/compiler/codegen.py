@@ -78,17 +78,24 @@ def monoid(name, dt, select_minmax: bool = False):
     return init, ("max" if name == "max" else "min") + "({a}, {b})"
 
 
-def collapse(group: FusedGroup):
+def collapse(group: FusedGroup, order=None, layouts=None):
     """How a group is laid out as loops, for every code generator: `(arrays, operand,
     collapsed, red_axes)` where `arrays` lists the distinct (base Var, spanned S dims in the
     base's memory order) the kernel reads, `operand` maps each input atom to ("array", i),
-    ("literal", Literal) or ("iota", S dim, dtype), and `collapsed` groups the non-unit S dims
-    into loop dims (adjacent dims every array spans alike, in the same memory order, alike
-    reduced or kept)."""
+    ("literal", Literal) or ("iota", S dim, dtype), and `collapsed` groups the non-unit S dims,
+    in iteration order, into loop dims (adjacent dims every array spans alike, in the same
+    memory order, alike reduced or kept).
+
+    `order`: the S dims from the outermost loop to the innermost (default: S's own order);
+    the group's full-shape outputs are written in that order. `layouts`: {Var: its dims from
+    the slowest-varying in memory to the fastest} for materialized inputs not stored in
+    row-major order (a product computed transposed, `cpu._layouts`)."""
     S = group.shape
     red = group.reduction
     red_axes = set(red.params["axes"]) if red is not None else set()
-    loop_dims = [d for d in range(len(S)) if S[d] != 1]
+    order = tuple(range(len(S))) if order is None else tuple(order)
+    layouts = layouts or {}
+    loop_dims = [d for d in order if S[d] != 1]
     arrays: list = []
     operand: dict = {}
     for atom, src in group.inputs.items():
@@ -100,10 +107,12 @@ def collapse(group: FusedGroup):
             continue
         if isinstance(src, Virtual):
             base = src.src
-            spans = tuple(d for k, d in enumerate(src.dims)
-                          if d is not None and base.aval.shape[k] != 1 and S[d] != 1)
+            memory = layouts.get(base, range(len(base.aval.shape)))
+            spans = tuple(src.dims[k] for k in memory if src.dims[k] is not None and
+                          base.aval.shape[k] != 1 and S[src.dims[k]] != 1)
         else:
-            base, spans = atom, tuple(loop_dims)
+            base = atom
+            spans = tuple(d for d in layouts.get(atom, range(len(S))) if S[d] != 1)
         key = (base, spans)
         if key not in arrays:
             arrays.append(key)
@@ -157,20 +166,25 @@ def emit_eqns(group: FusedGroup, ctx: ScalarCtx, expr_of, names: dict) -> list[s
     return body
 
 
-def generate(group: FusedGroup, in_place=None) -> KernelPlan:
+def generate(group: FusedGroup, in_place=None, order=None, layouts=None) -> KernelPlan:
     """`in_place`: {output Var: input Var} for outputs to be written into the buffer of an
-    input the group reads directly (of the group's shape and the output's dtype), at the
-    element just read. The kernel stores through that input's own argument, not a second
-    one: LLVM vectorizes a loop only when it can prove its stores do not overlap its loads,
-    and two arguments sharing memory fail its run-time check (the scalar loop is some 4x
-    slower)."""
+    input the group reads directly (of the group's shape and the output's dtype, laid out in
+    the iteration order), at the element just read. The kernel stores through that input's
+    own argument, not a second one: LLVM vectorizes a loop only when it can prove its stores
+    do not overlap its loads, and two arguments sharing memory fail its run-time check (the
+    scalar loop is some 4x slower). `order`, `layouts`: see `collapse`; every array is passed
+    flat in its own memory order."""
     S = group.shape
     red = group.reduction
-    arrays, operand, collapsed, red_axes = collapse(group)
+    arrays, operand, collapsed, red_axes = collapse(group, order, layouts)
     k = len(collapsed)
     sizes = [int(np.prod([S[d] for d in c], dtype=np.int64)) for c in collapsed]
     cdim_of = {d: i for i, c in enumerate(collapsed) for d in c}
     reduced = [collapsed[i][0] in red_axes for i in range(k)]
+    kept_dims = [d for c in collapsed for d in c if d not in red_axes]
+    if red is not None and kept_dims != sorted(kept_dims):
+        # the reduction's result is written in iteration order: it would come out permuted
+        raise NotImplementedError("a reduction whose kept dims are iterated out of order")
 
     offset = flat_offset
     ctx = ScalarCtx()
@@ -195,7 +209,7 @@ def generate(group: FusedGroup, in_place=None) -> KernelPlan:
         return names[atom]
 
     body = emit_eqns(group, ctx, expr_of, names)
-    loop_dims = tuple(d for d in range(len(S)) if S[d] != 1)
+    loop_dims = tuple(d for c in collapsed for d in c)
     written = {v: arrays.index((w, loop_dims)) for v, w in (in_place or {}).items()}
     outputs = [o for o in group.outputs
                if (red is None or o is not red.outvars[0]) and o not in written]

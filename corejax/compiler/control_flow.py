@@ -29,7 +29,8 @@ def host_control_flow(name, params):
     from corejax.compiler import compile_jaxpr
 
     def sub(closed):
-        return compile_jaxpr(closed, "cpu").run_numpy
+        # row-major, as the compiled loops' BLAS calls are: the same bits whichever runs
+        return compile_jaxpr(closed, "cpu", row_major=True).run_numpy
 
     keys = set(params)
     if (name, frozenset(keys)) in _LOOP_PARAMS:
