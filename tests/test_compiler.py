@@ -534,7 +534,7 @@ def test_plan_search_prefers_the_whole_reduction_on_the_threads():
         return plan, calls
 
     plan, calls = search(lambda t, parts: 1.0)
-    assert plan == blas.Plan((0, k), (0, k)) and calls == [(2, (0, k)), (1, (0, k))]
+    assert plan == blas.Plan.whole(k) and calls == [(2, (0, k)), (1, (0, k))]
     # the threaded driver blocks the reduction as two chunks do on one thread
     plan, _ = search(lambda t, parts: 2.0 if (t, parts) in ((2, 1), (1, 2)) else float(parts))
     assert plan == blas.Plan((0, k), (0, k // 2, k))
@@ -709,6 +709,36 @@ def test_transposed_values_read_by_row_major_groups_and_reductions():
     assert any(v.aval.shape == (6, 10) for v in exe._layout)
     got = run_both(closed, a, b, c)
     assert np.asarray(got[0]).flags.c_contiguous
+    # a dying transposed product is no buffer for a row-major group's result to go into
+    g = staged(lambda a, b, c: (jnp.tanh(a @ b) + c) * 2.0, a, b, c)
+    assert "in place" not in compile_jaxpr(g, "cpu").as_text()
+    run_both(g, a, b, c)
+
+
+def test_transposed_values_enter_loops():
+    rng = np.random.default_rng(11)
+    x = jnp.asarray(rng.standard_normal((8, 30)).astype(np.float32))
+    w = jnp.asarray((rng.standard_normal((30, 64)) / 8).astype(np.float32))
+    u = jnp.asarray((rng.standard_normal((64, 64)) / 8).astype(np.float32))
+
+    def f(x, w, u):
+        h = lax.fori_loop(0, 3, lambda i, v: jnp.tanh(v @ u) + v * 0.5, x @ w)
+        total, rows = lax.scan(lambda c, row: (c + row.sum(), row * 2.0), 0.0, x @ w)
+        return h * 2.0, total, rows
+
+    closed = staged(f, x, w, u)
+    assert "(stored transposed)" in compile_jaxpr(closed, "cpu").as_text()
+    run_both(closed, x, w, u)
+
+
+def test_reduction_iterated_out_of_its_kept_order_is_not_generated():
+    from corejax.compiler import codegen
+    x = jnp.ones((2, 3, 4), jnp.float32)
+    group, = [s for s in _groups(lambda x: jnp.sum(jnp.exp(x), axis=1), x)
+              if isinstance(s, FusedGroup)]
+    assert "for i0" in codegen.generate(group, order=(1, 0, 2)).source
+    with pytest.raises(NotImplementedError, match="out of order"):
+        codegen.generate(group, order=(2, 1, 0))
 
 
 def test_host_evaluated_group_keeps_a_transposed_layout(monkeypatch):

@@ -105,6 +105,11 @@ class Plan(NamedTuple):
     threads: tuple
     one: tuple
 
+    @classmethod
+    def whole(cls, k):
+        """The whole reduction in one call, on the threads as on one thread."""
+        return cls((0, k), (0, k))
+
 
 def _small(m, k, n) -> bool:
     """Whether an (m, k) @ (k, n) product runs unchunked on one thread (MIN_FLOPS)."""
@@ -118,7 +123,7 @@ def plan_for(m, k, n, a_transposed, b_transposed, dtype, any_size=False):
     `threads` chunks say, for the same bits."""
     dt = np.dtype(dtype)
     if _adaptive is None or dt.char not in "fdFD":
-        return Plan((0, k), (0, k))
+        return Plan.whole(k)
     if _small(m, k, n) and not any_size:
         return None
     with _adaptive.lock:

@@ -95,6 +95,10 @@ def collapse(group: FusedGroup, order=None, layouts=None):
     red_axes = set(red.params["axes"]) if red is not None else set()
     order = tuple(range(len(S))) if order is None else tuple(order)
     layouts = layouts or {}
+
+    def memory(v):
+        return layouts.get(v, range(len(v.aval.shape)))
+
     loop_dims = [d for d in order if S[d] != 1]
     arrays: list = []
     operand: dict = {}
@@ -107,12 +111,10 @@ def collapse(group: FusedGroup, order=None, layouts=None):
             continue
         if isinstance(src, Virtual):
             base = src.src
-            memory = layouts.get(base, range(len(base.aval.shape)))
-            spans = tuple(src.dims[k] for k in memory if src.dims[k] is not None and
+            spans = tuple(src.dims[k] for k in memory(base) if src.dims[k] is not None and
                           base.aval.shape[k] != 1 and S[src.dims[k]] != 1)
         else:
-            base = atom
-            spans = tuple(d for d in layouts.get(atom, range(len(S))) if S[d] != 1)
+            base, spans = atom, tuple(d for d in memory(atom) if S[d] != 1)
         key = (base, spans)
         if key not in arrays:
             arrays.append(key)

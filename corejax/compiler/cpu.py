@@ -186,13 +186,23 @@ class _DotStep:
         return out_t.T
 
 
+def _is_dot(eqn) -> bool:
+    """Whether an equation is a BLAS product (the ("dot_general",) kernel lowering)."""
+    return registry.kernel_lowerings.get(eqn.primitive) == ("dot_general",)
+
+
+def _dot_of_vars(eqn) -> bool:
+    """Whether an equation is a BLAS product of two materialized operands (`_DotStep` into
+    a pooled buffer, `CpuExecutable._dot`)."""
+    return _is_dot(eqn) and all(type(v) is Var for v in eqn.invars)
+
+
 def _writes_fresh(step) -> bool:
     """Whether the executor writes a step's results into buffers of their own: fused groups
     (their kernels, or `_group_on_host`'s copies) and BLAS products do; any other host step's
     results may be views of its operands (reshape, transpose, slice, a loop's passthrough
     carry...), conservatively."""
-    return isinstance(step, FusedGroup) or \
-        registry.kernel_lowerings.get(step.eqn.primitive) == ("dot_general",)
+    return isinstance(step, FusedGroup) or _is_dot(step.eqn)
 
 
 def _buffers(jaxpr, steps) -> Buffers:
@@ -214,21 +224,12 @@ def _transposes_well(step) -> bool:
     columns ((128, 784) @ (784, 512)) ran about 4% slower transposed, but is transposed all
     the same: the backward mask of the relu over it would otherwise read one transposed and
     one row-major input, with strides (80-110 us against 10-15 us)."""
-    if not isinstance(step, HostStep):
+    if not isinstance(step, HostStep) or not _dot_of_vars(step.eqn):
         return False
-    eqn = step.eqn
-    if registry.kernel_lowerings.get(eqn.primitive) != ("dot_general",) or \
-            any(type(v) is not Var for v in eqn.invars):
-        return False
-    lhs, rhs = (v.aval for v in eqn.invars)
-    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-    out = eqn.outvars[0].aval
-    if lb or len(lhs.shape) - len(lc) != 1 or len(rhs.shape) - len(rc) != 1 or \
-            np.dtype(out.dtype).kind != "f" or \
-            any(np.dtype(a.dtype) != np.dtype(out.dtype) for a in (lhs, rhs)):
-        return False
-    m, n = out.shape
-    return m < n
+    dot = _DotStep.of(step.eqn)
+    # (m, n) as it is: one free dimension a side, no batch
+    return dot.out_shape == (dot.m, dot.n) and dot.m < dot.n and dot.dtype.kind == "f" and \
+        all(np.dtype(v.aval.dtype) == dot.dtype for v in step.eqn.invars)
 
 
 def _layouts(steps, outvars, fused) -> tuple[dict, dict]:
@@ -322,7 +323,7 @@ def _accumulate_fusions(steps, donated, buffers: Buffers) -> dict:
                 not buffers.free_after(d, j) or not buffers.free_after(w, j):
             continue
         dot = steps[producer[0]].eqn
-        if registry.kernel_lowerings.get(dot.primitive) != ("dot_general",):
+        if not _is_dot(dot):
             continue
         lhs, rhs = dot.invars
         dt = np.dtype(d.aval.dtype)
@@ -508,10 +509,9 @@ class CpuExecutable:
         compiled_control_flow = host_control_flow(prim.name, params)
         if compiled_control_flow is not None:
             self._control_flow[id(eqn)] = compiled_control_flow
-        if registry.kernel_lowerings.get(prim) == ("dot_general",) \
-                and type(eqn.invars[0]) is Var and type(eqn.invars[1]) is Var:
+        if _dot_of_vars(eqn):
             return self._dot(eqn, template)
-        if registry.kernel_lowerings.get(prim) == ("dot_general",):
+        if _is_dot(eqn):
             params = dict(params)
             impl = _blas_dot_general
         elif compiled_control_flow is not None:

@@ -547,7 +547,7 @@ class DataLowerings(LayoutLowerings):
             lines += [f"{ind}for {p} in range({B}):", f"{ind}    {call}"]
             return None
         plan = blas.plan_for(M, K, N, ta, tc, dt)
-        whole = blas.Plan((0, K), (0, K))
+        whole = blas.Plan.whole(K)
         if plan is None:
             # a small product, one unchunked call on one thread in the executor: the loop's
             # call (on OpenBLAS's threads) agrees where that is a thread-invariant plan
