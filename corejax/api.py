@@ -192,7 +192,7 @@ def _run(entry: _CacheEntry, exe, backend: str, operands):
     """The compiled program's outputs on `operands` (consts, then leaves), in the entry's
     tree. Donated Arrays are consumed by the call (their buffers may now hold its results)."""
     outs = exe(*operands_for(backend, operands))
-    if entry.donated is not None:
+    if entry.donated is not None and not exe.consumes_donations:
         for x, d in zip(operands, entry.donated):
             if d and type(x) is Array:
                 x.delete()

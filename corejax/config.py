@@ -36,6 +36,10 @@ class Config:
     def __init__(self):
         object.__setattr__(self, "_values", {k: f() for k, f in self._defaults.items()})
         object.__setattr__(self, "_watchers", {})
+        for key, value in self._values.items():
+            # also plain attributes: `config.platform` is read on every jitted call, and an
+            # attribute found in the instance dict never reaches __getattr__
+            object.__setattr__(self, key, value)
 
     @staticmethod
     def _canonical(name: str) -> str:
@@ -49,6 +53,7 @@ class Config:
         if key == "platform" and value not in ("cpu", "cuda"):
             raise ValueError(f"config 'platform' must be 'cpu' or 'cuda', got {value!r}.")
         self._values[key] = value
+        object.__setattr__(self, key, value)
         for watcher in self._watchers.get(key, ()):
             watcher(value)
 

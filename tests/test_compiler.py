@@ -1,5 +1,6 @@
 """The compiler's parts: IR passes, fusion decisions, generated source, the disk cache, the
 executor's buffers, every result checked against the reference executor."""
+import functools
 import os
 import subprocess
 import sys
@@ -131,6 +132,30 @@ def test_reduction_terminates_group_and_dot_is_host_step():
     assert g.reduction is not None and [e.primitive.name for e in g.eqns] == ["add", "tanh", "mul"]
     run_both(staged(f, jnp.ones((3, 4)), jnp.ones((5, 3))),
              jnp.arange(12.0).reshape(3, 4) / 10, jnp.arange(15.0).reshape(5, 3) / 10)
+
+
+def test_blas_steps_read_strided_transposed_and_mixed_dtype_operands():
+    """A BLAS step takes 2-D operands of its own dtype as they are, or as their .T; strided
+    views (slices a host step returns), operands of another dtype, 3-D operands and batched
+    products go the general way: each equals the float64 product to float32 rounding."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((40, 60)).astype(np.float32)
+    w = rng.standard_normal((30, 60)).astype(np.float32)
+    cases = {   # the product, on corejax (np = jnp) and in float64 NumPy (np = np)
+        "strided slices": lambda np, x, w: x[::2] @ w.T[:, ::2],
+        "contracting the leading dims": lambda np, x, w: x[:30].T @ w,
+        "rhs transposed": lambda np, x, w: x @ w.T,
+        "int32 rhs": lambda np, x, w: x @ (w.T * 4).astype(np.int32),
+        "3-D lhs": lambda np, x, w: x.reshape(4, 10, 60) @ w.T,
+        "batched": lambda np, x, w: np.einsum("bij,bkj->bik", x.reshape(4, 10, 60),
+                                              w[:20].reshape(4, 5, 60)),
+    }
+    for name, f in cases.items():
+        got = np.asarray(jax.jit(functools.partial(f, jnp))(x, w))
+        exact = f(np, x.astype(np.float64), w.astype(np.float64))
+        assert got.dtype == np.float32 and got.shape == exact.shape, name
+        np.testing.assert_allclose(got, exact, rtol=1e-4, atol=1e-4 * np.abs(exact).max(),
+                                   err_msg=name)
 
 
 def test_shape_generic_kernels_are_shared():

@@ -363,68 +363,75 @@ class _AdaptiveBlas:
         return bool(np.array_equal(one, self.on_threads(self.threads, lambda: run(plan.threads)),
                                    equal_nan=True))
 
-    def _run(self, a, b, out, site: GemmSite, product, accumulate=False):
-        """`product(chunks)` (a @ b into out, one BLAS call per reduction chunk) as `site` has
-        learned to run it: a small product unchunked on one thread; else on OpenBLAS's
-        threads or one thread, whichever the site measures faster, over the chunks its plan
-        gives that mode (unchunked on the threads where no plan passed). Concurrent callers
-        take turns: OpenBLAS's thread count is process-wide."""
+    def run(self, a, b, out, site: GemmSite, alpha=None):
+        """a @ b into out (`alpha` None), or out += alpha * (a @ b), as `site` has learned to
+        run it: a small product unchunked on one thread; else on OpenBLAS's threads or one
+        thread, whichever the site measures faster, over the chunks its plan gives that mode
+        (unchunked on the threads where no plan passed). Concurrent callers take turns:
+        OpenBLAS's thread count is process-wide, and is set back after a call on one thread.
+        (One flat method, no closures: it runs between GEMMs that leave every cache cold.)"""
         m, n = out.shape
         k = a.shape[1]
         with self.lock:
+            timed = False
+            if _small(m, k, n):
+                chunks, mode = (0, k), 1
+            else:
+                plan = site.plan
+                if plan is None:
+                    plan = site.plan = self.plan(m, k, n, _transposed(a), _transposed(b),
+                                                 out.dtype, alpha is not None)
+                if plan:
+                    mode = site.mode()
+                    chunks, timed = plan[mode], True
+                else:
+                    chunks, mode = (0, k), None
+            if mode == 1:
+                self._set(1)
             try:
-                if _small(m, k, n):
-                    self._set(1)
-                    product((0, k))
-                    return
-                if site.plan is None:
-                    site.plan = self.plan(m, k, n, _transposed(a), _transposed(b), out.dtype,
-                                          accumulate)
-                if not site.plan:
-                    product((0, k))
-                    return
-                mode = site.mode()
-                if mode == 1:
-                    self._set(1)
                 start = time.perf_counter()
-                product(site.plan[mode])
-                site.record(mode, time.perf_counter() - start)
+                if alpha is not None:
+                    _accumulate(a, b, out, chunks, alpha)
+                elif len(chunks) == 2:
+                    np.matmul(a, b, out=out)
+                else:
+                    if site.partial is None:
+                        site.partial = np.empty_like(out)
+                    self._product(a, b, out, chunks, site.partial)
+                if timed:
+                    site.record(mode, time.perf_counter() - start)
             finally:
-                self._set(self.threads)
-
-    def matmul(self, a, b, out, site: GemmSite):
-        """out[...] = a @ b for 2-D operands BLAS reads without a copy."""
-        def product(chunks):
-            if len(chunks) > 2 and site.partial is None:
-                site.partial = np.empty_like(out)
-            self._product(a, b, out, chunks, site.partial)
-
-        self._run(a, b, out, site, product)
-
-    def accumulate(self, a, b, out, alpha, site: GemmSite):
-        """out += alpha * (a @ b), as `matmul` runs a product."""
-        self._run(a, b, out, site, lambda chunks: _accumulate(a, b, out, chunks, alpha),
-                  accumulate=True)
+                if mode == 1:
+                    self._set(self.threads)
 
 
 def _accumulate(a, b, out, chunks, alpha):
     """out += alpha * (a @ b) as one cblas_?gemm call (beta = 1) per reduction chunk, in order:
     a (m, k) and b (k, n) as BLAS reads them in place (C arrays or transposed C arrays), out a
     C-contiguous (m, n) array."""
-    from corejax.compiler.kernel_lib import gemm_into
-    dt = out.dtype
-    addr, ilp64 = gemm_symbol(dt)
-    I = np.int64 if ilp64 else np.int32
-    T = dt.type
-    m, n = out.shape
     ta, tb = _transposed(a), _transposed(b)
-    fa = (a.T if ta else a).reshape(-1)
-    fb = (b.T if tb else b).reshape(-1)
-    for lo, hi in zip(chunks, chunks[1:]):
-        gemm_into(addr, np.int32(112 if ta else 111), np.int32(112 if tb else 111), I(m), I(n),
-                  I(hi - lo), T(alpha), fa[lo * m if ta else lo:], I(m if ta else a.shape[1]),
-                  fb[lo if tb else lo * n:], I(b.shape[0] if tb else n), T(1),
-                  out.reshape(-1), I(n))
+    m, n = out.shape
+    dt = out.dtype
+    gemm_chunks, addr, ilp64, one = _gemm_chunks(dt)
+    gemm_chunks(addr, ilp64, ta, tb, m, n, type(one)(alpha), (a.T if ta else a).reshape(-1),
+                m if ta else a.shape[1], (b.T if tb else b).reshape(-1),
+                b.shape[0] if tb else n, one, out.reshape(-1), n, _bounds(chunks))
+
+
+@functools.lru_cache(maxsize=None)
+def _gemm_chunks(dtype):
+    """kernel_lib.gemm_chunks, the (address, ilp64) of the BLAS gemm it calls for dtype, and
+    a 1 of dtype."""
+    from corejax.compiler.kernel_lib import gemm_chunks
+    return (gemm_chunks,) + gemm_symbol(dtype) + (dtype.type(1),)
+
+
+@functools.lru_cache(maxsize=1024)
+def _bounds(chunks):
+    """The chunk bounds as the int64 array kernel_lib.gemm_chunks takes (read-only, shared)."""
+    bounds = np.array(chunks, np.int64)
+    bounds.flags.writeable = False
+    return bounds
 
 
 def gemm_accumulates(m, n, dtype) -> bool:
@@ -466,7 +473,7 @@ def accumulate(a, b, out, alpha, site: GemmSite):
     if _adaptive is None:
         _accumulate(a, b, out, (0, a.shape[1]), alpha)
     else:
-        _adaptive.accumulate(a, b, out, alpha, site)
+        _adaptive.run(a, b, out, site, alpha)
 
 
 def matmul(a, b, out, site: GemmSite):
@@ -474,7 +481,7 @@ def matmul(a, b, out, site: GemmSite):
     if _adaptive is None or out.dtype.char not in "fdFD":
         np.matmul(a, b, out=out)
     else:
-        _adaptive.matmul(a, b, out, site)
+        _adaptive.run(a, b, out, site)
 
 
 _syrk_checked: dict = {}

@@ -122,7 +122,7 @@ def _materialize_virtual(vv: Virtual, base_val):
 def _blas_dot_general(lhs, rhs, dimension_numbers, precision=None,
                       preferred_element_type=None):
     """dot_general as one np.matmul (see `_DotStep`), into a fresh buffer."""
-    return _DotStep(lhs.shape, lhs.dtype, rhs.shape, dimension_numbers,
+    return _DotStep(lhs.shape, lhs.dtype, rhs.shape, rhs.dtype, dimension_numbers,
                     preferred_element_type)(lhs, rhs, None)
 
 
@@ -132,7 +132,7 @@ class _DotStep:
     are 2-D (BLAS reads them with its transpose flag); only operands that cannot be viewed
     that way are copied, so matmul never takes NumPy's non-BLAS loop."""
 
-    def __init__(self, lhs_shape, lhs_dtype, rhs_shape, dimension_numbers,
+    def __init__(self, lhs_shape, lhs_dtype, rhs_shape, rhs_dtype, dimension_numbers,
                  preferred_element_type):
         (lc, rc), (lb, rb) = dimension_numbers
         lnd, rnd = len(lhs_shape), len(rhs_shape)
@@ -151,16 +151,28 @@ class _DotStep:
         self.dtype = np.dtype(preferred_element_type or lhs_dtype)
         self.mat_shape = (self.m, self.n) if self.b == 1 else (self.b, self.m, self.n)
         self.site = blas.GemmSite()
+        # 2-D operands of this dtype, one free and one contracted dim each: the matrices are
+        # the operands or their .T (`matrices` skips the general reshaping then)
+        self.plain = lnd == rnd == 2 and not lb and \
+            np.dtype(lhs_dtype) == np.dtype(rhs_dtype) == self.dtype
+        self.plain_t = (self.lperm == (1, 0), self.rperm == (1, 0))
 
     @classmethod
     def of(cls, eqn):
         lhs, rhs = eqn.invars
-        return cls(lhs.aval.shape, lhs.aval.dtype, rhs.aval.shape,
+        return cls(lhs.aval.shape, lhs.aval.dtype, rhs.aval.shape, rhs.aval.dtype,
                    eqn.params["dimension_numbers"], eqn.params.get("preferred_element_type"))
 
     def matrices(self, lhs, rhs):
         """The operands as (batch,) m x k and k x n matrices BLAS reads."""
-        b, dt = self.b, self.dtype
+        dt = self.dtype
+        if self.plain and lhs.dtype == dt and rhs.dtype == dt:
+            a = lhs.T if self.plain_t[0] else lhs
+            c = rhs.T if self.plain_t[1] else rhs
+            fa, fc = a.flags, c.flags
+            if (fa.c_contiguous or fa.f_contiguous) and (fc.c_contiguous or fc.f_contiguous):
+                return a, c
+        b = self.b
         return (_as_matrices(np.transpose(lhs, self.lperm), b, self.m, self.k, dt),
                 _as_matrices(np.transpose(rhs, self.rperm), b, self.k, self.n, dt))
 
@@ -396,6 +408,8 @@ class CpuExecutable:
     donated Arrays; this program deletes them at dispatch, before writing any. `row_major`:
     no value is stored transposed (`_layouts`)."""
 
+    consumes_donations = True       # deleted here, at dispatch: the caller need not
+
     def __init__(self, closed: core.ClosedJaxpr, donated=None, row_major=False):
         self.closed = closed
         self.out_weak = [a.weak_type for a in closed.out_avals]
@@ -413,13 +427,18 @@ class CpuExecutable:
         self._in_slots = []
         for v in jaxpr.invars:
             self._in_slots.append(self._slot(v, template))
-        # Donated inputs: (argument index, slot, slot of "its buffer is ours this call").
+        # Donated inputs: (argument index, slot, slot of "its buffer is ours this call" or
+        # None, the _Deleted its Array holds from the call on: built once, shared, immutable).
         self._donations, self._owned = [], {}
         for i, (v, d) in enumerate(zip(jaxpr.invars, donated or ())):
-            if d and type(v) is Var and v not in self._owned:
-                self._owned[v] = len(template)
+            if not d:
+                continue
+            own = None
+            if type(v) is Var and v not in self._owned:
+                own = self._owned[v] = len(template)
                 template.append(False)
-                self._donations.append((i, self._in_slots[i], self._owned[v]))
+            self._donations.append((i, self._in_slots[i], own,
+                                    _Deleted(v.aval.shape, v.aval.dtype)))
         buffers = _buffers(jaxpr, self.steps)
         self._fused = _accumulate_fusions(self.steps, set(self._owned), buffers)
         self._layout, self._order = ({}, {}) if row_major else \
@@ -621,11 +640,14 @@ class CpuExecutable:
             env[s] = x._value if type(x) is Array else to_numpy(x)
             if type(env[s]) is _Deleted:
                 raise env[s].error()
-        for i, s, own in self._donations:
+        for i, s, own, deleted in self._donations:
             x = args[i]
             if type(x) is Array:
-                x.delete()      # it no longer holds its buffer: the program may own it now
-                env[own] = _take_donated(env, s)
+                # Array.delete (live, as the loop above checked): it no longer holds its
+                # buffer, so the program may own it now
+                x._value = deleted
+                if own is not None:
+                    env[own] = _take_donated(env, s)
         for step in self._program:
             step(env)
         outs = [Array(env[s] if s is not None else c, w)

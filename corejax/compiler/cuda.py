@@ -58,6 +58,8 @@ class CudaExecutable:
     sub-programs. With device=None only the plan is built (kernel sources, fallbacks):
     tests/test_ptx.py compiles those sources without a GPU."""
 
+    consumes_donations = False      # the caller deletes donated Arrays after the call
+
     def __init__(self, closed: core.ClosedJaxpr, device=None):
         self.closed = closed
         self.device = device

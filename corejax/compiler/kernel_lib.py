@@ -81,10 +81,26 @@ def call_syrk(typingctx, addr, order, uplo, trans, n, k, alpha, a, lda, beta, c,
 
 
 @njit(cache=True, nogil=True)
-def gemm_into(addr, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
-    """The executor's direct cblas_?gemm call (row-major; a, b, c flat arrays starting at the
-    first element each matrix is read from / written to): c = alpha op(a) op(b) + beta c."""
-    call_gemm(addr, np.int32(101), ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+def gemm_chunks(addr, ilp64, ta, tb, m, n, alpha, a, lda, b, ldb, one, c, ldc, bounds):
+    """The executor's accumulating cblas_?gemm calls (row-major; beta = `one`, a 1 of the
+    BLAS's scalar type: a wider one would reach it as other bits): for each reduction chunk
+    [bounds[i], bounds[i + 1]) in order, c += alpha op(a)[:, chunk] op(b)[chunk, :], with a, b
+    and c flat arrays starting at the first element of each matrix, `ta` / `tb` whether BLAS
+    reads a / b transposed, and the integers passed as int64 to an ILP64 BLAS (`ilp64`), else
+    as int32. One compiled call for every chunk of the product."""
+    order = np.int32(101)
+    ta_ = np.int32(112) if ta else np.int32(111)
+    tb_ = np.int32(112) if tb else np.int32(111)
+    for i in range(len(bounds) - 1):
+        lo, hi = bounds[i], bounds[i + 1]
+        at = a[lo * m:] if ta else a[lo:]
+        bt = b[lo:] if tb else b[lo * n:]
+        if ilp64:
+            call_gemm(addr, order, ta_, tb_, np.int64(m), np.int64(n), np.int64(hi - lo),
+                      alpha, at, np.int64(lda), bt, np.int64(ldb), one, c, np.int64(ldc))
+        else:
+            call_gemm(addr, order, ta_, tb_, np.int32(m), np.int32(n), np.int32(hi - lo),
+                      alpha, at, np.int32(lda), bt, np.int32(ldb), one, c, np.int32(ldc))
 
 
 @_jit

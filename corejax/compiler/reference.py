@@ -13,6 +13,8 @@ __all__ = ["ReferenceExecutable"]
 
 
 class ReferenceExecutable:
+    consumes_donations = False      # the caller deletes donated Arrays after the call
+
     def __init__(self, closed: core.ClosedJaxpr):
         self.closed = closed
         self.out_weak = [a.weak_type for a in closed.out_avals]
