@@ -371,3 +371,45 @@ def test_a_host_evaluated_groups_results_are_buffers_of_their_own(monkeypatch):
     g = x @ w
     np.testing.assert_allclose(np.asarray(gw), g @ w, rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(np.asarray(e), np.exp(g) * 2, rtol=1e-5)
+
+
+def _mlp_loss(p, x):
+    h = jax.nn.relu(x @ p["w1"] + p["b1"])
+    return jnp.sum((h @ p["w2"]) ** 2)
+
+
+def test_operands_of_an_accumulating_gemm_survive_until_it_runs():
+    """The weight gradient h^T dz of a donated SGD step runs where the update runs (one
+    accumulating gemm), after the relu's backward pass: that pass masks its incoming
+    gradient in place, and must not take h's buffer, which the gemm still reads (the mask
+    reads h, the relu's stored output, not the pre-activation)."""
+    p = {"w1": jnp.asarray(RNG.standard_normal((48, 96)).astype(np.float32) * 0.2),
+         "b1": jnp.asarray(RNG.standard_normal(96).astype(np.float32) * 0.2),
+         "w2": jnp.asarray(RNG.standard_normal((96, 64)).astype(np.float32) * 0.2)}
+    x = jnp.asarray(RNG.standard_normal((32, 48)).astype(np.float32))
+
+    def step(p, x):
+        g = jax.grad(_mlp_loss)(p, x)
+        return tree_util.tree_map(lambda a, b: a - 0.01 * b, p, g)
+
+    def by_hand(p, x):
+        w1, b1, w2, x = (np.asarray(a, np.float64) for a in (p["w1"], p["b1"], p["w2"], x))
+        z = x @ w1 + b1
+        h = np.maximum(z, 0)
+        y = h @ w2
+        dy = 2 * y
+        dz = (dy @ w2.T) * (z > 0)
+        return {"w1": w1 - 0.01 * x.T @ dz, "b1": b1 - 0.01 * dz.sum(0),
+                "w2": w2 - 0.01 * h.T @ dy}
+
+    donated = jax.jit(step, donate_argnums=0)
+    text = donated.lower(_copy(p), x).as_text()
+    assert text.count("accumulates") == 2
+    assert [line for line in _kernel_lines(text) if "'gt', 'select_n'" in line], text
+    q = _copy(p)
+    for _ in range(3):      # pooled buffers are reused from the second call on
+        want = by_hand(q, x)
+        q = donated(q, x)
+        for k in want:
+            np.testing.assert_allclose(np.asarray(q[k]), want[k], rtol=1e-4,
+                                       atol=1e-5 * np.abs(want[k]).max(), err_msg=k)

@@ -321,7 +321,9 @@ def _accumulate_fusions(steps, donated, buffers: Buffers) -> dict:
     """{id(step): ...} of the SGD-update shape `w + alpha * dot(a, b)` with w a donated input
     no later step reads and the product read by nothing else: the update group maps to (the
     dot's equation, w, scale or None for 1, sign), run as one accumulating gemm where the
-    group ran (CpuExecutable._accumulate), and the dot's step to None (dropped)."""
+    group ran (CpuExecutable._accumulate), and the dot's step to None (dropped). The
+    product's operands are then read where the group runs: `buffers` learns so, and no
+    step in between writes into them in place."""
     fused = {}
     for j, group in enumerate(steps):
         found = _axpy(group) if isinstance(group, FusedGroup) and donated else None
@@ -347,6 +349,8 @@ def _accumulate_fusions(steps, donated, buffers: Buffers) -> dict:
             continue
         fused[id(steps[producer[0]])] = None
         fused[id(group)] = (dot, w, scale, sign)
+        buffers.read_at(lhs, j)
+        buffers.read_at(rhs, j)
     return fused
 
 

@@ -103,6 +103,11 @@ class Buffers:
     def roots_of(self, v) -> frozenset:
         return self.roots.get(v) or frozenset((v,))
 
+    def read_at(self, v, i) -> None:
+        """Step i reads v too (a step the executor moved a read into)."""
+        for r in self.roots_of(v):
+            self.last_read[r] = max(self.last_read.get(r, -1), i)
+
     def free_after(self, v, i) -> bool:
         """Whether nothing after step i reads v's buffers, and no output is (a view of) them."""
         return all(self.last_read.get(r, -1) <= i for r in self.roots_of(v))
@@ -231,8 +236,9 @@ def partition(jaxpr) -> list:
                                                              or v in g.internal)):
                     continue
                 producer = owner.get(v)
-                if producer is not None and producer.shape == shape and _rematerialize(
-                        v, producer, g):
+                if producer is not None and producer.shape == shape and \
+                        v not in needed_outside and _rematerialize(v, producer, g,
+                                                                   needed_outside):
                     continue
                 if v in virtual:
                     g.inputs[v] = virtual[v]
@@ -281,14 +287,16 @@ def partition(jaxpr) -> list:
 # Cheap elementwise ops a consumer group recomputes rather than reading a materialized
 # intermediate of a sealed group (as XLA duplicates cheap producers into consumer fusions):
 # (x - mean) / std then streams x once more instead of writing and re-reading x - mean.
+# A value stored anyway (something outside groups reads it) is read, not recomputed: a
+# relu's backward mask reads the relu's output, which the next layer's product keeps.
 _CHEAP = {"add", "sub", "mul", "neg", "max", "min", "select_n", "convert_element_type", "abs",
           "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "stop_gradient"}
 _REMAT_MAX_EQNS = 3
 
 
-def _rematerialize(v, producer: FusedGroup, g: FusedGroup) -> bool:
+def _rematerialize(v, producer: FusedGroup, g: FusedGroup, stored) -> bool:
     """Copies the chain computing `v` inside sealed group `producer` into `g`, if it is short
-    and cheap and reads only the producer's inputs."""
+    and cheap and reads only the producer's inputs and its `stored` results."""
     if not producer.sealed or producer is g:
         return False
     chain, need = [], {v}
@@ -298,13 +306,17 @@ def _rematerialize(v, producer: FusedGroup, g: FusedGroup) -> bool:
                 return False
             chain.append(e)
             need.discard(e.outvars[0])
-            need.update(x for x in e.invars if type(x) is Var and x in producer.internal)
+            need.update(x for x in e.invars
+                        if type(x) is Var and x in producer.internal and x not in stored)
     if need:
         return False
     for e in reversed(chain):
         for x in e.invars:
-            if type(x) is Var and x not in producer.internal and x not in g.internal:
-                g.inputs.setdefault(x, producer.inputs[x])
+            if type(x) is Var and x not in g.internal:
+                if x in producer.internal:          # a stored result
+                    g.inputs.setdefault(x, x)
+                else:
+                    g.inputs.setdefault(x, producer.inputs[x])
         g.eqns.append(e)
         g.internal.add(e.outvars[0])
     return True

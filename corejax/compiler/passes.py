@@ -77,19 +77,25 @@ def _scalar_value(atom, known):
 def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
     """Algebraic identities: x*1, 1*x, x+0 (integers), x-0, x/1, double transpose, reshape
     of reshape, conversion to the same dtype, no-op broadcasts and reshapes, a transposed
-    matrix product computed as the product of the swapped operands, and products reading
-    the operands of transposes instead of their results."""
+    matrix product computed as the product of the swapped operands, products reading
+    the operands of transposes instead of their results, and relu masks read off the relu
+    (`_clamp_mask`)."""
     env: dict = {}
     known: dict = {}          # var -> scalar value of a broadcast constant
     producer: dict = {}       # var -> the equation that defines it
     uses: dict = {}
+    stored: set = set()       # vars a product reads or the program returns: kept in memory
+    clamps: dict = {}         # (max|min, x, c) -> max(x, c) / min(x, c) of a stored result
     for eqn in closed.jaxpr.eqns:
         for v in eqn.invars:
             if type(v) is Var:
                 uses[v] = uses.get(v, 0) + 1
+                if eqn.primitive.name in _STORING:
+                    stored.add(v)
     for v in closed.jaxpr.outvars:
         if type(v) is Var:
             uses[v] = uses.get(v, 0) + 1
+            stored.add(v)
     eqns = []
     for eqn in closed.jaxpr.eqns:
         invars = [_substitute(v, env) for v in eqn.invars]
@@ -130,15 +136,39 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
                 env[out] = src
                 continue
             eqn = eqn._replace(invars=[src])
+        elif name in ("gt", "lt"):
+            eqn = _clamp_mask(eqn, clamps)
         if name == "broadcast_in_dim":
             val = _scalar_value(invars[0], known)
             if val is not None:
                 known[out] = val
+        elif name in ("max", "min") and out in stored:
+            x, c = invars
+            clamps[name, _atom_key(x), _atom_key(c)] = clamps[name, _atom_key(c), _atom_key(x)] \
+                = out
         for v in eqn.outvars:
             producer[v] = eqn
         eqns.append(eqn)
     outs = [_substitute(v, env) for v in closed.jaxpr.outvars]
     return _rebuild(closed, eqns, outs)
+
+
+# Consumers that read their operands from memory wherever the program runs (no fusion).
+_STORING = {"dot_general", "conv_general_dilated"}
+
+
+def _clamp_mask(eqn, clamps):
+    """gt(x, c) as gt(max(x, c), c), and lt(x, c) as lt(min(x, c), c), where that max / min
+    is computed and stored anyway: the same bits for every x and c (NaNs included: lax's max
+    and min propagate them, and no comparison with a NaN holds), and a relu's backward
+    mask then reads the relu's output, which its next layer's product keeps, instead of
+    keeping the pre-activation alive until the backward pass (which the relu's kernel can
+    then overwrite in place)."""
+    x, c = eqn.invars
+    y = clamps.get(("max" if eqn.primitive.name == "gt" else "min", _atom_key(x), _atom_key(c)))
+    if y is None or y.aval.shape != x.aval.shape or y.aval.dtype != x.aval.dtype:
+        return eqn
+    return eqn._replace(invars=[y, c])
 
 
 def _read_through_transposes(dot, producer):
