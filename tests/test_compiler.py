@@ -37,6 +37,32 @@ def run_both(closed, *args):
 
 # --- passes ----------------------------------------------------------------------------------
 
+def test_relu_masks_read_the_stored_relu_output():
+    """The passes read gt(x, c) off a stored max(x, c) (and lt off a stored min), and only a
+    stored one; the masks keep their bits for NaNs, infinities and signed zeros."""
+    def eqn(closed, name):
+        found, = [e for e in closed.jaxpr.eqns if e.primitive.name == name]
+        return found
+
+    def relu_and_mask(x, w, stored):
+        h = jnp.maximum(x, 0.0)
+        y = h @ w if stored else h * 2.0
+        return y, jnp.where(x > 0.0, 1.0, -1.0), jnp.where(x < 1.0, jnp.minimum(x, 1.0) * 3, 9.0)
+
+    x = np.array([[np.nan, -np.inf, np.inf, -0.0], [0.0, 1.0, -1.0, 1e-38]], np.float32)
+    w = np.ones((4, 3), np.float32)
+    for stored in (True, False):
+        closed = passes.run_passes(staged(functools.partial(relu_and_mask, stored=stored), x, w))
+        mask, relu = eqn(closed, "gt"), eqn(closed, "max")
+        assert (mask.invars[0] is relu.outvars[0]) == stored
+        # the min's result feeds only a fused product: not stored, no rewrite
+        assert eqn(closed, "lt").invars[0] is not eqn(closed, "min").outvars[0]
+        y, m, k = jax.jit(functools.partial(relu_and_mask, stored=stored))(x, w)
+        np.testing.assert_array_equal(np.asarray(m), np.where(x > 0, 1.0, -1.0))
+        np.testing.assert_array_equal(np.asarray(k), np.where(x < 1, np.minimum(x, 1) * 3, 9.0))
+    closed = passes.run_passes(staged(lambda x, w: (jnp.minimum(x, 0.5) @ w, x < 0.5), x, w))
+    assert eqn(closed, "lt").invars[0] is eqn(closed, "min").outvars[0]
+
 def test_pass_list_is_named():
     names = [n for n, _ in passes.PASSES]
     assert {"inline", "simplify", "fold_constants", "cse", "dce"} <= set(names)
@@ -149,6 +175,10 @@ def test_blas_steps_read_strided_transposed_and_mixed_dtype_operands():
         "3-D lhs": lambda np, x, w: x.reshape(4, 10, 60) @ w.T,
         "batched": lambda np, x, w: np.einsum("bij,bkj->bik", x.reshape(4, 10, 60),
                                               w[:20].reshape(4, 5, 60)),
+        # 2-D operands batched, or contracting no dim or both: no matrices as they are
+        "row-wise dots": lambda np, x, w: np.einsum("ij,ij->i", x[:30], w),
+        "outer (tensordot axes=0)": lambda np, x, w: np.tensordot(x[:3, :4], w[:2, :5], 0),
+        "full (tensordot axes=2)": lambda np, x, w: np.tensordot(x[:30], w, 2),
     }
     for name, f in cases.items():
         got = np.asarray(jax.jit(functools.partial(f, jnp))(x, w))

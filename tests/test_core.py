@@ -314,6 +314,12 @@ def test_item_assignment_on_tracers_points_to_at():
 
 def test_config_names_and_errors():
     assert jax.config.jax_enable_x64 is False and jax.config.enable_x64 is False
+    jax.config.update("jax_debug_nans", True)        # read back under both names
+    try:
+        assert jax.config.debug_nans is True and jax.config.jax_debug_nans is True
+    finally:
+        jax.config.update("debug_nans", False)
+    assert jax.config.debug_nans is False and jax.config.values()["debug_nans"] is False
     with pytest.raises(AttributeError, match="Unrecognized config option: 'jax_no_such_flag'"):
         jax.config.update("jax_no_such_flag", True)
     with pytest.raises(AttributeError, match="config.update"):

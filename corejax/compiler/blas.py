@@ -392,10 +392,8 @@ class _AdaptiveBlas:
                 start = time.perf_counter()
                 if alpha is not None:
                     _accumulate(a, b, out, chunks, alpha)
-                elif len(chunks) == 2:
-                    np.matmul(a, b, out=out)
                 else:
-                    if site.partial is None:
+                    if len(chunks) > 2 and site.partial is None:
                         site.partial = np.empty_like(out)
                     self._product(a, b, out, chunks, site.partial)
                 if timed:

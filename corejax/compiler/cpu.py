@@ -126,6 +126,10 @@ def _blas_dot_general(lhs, rhs, dimension_numbers, precision=None,
                     preferred_element_type)(lhs, rhs, None)
 
 
+# A 2-D value stored column-major (`_layouts`), and a 2-D operand read as its .T.
+TRANSPOSED = (1, 0)
+
+
 class _DotStep:
     """dot_general of fixed operand shapes as np.matmul on (batch, m, k) @ (batch, k, n)
     operands, writing into a given (pooled) buffer. Transposed operands stay views when they
@@ -153,9 +157,9 @@ class _DotStep:
         self.site = blas.GemmSite()
         # 2-D operands of this dtype, one free and one contracted dim each: the matrices are
         # the operands or their .T (`matrices` skips the general reshaping then)
-        self.plain = lnd == rnd == 2 and not lb and \
+        self.plain = lnd == rnd == 2 and not lb and len(lc) == len(rc) == 1 and \
             np.dtype(lhs_dtype) == np.dtype(rhs_dtype) == self.dtype
-        self.plain_t = (self.lperm == (1, 0), self.rperm == (1, 0))
+        self.plain_t = (self.lperm == TRANSPOSED, self.rperm == TRANSPOSED)
 
     @classmethod
     def of(cls, eqn):
@@ -221,8 +225,6 @@ def _buffers(jaxpr, steps) -> Buffers:
     """The executor's buffers (see `_writes_fresh`)."""
     return Buffers(jaxpr, steps, lambda st: () if _writes_fresh(st) else st.eqn.invars)
 
-
-TRANSPOSED = (1, 0)
 
 
 def _transposes_well(step) -> bool:
@@ -354,8 +356,7 @@ def _accumulate_fusions(steps, donated, buffers: Buffers) -> dict:
     return fused
 
 
-def _in_place_outputs(steps, donated, fused, buffers: Buffers, layout=None,
-                      order=None) -> dict:
+def _in_place_outputs(steps, donated, fused, buffers: Buffers, layout, order) -> dict:
     """{id(group): {output Var: input Var}}: a fused group's output may be written into the
     buffer of an input of its shape and dtype that the group reads element for element (a
     direct input, and no other input, direct or through a broadcast or transpose, may be a
@@ -366,7 +367,6 @@ def _in_place_outputs(steps, donated, fused, buffers: Buffers, layout=None,
     a relu's backward pass masks its incoming gradient in place, where the lines still are
     in cache, instead of faulting in another buffer). The input must be laid out in the
     group's iteration order (`_layouts`)."""
-    layout, order = layout or {}, order or {}
     taken = {f[1] for f in fused.values() if f is not None}
     written = {v for st in steps if _writes_fresh(st)
                for v in (st.outputs if isinstance(st, FusedGroup) else st.eqn.outvars)}

@@ -237,8 +237,7 @@ def partition(jaxpr) -> list:
                     continue
                 producer = owner.get(v)
                 if producer is not None and producer.shape == shape and \
-                        v not in needed_outside and _rematerialize(v, producer, g,
-                                                                   needed_outside):
+                        _rematerialize(v, producer, g, needed_outside):
                     continue
                 if v in virtual:
                     g.inputs[v] = virtual[v]
@@ -296,8 +295,9 @@ _REMAT_MAX_EQNS = 3
 
 def _rematerialize(v, producer: FusedGroup, g: FusedGroup, stored) -> bool:
     """Copies the chain computing `v` inside sealed group `producer` into `g`, if it is short
-    and cheap and reads only the producer's inputs and its `stored` results."""
-    if not producer.sealed or producer is g:
+    and cheap and reads only the producer's inputs and its `stored` results (values
+    materialized anyway, read rather than recomputed: `v` itself then is not copied)."""
+    if not producer.sealed or producer is g or v in stored:
         return False
     chain, need = [], {v}
     for e in reversed(producer.eqns):

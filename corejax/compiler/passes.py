@@ -84,13 +84,13 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
     known: dict = {}          # var -> scalar value of a broadcast constant
     producer: dict = {}       # var -> the equation that defines it
     uses: dict = {}
-    stored: set = set()       # vars a product reads or the program returns: kept in memory
+    stored: set = set()       # vars kept in memory: what an unfused step reads, the outputs
     clamps: dict = {}         # (max|min, x, c) -> max(x, c) / min(x, c) of a stored result
     for eqn in closed.jaxpr.eqns:
         for v in eqn.invars:
             if type(v) is Var:
                 uses[v] = uses.get(v, 0) + 1
-                if eqn.primitive.name in _STORING:
+                if _unfused(eqn.primitive):
                     stored.add(v)
     for v in closed.jaxpr.outvars:
         if type(v) is Var:
@@ -153,8 +153,15 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
     return _rebuild(closed, eqns, outs)
 
 
-# Consumers that read their operands from memory wherever the program runs (no fusion).
-_STORING = {"dot_general", "conv_general_dilated"}
+def _unfused(prim) -> bool:
+    """Whether no fused kernel takes an equation of `prim`, on any backend, so that it reads
+    its operands from memory (`registry`): not elementwise, not a group's trailing
+    reduction, not a layout op (some of which kernels fold into their indexing). BLAS
+    products, convolutions, gathers, control flow and the like."""
+    if prim in registry.elementwise_lowerings:
+        return False
+    kind = registry.kernel_lowerings.get(prim)
+    return kind is None or kind[0] not in ("reduce", "layout")
 
 
 def _clamp_mask(eqn, clamps):
