@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from corejax import core, dtypes
+from corejax import _cuda_driver, core, dtypes
 from corejax.config import config
 
 __all__ = ["Array", "Device", "devices", "device_put", "device_get", "block_until_ready"]
@@ -104,7 +104,11 @@ class Array:
     def _host(self) -> np.ndarray:
         """The value as a NumPy array (a copy from a device buffer)."""
         v = self._value
-        return v if type(v) is np.ndarray else v.copy_to_host()
+        if type(v) is np.ndarray:
+            return v
+        if _cuda_driver.enabled() and v.is_c_contiguous():
+            return _cuda_driver.to_host(v)
+        return v.copy_to_host()
 
     def delete(self) -> None:
         """Drops the buffer now; any later use of the values raises RuntimeError."""
@@ -297,6 +301,8 @@ def _cuda_module():
     global _cuda
     if _cuda is None:
         from numba import cuda
+        from corejax import _cuda_memory
+        _cuda_memory.install(cuda)
         _cuda = cuda
     return _cuda
 

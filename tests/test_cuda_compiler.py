@@ -119,3 +119,65 @@ def test_as_text_lists_kernels_and_fallbacks():
     want = c.copy()
     np.add.at(want, idx, 3)
     np.testing.assert_array_equal(_host(got[1]), want)
+
+
+# --- buffers reused from call to call (CudaExecutable._alloc / _stage) ---------------------------
+
+def _cuda_jit(fn):
+    return jax.jit(fn, backend="cuda")
+
+
+def test_results_of_a_call_survive_the_next_calls():
+    """Intermediates keep their buffers across calls; outputs never are one of them."""
+    f = _cuda_jit(lambda x: (jnp.tanh(x) * 2.0 + 1.0).sum(axis=0) + x[0])
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((6, 5), dtype=np.float32) for _ in range(2))
+    ra = f(a)
+    want_a = np.asarray(ra).copy()
+    rb = f(b)
+    f(a)
+    np.testing.assert_array_equal(np.asarray(ra), want_a)
+    np.testing.assert_allclose(np.asarray(rb), (np.tanh(b) * 2 + 1).sum(0) + b[0], rtol=1e-5)
+
+
+def test_outputs_aliasing_reused_buffers_are_copied_out():
+    """A host input passed through (its staging buffer) and a reshape of an intermediate
+    (an alias of its buffer) come back as buffers of their own."""
+    f = _cuda_jit(lambda x, y: (x, jnp.reshape(y * 2.0, (-1,)), jnp.sum(y)))
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x1, y1, _ = f(a, a + 1)
+    x2, y2, _ = f(a + 10, a + 20)
+    np.testing.assert_array_equal(np.asarray(x1), a)
+    np.testing.assert_array_equal(np.asarray(y1), ((a + 1) * 2).reshape(-1))
+    np.testing.assert_array_equal(np.asarray(x2), a + 10)
+    np.testing.assert_array_equal(np.asarray(y2), ((a + 20) * 2).reshape(-1))
+
+
+def test_a_loop_carry_of_a_reused_buffer_is_copied_out():
+    """A while loop whose body passes an intermediate through returns it as an output."""
+    def f(x):
+        h = x * 3.0
+        _, out = jax.lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, c[1]), (0, h))
+        return out
+    g = _cuda_jit(f)
+    a = np.ones((4,), np.float32)
+    r1 = g(a)
+    g(a * 5)
+    np.testing.assert_array_equal(np.asarray(r1), a * 3)
+
+
+def test_calls_from_threads_do_not_share_buffers_midway():
+    import threading
+    f = _cuda_jit(lambda x: jnp.exp(x) * 0.5 + jnp.sum(x))
+    inputs = [np.full((3, 4), i, np.float32) for i in range(6)]
+    results = [None] * len(inputs)
+
+    def work(i):
+        results[i] = np.asarray(f(inputs[i]))
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for x, r in zip(inputs, results):
+        np.testing.assert_allclose(r, np.exp(x) * 0.5 + x.sum(), rtol=1e-6)

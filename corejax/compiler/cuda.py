@@ -17,9 +17,11 @@ host fallback, or a transfer to the host.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
-from corejax import core
+from corejax import _cuda_driver, core
 from corejax.core import Literal, Var
 from corejax.compiler import cuda_codegen, cuda_kernels as K, cuda_loops, registry
 from corejax.compiler.fusion import FusedGroup, HostStep, Virtual, partition
@@ -82,6 +84,10 @@ class CudaExecutable:
             self._program.append(self._build(i, step))
         self._outs = [self._atom(v) for v in jaxpr.outvars]
         self._template = None
+        self._fresh = set(self._outs)   # slots allocated anew at every call (see _alloc)
+        self._arena: dict = {}          # slot -> the buffer it reuses from call to call
+        self._arena_ids: set = set()    # ids of those buffers and of the input staging ones
+        self._lock = threading.RLock()
 
     # --- slots ---------------------------------------------------------------------------
 
@@ -109,12 +115,24 @@ class CudaExecutable:
 
     # --- kernels ---------------------------------------------------------------------------
 
-    def _kernel(self, label, source, argtypes):
+    def _kernel(self, label, source, argtypes) -> K.LaunchSite:
+        """Records a kernel of the program (for as_text and test_ptx) and returns its launch
+        site: `site(grid, block, *args)`."""
         self.kernels.append((label, source, tuple(argtypes)))
+        return K.LaunchSite(source, argtypes)
 
-    @staticmethod
-    def _alloc(aval):
-        return _cuda().device_array(max(0, _size(aval.shape)), np.dtype(aval.dtype))
+    def _alloc(self, aval, slot=None):
+        """A device buffer for a value of `aval`. The value of `slot`, unless it is an output
+        of the program, gets the same buffer at every call: kernels run in order on one
+        stream, so a call's writes into it wait for the previous call's reads, and calls run
+        one at a time (run_device's lock)."""
+        if slot is None or slot in self._fresh:
+            return _new_buffer(aval)
+        b = self._arena.get(slot)
+        if b is None:
+            b = self._arena[slot] = _new_buffer(aval)
+            self._arena_ids.add(id(b))
+        return b
 
     # --- building steps ------------------------------------------------------------------
 
@@ -146,10 +164,9 @@ class CudaExecutable:
             self.fallbacks.append((repr(group), f"no CUDA scalar lowering: {e}"))
             self.plan.append(f"step {i}: HOST FALLBACK group {group!r} ({e})")
             return self._group_on_host(group)
-        self._kernel(f"fused {group!r}", plan.source, plan.argtypes())
+        launch = self._kernel(f"fused {group!r}", plan.source, plan.argtypes())
         self.plan.append(f"step {i}: device kernel (fused, {plan.mode}) over {group.shape} "
                          f"(loop sizes {plan.sizes}): {group!r}")
-        src = plan.source
         in_slots = [self._slot(v) for v in plan.arrays]
         out_vars = plan.outputs + ([plan.reduction_out] if plan.reduction_out is not None else [])
         outs = [(self._slot(v), v.aval) for v in out_vars]
@@ -160,9 +177,9 @@ class CudaExecutable:
         def run(env):
             args = head + [env[s] for s in in_slots]
             for s, aval in outs:
-                env[s] = alloc(aval)
+                env[s] = alloc(aval, s)
                 args.append(env[s])
-            K.load(src)[grid, block](*(args + tail))
+            launch(grid, block, *args, *tail)
         return run
 
     def _group_on_host(self, group):
@@ -217,16 +234,16 @@ class CudaExecutable:
         src = K.copy_source(rank, dt, dyn_src=dyn is not None)
         total = _size(shape)
         scal = [total, soff, 0] + shape + sstrides + dstrides
-        self._kernel(label, src, self._types(src_slot, None, dt, len(scal), dyn))
+        launch = self._kernel(label, src, self._types(src_slot, None, dt, len(scal), dyn))
         grid = K.grid_for(total)
         alloc = self._alloc
 
         def run(env):
-            out = env[dst_slot] = alloc(out_aval)
+            out = env[dst_slot] = alloc(out_aval, dst_slot)
             args = [env[src_slot], out] + scal
             if dyn is not None:
                 args += [env[q] for q in dyn[0]] + list(dyn[1])
-            K.load(src)[grid, K.BLOCK](*args)
+            launch(grid, K.BLOCK, *args)
         return run
 
     def _types(self, src_slot, _unused, dt, nscal, dyn):
@@ -262,14 +279,14 @@ class CudaExecutable:
         src = K.fill_source(dt)
         total = _size(out.aval.shape)
         from numba import types, from_dtype
-        self._kernel("fill", src, [types.Array(from_dtype(dt), 1, "C"), types.int64,
+        launch = self._kernel("fill", src, [types.Array(from_dtype(dt), 1, "C"), types.int64,
                                    types.Array(from_dtype(np.dtype(
                                        self._dtype_of_slot(value_slot))), 1, "C")])
         s_o, alloc = self._slot(out), self._alloc
 
         def run(env):
-            o = env[s_o] = alloc(out.aval)
-            K.load(src)[K.grid_for(total), K.BLOCK](o, total, env[value_slot])
+            o = env[s_o] = alloc(out.aval, s_o)
+            launch(K.grid_for(total), K.BLOCK, o, total, env[value_slot])
         return run
 
     def _k_transpose(self, eqn):
@@ -348,18 +365,19 @@ class CudaExecutable:
             (_cstrides(x.aval.shape) or [0])
         from numba import types, from_dtype
         arr = types.Array(from_dtype(dt), 1, "C")
-        self._kernel("dynamic_update_slice (copy)", full, [arr, arr] + [types.int64] * 6)
-        self._kernel("dynamic_update_slice (update)", part,
+        launch_full = self._kernel("dynamic_update_slice (copy)", full,
+                                   [arr, arr] + [types.int64] * 6)
+        launch_part = self._kernel("dynamic_update_slice (update)", part,
                      [arr, arr] + [types.int64] * len(scal) +
                      [types.Array(from_dtype(np.dtype(q.aval.dtype)), 1, "C") for q in starts] +
                      [types.int64] * len(lims))
         alloc = self._alloc
 
         def run(env):
-            o = env[s_o] = alloc(out.aval)
-            K.load(full)[K.grid_for(n_x), K.BLOCK](env[s_x], o, n_x, 0, 0, n_x, 1, 1)
-            K.load(part)[K.grid_for(n_u), K.BLOCK](env[s_u], o, *scal,
-                                                   *[env[q] for q in qs], *lims)
+            o = env[s_o] = alloc(out.aval, s_o)
+            launch_full(K.grid_for(n_x), K.BLOCK, env[s_x], o, n_x, 0, 0, n_x, 1, 1)
+            launch_part(K.grid_for(n_u), K.BLOCK, env[s_u], o, *scal, *[env[q] for q in qs],
+                        *lims)
         return run
 
     def _k_concatenate(self, eqn):
@@ -374,19 +392,19 @@ class CudaExecutable:
             src = K.copy_source(rank, dt)
             n = _size(x.aval.shape)
             scal = [n, 0, at * os_[dim]] + list(x.aval.shape) + _cstrides(x.aval.shape) + os_
-            pieces.append((self._atom(x), src, n, scal))
-            self._kernel("concatenate", src, [types.Array(from_dtype(np.dtype(x.aval.dtype)), 1,
+            launch = self._kernel("concatenate", src, [types.Array(from_dtype(np.dtype(x.aval.dtype)), 1,
                                                           "C"),
                                               types.Array(from_dtype(dt), 1, "C")] +
-                         [types.int64] * len(scal))
+                                  [types.int64] * len(scal))
+            pieces.append((self._atom(x), launch, n, scal))
             at += x.aval.shape[dim]
         s_o, alloc = self._slot(out), self._alloc
 
         def run(env):
-            o = env[s_o] = alloc(out.aval)
-            for s, src, n, scal in pieces:
+            o = env[s_o] = alloc(out.aval, s_o)
+            for s, launch, n, scal in pieces:
                 if n:
-                    K.load(src)[K.grid_for(n), K.BLOCK](env[s], o, *scal)
+                    launch(K.grid_for(n), K.BLOCK, env[s], o, *scal)
         return run
 
     def _k_pad(self, eqn):
@@ -403,12 +421,12 @@ class CudaExecutable:
             [i + 1 for _, _, i in cfg]
         from numba import types, from_dtype
         arr = types.Array(from_dtype(dt), 1, "C")
-        self._kernel("pad", src, [arr, arr, arr] + [types.int64] * len(scal))
+        launch = self._kernel("pad", src, [arr, arr, arr] + [types.int64] * len(scal))
         s_x, s_p, s_o, alloc = self._slot(x), self._atom(pv), self._slot(out), self._alloc
 
         def run(env):
-            o = env[s_o] = alloc(out.aval)
-            K.load(src)[K.grid_for(total), K.BLOCK](env[s_x], env[s_p], o, *scal)
+            o = env[s_o] = alloc(out.aval, s_o)
+            launch(K.grid_for(total), K.BLOCK, env[s_x], env[s_p], o, *scal)
         return run
 
     def _k_iota(self, eqn):
@@ -419,12 +437,12 @@ class CudaExecutable:
         total = _size(shape)
         inner, n = _size(shape[d + 1:]), shape[d]
         from numba import types, from_dtype
-        self._kernel("iota", src, [types.Array(from_dtype(dt), 1, "C")] + [types.int64] * 3)
+        launch = self._kernel("iota", src, [types.Array(from_dtype(dt), 1, "C")] + [types.int64] * 3)
         s_o, alloc = self._slot(out), self._alloc
 
         def run(env):
-            o = env[s_o] = alloc(out.aval)
-            K.load(src)[K.grid_for(total), K.BLOCK](o, total, inner, max(n, 1))
+            o = env[s_o] = alloc(out.aval, s_o)
+            launch(K.grid_for(total), K.BLOCK, o, total, inner, max(n, 1))
         return run
 
     # --- reductions along an axis -------------------------------------------------------
@@ -434,14 +452,15 @@ class CudaExecutable:
         n, inner = shape[axis], _size(shape[axis + 1:])
         total = _size(shape[:axis]) * inner
         from numba import types, from_dtype
-        self._kernel(label, src, [types.Array(from_dtype(np.dtype(x.aval.dtype)), 1, "C"),
+        launch = self._kernel(label, src, [types.Array(from_dtype(np.dtype(x.aval.dtype)), 1,
+                                                       "C"),
                                   types.Array(from_dtype(np.dtype(out.aval.dtype)), 1, "C")] +
                      [types.int64] * 3)
         s_x, s_o, alloc = self._slot(x), self._slot(out), self._alloc
 
         def run(env):
-            o = env[s_o] = alloc(out.aval)
-            K.load(src)[K.grid_for(total), K.BLOCK](env[s_x], o, total, n, inner)
+            o = env[s_o] = alloc(out.aval, s_o)
+            launch(K.grid_for(total), K.BLOCK, env[s_x], o, total, n, inner)
         return run
 
     def _k_argmax(self, eqn, kind="argmax"):
@@ -468,7 +487,7 @@ class CudaExecutable:
         src, lanes, n, post, P = K.sort_plan(eqn)
         from numba import types, from_dtype
         arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
-        self._kernel("sort", src, [arr(v.aval.dtype) for v in eqn.invars] +
+        launch = self._kernel("sort", src, [arr(v.aval.dtype) for v in eqn.invars] +
                      [arr(v.aval.dtype) for v in eqn.outvars] + [arr(np.int64)] +
                      [types.int64] * 4)
         ins, outs = [self._slot(v) for v in eqn.invars], [self._slot(v) for v in eqn.outvars]
@@ -476,12 +495,12 @@ class CudaExecutable:
         alloc, grid = self._alloc, max(1, min(K.MAX_GRID, lanes))
 
         def run(env):
-            ys = [alloc(a) for a in avals]
+            ys = [alloc(a, s) for a, s in zip(avals, outs)]
             for s, y in zip(outs, ys):
                 env[s] = y
             if lanes and n:
                 perm = _cuda().device_array(lanes * P, np.int64)
-                K.load(src)[grid, K.BLOCK](*[env[s] for s in ins], *ys, perm, lanes, n, post, P)
+                launch(grid, K.BLOCK, *[env[s] for s in ins], *ys, perm, lanes, n, post, P)
         return run
 
     # --- dot_general ---------------------------------------------------------------------
@@ -527,7 +546,7 @@ class CudaExecutable:
         src = K.matmul_source(dt)
         from numba import types, from_dtype
         arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
-        self._kernel("dot_general (tiled matmul)", src,
+        launch = self._kernel("dot_general (tiled matmul)", src,
                      [arr(lhs.aval.dtype), arr(rhs.aval.dtype), arr(dt)] + [types.int64] * 10)
         T = K.TILE
         grid = (max(1, min(K.MAX_GRID, -(-n // T))), max(1, min(K.MAX_GRID, -(-m // T))),
@@ -538,8 +557,8 @@ class CudaExecutable:
         def run(env):
             for s in steps:
                 s(env)
-            o = env[s_o] = alloc(out.aval)
-            K.load(src)[grid, (T, T)](env[sa], env[sb], o, *scal)
+            o = env[s_o] = alloc(out.aval, s_o)
+            launch(grid, (T, T), env[sa], env[sb], o, *scal)
         return run
 
     # --- windowed reductions and convolution ---------------------------------------------
@@ -561,12 +580,12 @@ class CudaExecutable:
         init = self._const(np.asarray([_identity(kind, dt)], dt))
         from numba import types, from_dtype
         arr = types.Array(from_dtype(dt), 1, "C")
-        self._kernel(f"reduce_window_{kind}", src, [arr, arr, arr] + [types.int64] * len(scal))
+        launch = self._kernel(f"reduce_window_{kind}", src, [arr, arr, arr] + [types.int64] * len(scal))
         s_x, s_o, alloc = self._slot(x), self._slot(out), self._alloc
 
         def run(env):
-            o = env[s_o] = alloc(out.aval)
-            K.load(src)[K.grid_for(total), K.BLOCK](env[s_x], env[init], o, *scal)
+            o = env[s_o] = alloc(out.aval, s_o)
+            launch(K.grid_for(total), K.BLOCK, env[s_x], env[init], o, *scal)
         return run
 
     def _const(self, host):
@@ -616,15 +635,15 @@ class CudaExecutable:
         src = K.conv_source(nsp, dt)
         from numba import types, from_dtype
         arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
-        self._kernel("conv_general_dilated (direct)", src,
+        launch = self._kernel("conv_general_dilated (direct)", src,
                      [arr(lhs.aval.dtype), arr(rhs.aval.dtype), arr(dt)] +
                      [types.int64] * len(scal))
         s_l, s_r, s_o, alloc = self._slot(lhs), self._slot(rhs), self._slot(out), self._alloc
 
         def run(env):
-            o = env[s_o] = alloc(out.aval)
+            o = env[s_o] = alloc(out.aval, s_o)
             if total:
-                K.load(src)[K.grid_for(total), K.BLOCK](env[s_l], env[s_r], o, *scal)
+                launch(K.grid_for(total), K.BLOCK, env[s_l], env[s_r], o, *scal)
         return run
 
     def _k_gather(self, eqn):
@@ -637,13 +656,13 @@ class CudaExecutable:
         fslot = self._const(fill)
         from numba import types, from_dtype
         arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
-        self._kernel("gather", src, [arr(dt), arr(idx.aval.dtype), arr(dt), arr(dt)])
+        launch = self._kernel("gather", src, [arr(dt), arr(idx.aval.dtype), arr(dt), arr(dt)])
         total = _size(out.aval.shape)
         s_op, s_idx, s_o, alloc = self._slot(op), self._slot(idx), self._slot(out), self._alloc
 
         def run(env):
-            o = env[s_o] = alloc(out.aval)
-            K.load(src)[K.grid_for(total), K.BLOCK](env[s_op], env[s_idx], o, env[fslot])
+            o = env[s_o] = alloc(out.aval, s_o)
+            launch(K.grid_for(total), K.BLOCK, env[s_op], env[s_idx], o, env[fslot])
         return run
 
     def _k_scatter(self, eqn):
@@ -659,18 +678,18 @@ class CudaExecutable:
         dt, view = np.dtype(out.aval.dtype), plan.view
         from numba import types, from_dtype
         arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
-        self._kernel(eqn.primitive.name, plan.source,
+        launch = self._kernel(eqn.primitive.name, plan.source,
                      [arr(dt), arr(indices.aval.dtype), arr(dt)] + [arr(np.int64)] * 3 +
                      [types.int64, types.int64] + ([arr(view)] if view else []))
         maps = [self._const(m) for m in plan.maps]
         s_op, s_idx, s_upd, s_o = (self._slot(v) for v in (operand, indices, updates, out))
-        alloc, src, total, w = self._alloc, plan.source, plan.total, plan.window
+        alloc, total, w = self._alloc, plan.total, plan.window
 
         def run(env):
-            o = env[s_o] = alloc(out.aval)
+            o = env[s_o] = alloc(out.aval, s_o)
             o.copy_to_device(env[s_op])
             if total:
-                K.load(src)[K.grid_for(total), K.BLOCK](
+                launch(K.grid_for(total), K.BLOCK,
                     o, env[s_idx], env[s_upd], *[env[m] for m in maps], total, w,
                     *([o.view(view)] if view else []))
         return run
@@ -753,25 +772,26 @@ class CudaExecutable:
         xs_sizes = [_size(v.aval.shape[1:]) for v in eqn.invars[nc + nk:]]
         y_avals = [v.aval for v in eqn.outvars[nk:]]
         outs = [self._slot(v) for v in eqn.outvars]
-        copy_srcs = [K.copy_source(1, a.dtype) for a in y_avals]
         from numba import types, from_dtype
-        for a, src in zip(y_avals, copy_srcs):
+        writes = []
+        for a in y_avals:
             arr = types.Array(from_dtype(np.dtype(a.dtype)), 1, "C")
-            self._kernel("scan ys write", src, [arr, arr] + [types.int64] * 6)
+            writes.append(self._kernel("scan ys write", K.copy_source(1, a.dtype),
+                                       [arr, arr] + [types.int64] * 6))
         alloc = self._alloc
 
         def run(env):
             args = [env[s] for s in ins]
             consts, carry, xs = args[:nc], args[nc:nc + nk], args[nc + nk:]
-            ys = [alloc(a) for a in y_avals]
+            ys = [alloc(a, s) for a, s in zip(y_avals, outs[nk:])]
             for i in (range(length - 1, -1, -1) if reverse else range(length)):
                 x_i = [x[i * n:(i + 1) * n] for x, n in zip(xs, xs_sizes)]
                 res = body.run_device(*consts, *carry, *x_i)
                 carry = res[:nk]
-                for y, r, src in zip(ys, res[nk:], copy_srcs):
+                for y, r, write in zip(ys, res[nk:], writes):
                     n = r.size
                     if n:
-                        K.load(src)[K.grid_for(n), K.BLOCK](r, y, n, 0, i * n, n, 1, 1)
+                        write(K.grid_for(n), K.BLOCK, r, y, n, 0, i * n, n, 1, 1)
             for s, r in zip(outs, list(carry) + ys):
                 env[s] = r
         return run
@@ -783,31 +803,63 @@ class CudaExecutable:
     # --- running ---------------------------------------------------------------------------
 
     def run_device(self, *buffers) -> list:
-        """Flat device buffers in, flat device buffers out (no synchronization)."""
-        env = self._env()
-        for (s, _), b in zip(self._in, buffers):
-            env[s] = b
-        for step in self._program:
-            step(env)
-        return [env[s] for s in self._outs]
+        """Flat device buffers in, flat device buffers out (no synchronization). An output
+        that would be one of the program's reused buffers (an input passed through, say) is
+        copied out first, so what the caller holds is never overwritten by a later call."""
+        with self._lock:
+            env = self._env()
+            for (s, _), b in zip(self._in, buffers):
+                env[s] = b
+            for step in self._program:
+                step(env)
+            outs = [env[s] for s in self._outs]
+            reused = self._arena_ids
+            for i, o in enumerate(outs):
+                if id(o) in reused:
+                    fresh = _cuda().device_array(o.shape, o.dtype)
+                    fresh.copy_to_device(o)
+                    outs[i] = fresh
+            return outs
 
     def __call__(self, *args) -> list:
         from corejax.array import Array, cuda_array, to_device_buffer
         if self.device is None:
             raise RuntimeError("this CudaExecutable was built without a device (plan only)")
-        bufs = []
-        for (s, aval), x in zip(self._in, args):
-            if type(x) is Array and x._device is not None and x._device.platform == "cuda":
-                b = to_device_buffer(x, self.device)
-                if b.dtype != aval.dtype:
-                    b = _cuda().to_device(b.copy_to_host().astype(aval.dtype))
-            else:
-                host = x._value if type(x) is Array else x
-                b = to_device_buffer(np.asarray(host, dtype=aval.dtype), self.device)
-            bufs.append(b.reshape(-1) if b.ndim != 1 else b)
-        outs = self.run_device(*bufs)
+        staged = self.device.id == 0
+        with self._lock:
+            bufs = []
+            for (s, aval), x in zip(self._in, args):
+                if type(x) is Array and x._device is not None and x._device.platform == "cuda":
+                    b = to_device_buffer(x, self.device)
+                    if b.dtype != aval.dtype:
+                        b = _cuda().to_device(b.copy_to_host().astype(aval.dtype))
+                else:
+                    host = np.asarray(x._value if type(x) is Array else x, dtype=aval.dtype)
+                    if staged:
+                        b = self._stage(s, aval, host)
+                    else:
+                        b = to_device_buffer(host, self.device)
+                bufs.append(b.reshape(-1) if b.ndim != 1 else b)
+            outs = self.run_device(*bufs)
         return [cuda_array(o.reshape(a.shape), w, self.device)
                 for o, a, w in zip(outs, self.out_avals, self.out_weak)]
+
+    def _stage(self, slot, aval, host):
+        """A host operand copied into the input's own device buffer, reused from call to call
+        (a batch of a training loop): the copy is ordered after the previous call's kernels,
+        which may still be reading it."""
+        b = self._arena.get(slot)
+        if b is None:
+            b = self._arena[slot] = _new_buffer(aval)
+            self._arena_ids.add(id(b))
+        host = np.ascontiguousarray(host).reshape(-1)
+        if not host.size:
+            return b
+        if _cuda_driver.enabled():
+            _cuda_driver.from_host(b, host)
+        else:
+            b.copy_to_device(host)
+        return b
 
     def as_text(self) -> str:
         lines = ["# passes: " + ", ".join(n for n, _ in PASSES), "# optimized IR:",
@@ -820,6 +872,10 @@ class CudaExecutable:
         for label, src, _ in self.kernels:
             lines.append(f"\n# kernel: {label}\n{src}")
         return "\n".join(lines)
+
+
+def _new_buffer(aval):
+    return _cuda().device_array(max(0, _size(aval.shape)), np.dtype(aval.dtype))
 
 
 def _group_strides(shape, groups):

@@ -28,7 +28,7 @@ from corejax.compiler import kernel_lib
 from corejax.lax.elementwise import GILES_ERF_INV_CENTRAL, GILES_ERF_INV_TAIL
 from corejax.lax.prng import threefry2x32_scalar
 
-__all__ = ["SIM", "BLOCK", "load", "kernel_namespace", "np_name"]
+__all__ = ["SIM", "BLOCK", "load", "LaunchSite", "kernel_namespace", "np_name"]
 
 SIM = bool(_nb_config.ENABLE_CUDASIM)
 # Threads per block: real-GPU sizes, and small ones under the simulator (one Python thread
@@ -262,6 +262,35 @@ def load(source: str):
             if k is None:
                 k = _compiled[source] = cuda.jit(pyfunc(source))
     return k
+
+
+class LaunchSite:
+    """A place in a program that launches the kernel of `source` with arguments of
+    `argtypes`: `site(grid, block, *args)`. On a real GPU, with a signature the driver path
+    takes (corejax._cuda_driver.KernelLaunch.supports), the kernel is compiled for exactly
+    these types at the first launch and launched through the driver with its parameters
+    packed once; otherwise (the simulator, other argument types) through Numba's dispatcher.
+    Launches of one site must not overlap (CudaExecutable runs a program under a lock)."""
+
+    __slots__ = ("source", "argtypes", "_launch")
+
+    def __init__(self, source: str, argtypes):
+        self.source, self.argtypes = source, tuple(argtypes)
+        self._launch = None
+
+    def __call__(self, grid, block, *args):
+        launch = self._launch
+        if launch is None:
+            launch = self._launch = self._make()
+        launch(grid, block, args)
+
+    def _make(self):
+        from corejax import _cuda_driver
+        kernel = load(self.source)
+        if not SIM and _cuda_driver.enabled() and _cuda_driver.KernelLaunch.supports(
+                self.argtypes):
+            return _cuda_driver.KernelLaunch(kernel.compile(self.argtypes), self.argtypes)
+        return lambda grid, block, args: kernel[grid, block](*args)
 
 
 def grid_for(n: int, block: int = BLOCK) -> int:
