@@ -143,7 +143,7 @@ class KernelLaunch:
                 _, nitems, data, shape, stride = slot
                 nitems.value = shape.value = a.size
                 stride.value = a.strides[0] if a.strides else a.dtype.itemsize
-                data.value = a.device_ctypes_pointer.value or 0
+                data.value = device_pointer(a)
             else:
                 slot[1].value = a
         gx, gy, gz = (grid, 1, 1) if type(grid) is int else (tuple(grid) + (1, 1))[:3]

@@ -154,13 +154,14 @@ def test_outputs_aliasing_reused_buffers_are_copied_out():
 
 
 def test_a_loop_carry_of_a_reused_buffer_is_copied_out():
-    """A while loop whose body passes an intermediate through returns it as an output."""
+    """A host-driven while loop (its carry is over the one-launch limit of 32768 elements)
+    whose body passes an intermediate through returns that buffer as the program's output."""
     def f(x):
         h = x * 3.0
         _, out = jax.lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, c[1]), (0, h))
         return out
     g = _cuda_jit(f)
-    a = np.ones((4,), np.float32)
+    a = np.ones((33000,), np.float32)
     r1 = g(a)
     g(a * 5)
     np.testing.assert_array_equal(np.asarray(r1), a * 3)

@@ -848,10 +848,7 @@ class CudaExecutable:
         """A host operand copied into the input's own device buffer, reused from call to call
         (a batch of a training loop): the copy is ordered after the previous call's kernels,
         which may still be reading it."""
-        b = self._arena.get(slot)
-        if b is None:
-            b = self._arena[slot] = _new_buffer(aval)
-            self._arena_ids.add(id(b))
+        b = self._alloc(aval, slot)
         host = np.ascontiguousarray(host).reshape(-1)
         if not host.size:
             return b
