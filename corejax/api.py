@@ -7,6 +7,7 @@ import functools
 import inspect
 import logging
 import threading
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -203,44 +204,90 @@ def _signature_key(leaves):
     return tuple((a.shape, a.dtype, a.weak_type) for a in map(get_aval, leaves))
 
 
+def _with_inferred_nums(nums, names_given, names) -> tuple:
+    """Argument positions: those given, and those of the names given that the signature has."""
+    return tuple(dict.fromkeys(tuple(nums) + tuple(names.index(n) for n in names_given
+                                                     if n in names)))
+
+
+def _with_inferred_names(names_given, nums, names) -> tuple:
+    """Argument names: those given, and the names of the positions given in the signature."""
+    return tuple(dict.fromkeys(tuple(names_given) + tuple(
+        names[i] for i in nums if -len(names) <= i < len(names))))
+
+
+class _TraceCache:
+    """The traces and executables of one function under one set of jit options. JAX keys its
+    cache by the function, so every `jit(f)` of the same `f` and options shares one: a second
+    `jit(f)` does not trace again."""
+
+    __slots__ = ("entries", "fast", "lock")
+
+    def __init__(self):
+        self.entries: dict = {}
+        self.fast: dict = {}
+        self.lock = threading.RLock()
+
+
+_trace_caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_trace_caches_lock = threading.Lock()
+
+
+def _trace_cache(fun, options) -> _TraceCache:
+    """The cache of `fun` under `options`: shared while `fun` lives; a function that cannot be
+    weakly referenced or hashed gets one of its own."""
+    try:
+        with _trace_caches_lock:
+            table = _trace_caches.get(fun)
+            if table is None:
+                table = _trace_caches[fun] = {}
+            state = table.get(options)
+            if state is None:
+                state = table[options] = _TraceCache()
+            return state
+    except TypeError:
+        return _TraceCache()
+
+
 class _JittedFunction:
     """A function compiled per signature: pytree structure, shapes, dtypes, weak types,
     static argument values and backend."""
 
     def __init__(self, fun, static_argnums, static_argnames, donate_argnums, backend,
                  donate_argnames=()):
+        # The wrapper takes fun's name, doc and attributes first, so that its own state below
+        # is never overwritten by a wrapped function's (another jit's, copied onto a grad).
+        functools.update_wrapper(self, fun)
         self._fun = fun
-        self._static_argnums = static_argnums
-        self._static_argnames = static_argnames
-        # Donation by position or by name, each inferred from the other through the
-        # signature where it has one (as JAX does).
+        # Static and donated arguments by position or by name, each inferred from the other
+        # through the signature where it has one (as JAX does).
         try:
             params = [p for p in inspect.signature(fun).parameters.values()
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         except (TypeError, ValueError):
             params = []
         names = [p.name for p in params]
-        self._donate_argnums = tuple(donate_argnums) + tuple(
-            names.index(n) for n in donate_argnames if n in names)
-        self._donate_argnames = frozenset(donate_argnames) | frozenset(
-            names[i] for i in donate_argnums if -len(names) <= i < len(names))
+        self._static_argnums = _with_inferred_nums(static_argnums, static_argnames, names)
+        self._static_argnames = _with_inferred_names(static_argnames, static_argnums, names)
+        self._donate_argnums = _with_inferred_nums(donate_argnums, donate_argnames, names)
+        self._donate_argnames = frozenset(
+            _with_inferred_names(donate_argnames, donate_argnums, names))
         self._backend = backend
-        self._cache: dict = {}
-        self._fast: dict = {}     # eager calls with Array arguments: signature -> (entry, exe)
+        state = _trace_cache(fun, (self._static_argnums, self._static_argnames,
+                                   self._donate_argnums, self._donate_argnames, backend))
+        self._cache: dict = state.entries
+        self._fast: dict = state.fast   # eager calls with Array arguments: signature -> (entry, exe)
+        self._lock = state.lock
         # the last such call's argument structure, and its compiled flattening
         self._last_tree = (None, None)
-        self._lock = threading.RLock()
         self._last_key = None
-        functools.update_wrapper(self, fun)
 
     def _split(self, args, kwargs):
         nargs = len(args)
-        static_nums = tuple(i % nargs if -nargs <= i < nargs else i for i in self._static_argnums)
-        for i in static_nums:
-            if not 0 <= i < nargs:
-                raise ValueError(f"jitted function {_fun_name(self._fun)} has static_argnums="
-                                 f"{self._static_argnums}, but was called with only {nargs} "
-                                 "positional arguments.")
+        # A static position past the arguments given names a parameter passed by keyword or
+        # left to its default (JAX ignores it there too).
+        static_nums = tuple(sorted({i % nargs for i in self._static_argnums
+                                    if -nargs <= i < nargs}))
         static_vals = []
         for i in static_nums:
             static_vals.append(("arg", i, _hashable_static(args[i], f"argument {i}")))

@@ -244,6 +244,27 @@ class _NanChecks:
 config.watch("debug_nans", lambda v: setattr(_NanChecks, "enabled", bool(v)))
 
 
+class _AvalChecks:
+    enabled = config.check_eager_avals
+
+
+config.watch("check_eager_avals", lambda v: setattr(_AvalChecks, "enabled", bool(v)))
+
+
+def _check_avals(primitive, args, params, outs) -> None:
+    """Eager results against the primitive's abstract evaluation: a rule or a jnp function
+    that runs eagerly only because NumPy broadcasts or promotes more freely than the
+    primitive's contract fails here as it would under jit."""
+    expected = primitive.abstract_eval(*[core.get_aval(a) for a in args], **params)
+    if not primitive.multiple_results:
+        expected, outs = [expected], [outs]
+    got = [(o.shape, np.dtype(o.dtype)) for o in outs]
+    want = [(a.shape, np.dtype(a.dtype)) for a in expected]
+    if got != want:
+        raise TypeError(f"{primitive.name}: eager result {got} differs from its abstract "
+                        f"evaluation {want} (params {params}).")
+
+
 def _check_nans(name: str, value) -> None:
     if value.dtype.kind in "fc" and np.isnan(value).any():
         raise FloatingPointError(f"invalid value (nan) encountered in {name}")
@@ -269,11 +290,15 @@ def apply_primitive(primitive, args, params):
         if isinstance(weak, bool):
             weak = [weak] * len(out)
         outs = [wrap(o, w) for o, w in zip(out, weak)]
+        if _AvalChecks.enabled:
+            _check_avals(primitive, args, params, outs)
         if _NanChecks.enabled:
             for o in outs:
                 _check_nans(primitive.name, o._value)
         return outs
     result = wrap(out, weak)
+    if _AvalChecks.enabled:
+        _check_avals(primitive, args, params, result)
     if _NanChecks.enabled:
         _check_nans(primitive.name, result._value)
     return result

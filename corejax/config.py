@@ -1,7 +1,8 @@
 """Global flags, read with `config.<name>` and set with `config.update(name, value)`.
 
 JAX's names are accepted too (`config.update('jax_enable_x64', True)`). Environment variables
-set the initial values: JAX_ENABLE_X64, JAX_DEBUG_NANS, COREJAX_PLATFORM, COREJAX_CACHE_DIR.
+set the initial values: JAX_ENABLE_X64, JAX_DEBUG_NANS, COREJAX_PLATFORM, COREJAX_CACHE_DIR,
+COREJAX_CHECK_EAGER_AVALS.
 """
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ class Config:
         "platform": lambda: os.environ.get("COREJAX_PLATFORM", "cpu"),
         "cache_dir": lambda: os.environ.get("COREJAX_CACHE_DIR") or _default_cache_dir(),
         "disable_jit": lambda: _env_bool("JAX_DISABLE_JIT", False),
+        # Eager evaluation also runs each primitive's abstract evaluation and checks the result
+        # against it, so a program that runs eagerly also stages (the test suite turns it on).
+        "check_eager_avals": lambda: _env_bool("COREJAX_CHECK_EAGER_AVALS", False),
     }
 
     def __init__(self):

@@ -3,7 +3,11 @@ import os
 import numpy as np
 import pytest
 
-import corejax
+# Every eager primitive call is checked against its abstract evaluation (what jit would
+# stage), so a rule that only runs eagerly fails here.
+os.environ.setdefault("COREJAX_CHECK_EAGER_AVALS", "1")
+
+import corejax  # noqa: E402
 
 
 @pytest.fixture

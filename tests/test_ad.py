@@ -315,3 +315,18 @@ def test_aux_values_do_not_leak_tracers():
     np.testing.assert_array_equal(np.asarray(aux["twice"]), 2.0)
     _, _, aux = jax.jvp(lambda w: (w * 3, w + 1), (1.0,), (1.0,), has_aux=True)
     assert type(aux) is jax.Array and float(aux) == 2.0
+
+
+# --- issue #24 regressions (expected values checked against JAX 0.10.2) -------------------------
+
+@pytest.mark.parametrize("fn,x,expected", [
+    (lambda x: jnp.sum(x ** 2.), np.ones(3, np.float32), [2.0, 2.0, 2.0]),
+    (lambda x: jnp.sum(x ** 0.5), np.full(3, 4.0, np.float32), [0.25, 0.25, 0.25]),
+    (lambda x: jnp.sum(2.0 ** x), np.zeros(3, np.float32), [np.log(2.0)] * 3),
+    (lambda x: jnp.sum(x ** jnp.arange(3.0)), np.full(3, 2.0, np.float32), [0.0, 1.0, 4.0]),
+])
+def test_pow_gradients_stage_with_scalar_operands(fn, x, expected):
+    """pow's jvp built its select cases as scalars beside full-shape ones: eager NumPy
+    broadcast them, staging raised a select_n shape TypeError (x ** 2. under jit(grad))."""
+    for g in (jax.grad(fn), jax.jit(jax.grad(fn))):
+        np.testing.assert_allclose(np.asarray(g(jnp.asarray(x))), expected, rtol=1e-6)

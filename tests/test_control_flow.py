@@ -473,3 +473,20 @@ def test_rnn_trains_with_sgd():
         losses.append(float(loss(params)))
     assert losses[-1] < 0.7 * losses[0]
     assert all(b < a for a, b in zip(losses, losses[1:]))
+
+
+def test_while_partial_eval_keeps_carries_the_body_makes_unknown():
+    """linearize of a while loop whose tangent carry starts known (zero) but is fed by an
+    unknown tangent: the known loop took that carry too (one argument too many), which only
+    ran eagerly; staged, it raised. 80 = d/dx x**4 * ... at x = 2 in JAX: 5 * 2**4."""
+    f = lambda x: while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * x),
+                                 (0, 1.0))[1]
+    assert float(jax.linearize(f, 2.0)[1](1.0)) == 80.0
+    assert float(jit(lambda x: jax.linearize(f, x)[1](1.0))(2.0)) == 80.0
+
+
+def test_map_with_batch_size_stages():
+    """lax.map with batch_size reshaped with -1, which lax.reshape does not accept staged."""
+    xs = jnp.arange(7.0)
+    out = jit(lambda v: lax_map(lambda x: x * 3.0, v, batch_size=3))(xs)
+    np.testing.assert_allclose(np.asarray(out), np.arange(7.0) * 3)

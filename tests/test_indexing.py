@@ -572,3 +572,13 @@ def test_index_helpers_match_numpy():
     np.put_along_axis(want, idx, -1.0, axis=1)
     np.testing.assert_array_equal(
         np.asarray(helpers.put_along_axis(a, idx, -1.0, axis=1, inplace=False)), want)
+
+
+def test_fill_mode_scalar_read_is_0d_under_jit():
+    """gather's implementation returned shape (1,) for a 0-d result (np.ascontiguousarray
+    makes 0-d arrays 1-d); eagerly a reshape hid it, under jit the (1,) came out."""
+    x = jnp.arange(10.0)
+    for f in (lambda v: v.at[11].get(mode="fill"), corejax.jit(lambda v: v.at[11].get(mode="fill")),
+              corejax.jit(lambda v: v.at[3].get(mode="fill"))):
+        assert f(x).shape == ()
+    assert np.isnan(float(corejax.jit(lambda v: v.at[11].get(mode="fill"))(x)))

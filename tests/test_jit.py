@@ -576,3 +576,50 @@ def test_jit_as_a_decorator_factory_keeps_device_and_donation():
     out = jax.jit(donate_argnums=0)(lambda x: x * 2.0)(a)
     np.testing.assert_array_equal(np.asarray(out), [2.0, 2.0, 2.0])
     assert a.is_deleted()
+
+
+# --- issue #24 regressions (expected values checked against JAX 0.10.2) -------------------------
+
+def test_nested_grad_of_jit_keeps_each_wrappers_function():
+    """jit(grad(jit(f))): grad's wrapper carried the inner jit's attributes, and the outer jit
+    took them over (its function became the inner one), so the second derivative came out
+    as the first: -sin(1) in JAX, cos(1) before the fix."""
+    d2 = jax.grad(jax.jit(jax.grad(jax.jit(jnp.sin))))(1.0)
+    np.testing.assert_allclose(float(d2), -np.sin(1.0), rtol=1e-6)
+    assert float(jax.jit(jax.grad(jax.jit(jnp.sin)))(1.0)) == pytest.approx(np.cos(1.0))
+    d3 = jax.jit(jax.grad(jax.jit(jax.grad(jax.jit(jax.grad(jnp.sin))))))(0.5)
+    np.testing.assert_allclose(float(d3), -np.cos(0.5), rtol=1e-6)
+
+
+@pytest.mark.parametrize("opts", [dict(static_argnums=1), dict(static_argnames="n"),
+                                  dict(static_argnames=("n",))])
+def test_static_argument_by_position_or_name(opts):
+    """A static argument is static whether it is passed by position or by keyword: JAX
+    resolves static_argnames and static_argnums through the signature."""
+    def f(x, n=2):
+        for _ in range(n):        # a Python loop over n: fails if n were traced
+            x = x * 2.0
+        return x
+
+    g = jax.jit(f, **opts)
+    assert float(g(1.0)) == 4.0
+    assert float(g(1.0, 3)) == 8.0
+    assert float(g(1.0, n=4)) == 16.0
+
+
+def test_jit_of_the_same_function_shares_one_trace_cache():
+    """JAX's cache is keyed by the function: jit(f) built twice traces once (the "cached
+    global" behaviour of its documentation)."""
+    traces = []
+    scale = [2.0]
+
+    def f(x):
+        traces.append(1)
+        return x * scale[0]
+
+    assert float(jax.jit(f)(1.0)) == 2.0
+    scale[0] = 3.0                          # not seen: the trace is cached, as in JAX
+    assert float(jax.jit(f)(1.0)) == 2.0
+    assert len(traces) == 1
+    jax.jit(f, static_argnums=0)(1.0)       # other jit options: a cache of their own
+    assert len(traces) == 2

@@ -411,12 +411,12 @@ pow_p = naryop("pow", np.power, (FLOATING, FLOATING), lambda ctx, x, y: ctx.math
 
 def _pow_jvp_x(t, ans, x, y):
     # y * x ** (y - 1), written so that y == 0 gives 0 rather than 0 * inf at x == 0.
-    safe = select(eq(y, _const(y, 0)), _one(x), pow(x, sub(y, _one(y))))
+    safe = select(eq(y, _const(y, 0)), _filled(x, 1), pow(x, sub(y, _one(y))))
     return mul(t, mul(y, safe))
 
 
 def _pow_jvp_y(t, ans, x, y):
-    log_x = select(eq(x, _const(x, 0)), _const(x, 0), log(x))
+    log_x = select(eq(x, _const(x, 0)), _filled(x, 0), log(x))
     return mul(t, mul(ans, log_x))
 
 
@@ -486,6 +486,8 @@ select_n_p = Primitive("select_n")
 
 
 def _select_n_impl(which, *cases):
+    # Eager calls get the checks of staged ones: a rule that passes here also stages.
+    _select_n_abstract(*map(get_aval, (which, *cases)))
     if which.dtype == np.bool_:
         return np.where(which, cases[1], cases[0]) if len(cases) == 2 else cases[0]
     return np.choose(which, cases)
@@ -661,6 +663,12 @@ def _one(x):
 
 def _const(x, val):
     return full((), val, get_aval(x).dtype)
+
+
+def _filled(x, val):
+    """An array of x's shape and dtype filled with `val` (select's cases must match)."""
+    aval = get_aval(x)
+    return full(aval.shape, val, aval.dtype)
 
 
 neg, sign, floor, ceil, is_finite = map(_unary, (neg_p, sign_p, floor_p, ceil_p, is_finite_p))

@@ -166,7 +166,7 @@ def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, mode, fill
     batch_positions = [p for p in range(rank) if p not in dn.offset_dims]
     perm_out = [len(batch) + dn.offset_dims.index(p) if p in dn.offset_dims
                 else batch_positions.index(p) for p in range(rank)]
-    return np.ascontiguousarray(np.transpose(out, perm_out)).astype(operand.dtype, copy=False)
+    return np.array(np.transpose(out, perm_out), order="C").astype(operand.dtype, copy=False)
 
 
 def _check_sorted_dims(op, name, dims, bound, what):

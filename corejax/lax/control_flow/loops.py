@@ -111,11 +111,14 @@ def _while_partial_eval(trace, tracers, **params):
     known_cond = memoized("while_known", cond_jaxpr, key, lambda: stage(
         lambda *a: closed_call(cond_split.known, *a)[:1], cond_split.known.in_avals))
     cconsts, bconsts, carry = _split_list(tracers, [nc, nb])
-    known = lambda ts: [t.pval.const for t in ts if t.pval.is_known]
-    known_outs = iter(while_p.bind(*known(cconsts), *known(bconsts), *known(carry),
+    # Known by the fixpoint, not by the tracer: a known initial carry that the body makes
+    # unknown (a tangent carry fed by an unknown const) belongs to the unknown loop.
+    known = lambda ts, uks: [t.pval.const for t, u in zip(ts, uks) if not u]
+    known_outs = iter(while_p.bind(*known(cconsts, cc_uk), *known(bconsts, bc_uk),
+                                   *known(carry, carry_uk),
                                    cond_jaxpr=known_cond, body_jaxpr=known_body,
-                                   cond_nconsts=len(known(cconsts)),
-                                   body_nconsts=len(known(bconsts))))
+                                   cond_nconsts=len(known(cconsts, cc_uk)),
+                                   body_nconsts=len(known(bconsts, bc_uk))))
     whole = trace.default_process(while_p, tracers, params)
     return [w if u else trace.pure(next(known_outs)) for w, u in zip(whole, carry_uk)]
 

@@ -412,8 +412,8 @@ def map(f, xs, *, batch_size=None):
     main = [slice_in_dim(x, 0, num_batches * batch_size, 1, 0) for x in leaves]
     main = [reshape(x, (num_batches, batch_size) + get_aval(x).shape[1:]) for x in main]
     _, ys = scan(lambda _, x: ((), vmap(f)(x)), (), tree_unflatten(tree, main))
-    ys = tree_map(lambda y: reshape(y, (-1,) + get_aval(y).shape[2:])
-                  if get_aval(y).shape[0] else reshape(y, (0,) + get_aval(y).shape[2:]), ys)
+    ys = tree_map(lambda y: reshape(y, (num_batches * batch_size,) + get_aval(y).shape[2:]),
+                  ys)
     if rem:
         rest = tree_unflatten(tree, [slice_in_dim(x, n - rem, n, 1, 0) for x in leaves])
         ys = tree_map(lambda a, b: concatenate([a, b], 0), ys, vmap(f)(rest))
