@@ -21,7 +21,8 @@ from corejax.transforms.ad import Zero
 from corejax.transforms.jit import jit_p
 from corejax.transforms.staging import trace_to_jaxpr, convert_constvars
 from corejax.tree_util import (tree_flatten, tree_unflatten, tree_map, tree_structure,
-                               tree_leaves, tree_flatten_with_path, keystr)
+                               tree_leaves, tree_flatten_with_path, keystr,
+                               register_pytree_node)
 
 __all__ = ["jit", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev",
            "jacobian", "hessian", "vmap", "make_jaxpr", "eval_shape", "ShapeDtypeStruct",
@@ -602,27 +603,55 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     p_leaves = _canonical_leaves(p_leaves)
     flat = _FlatWithAux(fun, p_tree, has_aux)
     flat_outs, pullback = ad.vjp_flat(flat, p_leaves)
-    # The auxiliary outputs get zero cotangents.
-    aux_zeros = [Zero(get_aval(o).to_tangent_aval()) for o in flat_outs[flat.num_out:]]
     outs, aux = flat.split(flat_outs)
-    out_tree = flat.out_tree
-    out_avals = [get_aval(o) for o in outs]
+    # The auxiliary outputs get zero cotangents.
+    aux_avals = [get_aval(o).to_tangent_aval() for o in flat_outs[flat.num_out:]]
+    f_vjp = VJP(pullback, p_tree, flat.out_tree, [get_aval(o) for o in outs], aux_avals)
+    result = (tree_unflatten(flat.out_tree, outs), f_vjp)
+    return result + (aux,) if has_aux else result
 
-    def f_vjp(ct):
+
+class VJP:
+    """The function `vjp` returns: `f_vjp(cotangent)` gives the cotangents of the primals.
+    As in JAX it is a pytree whose leaves are the residuals of the linearization, so it can
+    be passed into (and returned from) a jitted function, or its residuals inspected."""
+
+    __slots__ = ("_pullback", "_in_tree", "_out_tree", "_out_avals", "_aux_avals")
+
+    def __init__(self, pullback: ad.Pullback, in_tree, out_tree, out_avals, aux_avals):
+        self._pullback, self._in_tree, self._out_tree = pullback, in_tree, out_tree
+        self._out_avals, self._aux_avals = tuple(out_avals), tuple(aux_avals)
+
+    def __call__(self, ct):
         ct_leaves, ct_tree = tree_flatten(ct)
-        if ct_tree != out_tree:
+        if ct_tree != self._out_tree:
             raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
-                            f"structure of primal output {out_tree}.")
-        for c, a in zip(ct_leaves, out_avals):
+                            f"structure of primal output {self._out_tree}.")
+        for c, a in zip(ct_leaves, self._out_avals):
             if get_aval(c).shape != a.shape:
                 raise ValueError(f"Shape of cotangent input to vjp pullback function "
                                  f"{get_aval(c).shape} must be the same as the shape of "
-                                 f"corresponding primal input {a.shape}.")
-        cts = pullback(*ct_leaves, *aux_zeros)
-        return tree_unflatten(p_tree, cts)
+                                 f"corresponding primal output {a.shape}.")
+        cts = self._pullback(*ct_leaves, *[Zero(a) for a in self._aux_avals])
+        return tree_unflatten(self._in_tree, cts)
 
-    result = (tree_unflatten(out_tree, outs), f_vjp)
-    return result + (aux,) if has_aux else result
+    def _static(self):
+        p = self._pullback
+        return (p.jaxpr, p.unknown, p.in_avals, self._in_tree, self._out_tree,
+                self._out_avals, self._aux_avals)
+
+    def __repr__(self):
+        return f"VJP(residuals={len(self._pullback.residuals)}, in_tree={self._in_tree})"
+
+
+def _vjp_unflatten(static, residuals):
+    jaxpr, unknown, in_avals, in_tree, out_tree, out_avals, aux_avals = static
+    return VJP(ad.Pullback(jaxpr, residuals, unknown, in_avals), in_tree, out_tree, out_avals,
+               aux_avals)
+
+
+register_pytree_node(VJP, lambda f: (list(f._pullback.residuals), f._static()),
+                     _vjp_unflatten)
 
 
 def _check_argnums(argnums, nargs, name):
@@ -682,7 +711,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
             raise TypeError(f"grad requires real- or complex-valued outputs (output dtype that is "
                             f"a sub-dtype of np.inexact), but got {out_aval.dtype.name}.")
         from corejax import lax
-        g = f_vjp(lax.full((), 1, out_aval.dtype))
+        g = f_vjp(lax.full((), 1, out_aval.dtype, weak_type=out_aval.weak_type))
         g = g[0] if isinstance(argnums, int) else tuple(g)
         return ((out, aux), g) if has_aux else (out, g)
 
@@ -708,7 +737,7 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
 
 def _std_basis(leaves):
     """Stacked one-hot tangents: a basis of the flattened input space."""
-    from corejax import numpy as jnp
+    from corejax import lax, numpy as jnp
     sizes = [get_aval(x).size for x in leaves]
     total = int(sum(sizes))
     dt = dtypes.result_type(*[get_aval(x).dtype for x in leaves]) if leaves else np.float32
@@ -717,7 +746,10 @@ def _std_basis(leaves):
     for x, n in zip(leaves, sizes):
         aval = get_aval(x)
         block = eye[:, offset:offset + n]
-        out.append(jnp.reshape(block, (total,) + aval.shape).astype(aval.dtype))
+        # each block takes its leaf's dtype and weak type (a Python float's Jacobian stays
+        # weakly typed, as in JAX)
+        out.append(lax.convert_element_type(jnp.reshape(block, (total,) + aval.shape),
+                                            aval.dtype, weak_type=aval.weak_type))
         offset += n
     return out, total
 
@@ -808,11 +840,12 @@ def _flatten_axes(what, tree, axes):
     """Broadcasts the prefix tree `axes` to the leaves of `tree`."""
     if axes is None or isinstance(axes, int):
         return [axes] * len(tree_leaves(tree))
-    proxy = tree_map(lambda _: object(), tree)
     try:
-        # Treat None in the axes spec as a leaf (it means "not mapped").
+        # Treat None in the axes spec as a leaf (it means "not mapped"). The value tree is
+        # only flattened (to the spec's prefix), never rebuilt: a user's pytree node is
+        # never unflattened with stand-in leaves.
         leaves_spec, spec_tree = tree_flatten(axes, is_leaf=lambda x: x is None)
-        subtrees = spec_tree.flatten_up_to(proxy)
+        subtrees = spec_tree.flatten_up_to(tree)
     except ValueError:
         raise ValueError(f"{what} specification must be a tree prefix of the corresponding "
                          f"value, got specification {axes} for value tree "

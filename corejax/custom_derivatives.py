@@ -87,7 +87,19 @@ class custom_jvp:
         def flat_jvp(primals, tangents):
             out, tout = self.jvp(*call.static_args(), call.dyn_args(primals),
                                  call.dyn_args(tangents))
-            return tree_flatten(out)[0], tree_flatten(tout)[0]
+            out_leaves, call.out_tree = tree_flatten(out)
+            return out_leaves, _tangent_leaves(tout, out_leaves, self.__name__)
+
+        trace = _jvp_trace_on_top(call.leaves)
+        if trace is not None:
+            # Differentiated directly (JAX's process_custom_jvp_call): the rule runs on the
+            # primals one level down, concrete when nothing else is active, and `fun`
+            # itself is not called.
+            tracers = [trace.full_raise(x) for x in call.leaves]
+            outs, touts = _custom_jvp_call_jvp([t.primal for t in tracers],
+                                               [t.tangent for t in tracers], None, flat_jvp)
+            return tree_unflatten(call.out_tree, [ad.JVPTracer(trace, p, t)
+                                                  for p, t in zip(outs, touts)])
 
         closed = stage(call.flat_fun, [get_aval(x) for x in call.leaves], self.__name__)
         outs = custom_jvp_call_p.bind(*call.leaves, call_jaxpr=closed, jvp=flat_jvp)
@@ -107,9 +119,34 @@ def _custom_jvp_call_jvp(primals, tangents, call_jaxpr, jvp):
     tangents = [ad.instantiate_zeros(t) if get_aval(p).to_tangent_aval().dtype !=
                 core.dtypes.float0 else t for p, t in zip(primals, tangents)]
     outs, touts = jvp(primals, tangents)
-    touts = [ad.zeros_like_aval(a.to_tangent_aval()) if t is None else t
-             for t, a in zip(touts, call_jaxpr.out_avals)]
+    touts = [ad.zeros_like_aval(get_aval(o).to_tangent_aval()) if t is None else t
+             for t, o in zip(touts, outs)]
     return outs, touts
+
+
+def _tangent_leaves(tout, out_leaves, name) -> list:
+    """The rule's output tangents as leaves matching the primal outputs (None: a zero)."""
+    t_leaves, _ = tree_flatten(tout, is_leaf=lambda x: x is None)
+    if len(t_leaves) != len(out_leaves):
+        raise TypeError(f"Custom JVP rule of {name} must produce primal and tangent outputs "
+                        f"with equal container (pytree) structures, got {len(out_leaves)} "
+                        f"primal leaves and {len(t_leaves)} tangent leaves.")
+    for p, t in zip(out_leaves, t_leaves):
+        if t is None or type(t) is Zero:
+            continue
+        pa, ta = get_aval(p), get_aval(t)
+        if pa.shape != ta.shape:
+            raise ValueError(f"Custom JVP rule of {name} must produce primal and tangent "
+                             f"outputs with equal shapes, got {pa.shape} and {ta.shape}.")
+    return t_leaves
+
+
+def _jvp_trace_on_top(leaves):
+    """The JVP trace that owns the top tracer among `leaves`, if the top one is a JVP trace."""
+    if not any(isinstance(x, Tracer) for x in leaves):
+        return None
+    trace = core.find_top_trace(leaves)
+    return trace if isinstance(trace, ad.JVPTrace) else None
 
 
 def _custom_jvp_call_batch(axis_size, vals, dims, call_jaxpr, jvp):
@@ -160,10 +197,15 @@ class custom_vjp:
         res_store: list = []
 
         def flat_fwd(*xs):
-            out, res = self.fwd(*call.full_args(xs))
+            fwd_out = self.fwd(*call.full_args(xs))
+            if not (isinstance(fwd_out, tuple) and len(fwd_out) == 2):
+                raise TypeError(f"Custom VJP fwd rule of {self.__name__} must return a pair "
+                                "(output, residuals).")
+            out, res = fwd_out
             res_leaves, res_tree = tree_flatten(res)
             res_store.append(res_tree)
-            return [*tree_flatten(out)[0], *res_leaves]
+            out_leaves, call.out_tree = tree_flatten(out)
+            return [*out_leaves, *res_leaves]
 
         def flat_bwd(res_leaves, cts):
             res = tree_unflatten(res_store[-1], res_leaves)
@@ -179,6 +221,19 @@ class custom_vjp:
                 else:
                     ct_leaves.extend(tree_flatten(c)[0])
             return ct_leaves
+
+        trace = _jvp_trace_on_top(call.leaves)
+        if trace is not None:
+            # Differentiated directly: fwd runs on the primals one level down, bwd becomes
+            # the transpose of the linear part; `fun` itself is not called (as in JAX).
+            tracers = [trace.full_raise(x) for x in call.leaves]
+            outs_res = flat_fwd(*[t.primal for t in tracers])
+            num_outs = len(outs_res) - res_store[-1].num_leaves
+            outs, touts = _custom_vjp_call_jvp([t.primal for t in tracers],
+                                               [t.tangent for t in tracers], None,
+                                               lambda *xs: outs_res, flat_bwd, num_outs)
+            return tree_unflatten(call.out_tree, [ad.JVPTracer(trace, p, t)
+                                                  for p, t in zip(outs, touts)])
 
         closed = stage(call.flat_fun, [get_aval(x) for x in call.leaves], self.__name__)
         outs = custom_vjp_call_p.bind(*call.leaves, call_jaxpr=closed, fwd=flat_fwd,

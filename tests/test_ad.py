@@ -330,3 +330,86 @@ def test_pow_gradients_stage_with_scalar_operands(fn, x, expected):
     broadcast them, staging raised a select_n shape TypeError (x ** 2. under jit(grad))."""
     for g in (jax.grad(fn), jax.jit(jax.grad(fn))):
         np.testing.assert_allclose(np.asarray(g(jnp.asarray(x))), expected, rtol=1e-6)
+
+
+def test_custom_jvp_rule_gets_concrete_primals_and_fun_is_not_called_first():
+    """As in JAX: differentiating a custom_jvp function outside jit runs the rule on concrete
+    primals (so `if x > 0` works in it) without calling the function first; staging calls
+    the function once. Call orders observed with JAX 0.10.2."""
+    calls = []
+
+    @jax.custom_jvp
+    def f(x):
+        calls.append("f")
+        return jnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        calls.append("rule")
+        return f(x), (2.0 if x > 0 else 3.0) * t
+
+    for fn, expected, order in [(jax.grad(f), 2.0, ["rule", "f"]),
+                                (lambda x: jax.jvp(f, (x,), (1.0,))[1], 2.0, ["rule", "f"]),
+                                (jax.grad(f), 3.0, ["rule", "f"])]:
+        calls.clear()
+        x = 1.0 if expected == 2.0 else -1.0
+        assert float(fn(x)) == expected and calls == order
+    calls.clear()
+    jax.jit(f)(1.0)
+    assert calls == ["f"]
+
+
+def test_custom_vjp_under_grad_calls_fwd_and_bwd_only():
+    calls = []
+
+    @jax.custom_vjp
+    def g(x):
+        calls.append("g")
+        return jnp.sin(x)
+
+    g.defvjp(lambda x: (calls.append("fwd"), (jnp.sin(x), jnp.cos(x)))[1],
+             lambda res, ct: (calls.append("bwd"), (res * ct,))[1])
+    # The orders JAX 0.10.2 gives: staging jit(g) calls g once; its trace is then cached.
+    for fn, x, order in [(jax.grad(g), 1.0, ["fwd", "bwd"]),
+                         (jax.jit(jax.grad(g)), 1.0, ["fwd", "bwd"]),
+                         (jax.grad(jax.jit(g)), 1.0, ["g", "fwd", "bwd"]),
+                         (jax.grad(jax.jit(g)), 1.0, []),
+                         (jax.vmap(jax.grad(g)), jnp.ones(2), ["fwd", "bwd"])]:
+        calls.clear()
+        np.testing.assert_allclose(np.asarray(fn(x)), np.cos(1.0), rtol=1e-6)
+        assert calls == order
+
+
+@pytest.mark.parametrize("name,fn,weak", [
+    ("grad sin", lambda: jax.grad(jnp.sin)(1.0), [True]),
+    ("value_and_grad", lambda: jax.value_and_grad(lambda x: jnp.tanh(x) * 3)(1.0), [True, True]),
+    ("grad where", lambda: jax.grad(lambda x: jnp.where(x > 0, x, 0.0))(1.0), [True]),
+    ("grad maximum", lambda: jax.grad(lambda x: jnp.maximum(x, 0.0))(1.0), [True]),
+    ("grad x ** 2.", lambda: jax.grad(lambda x: x ** 2.)(1.0), [False]),
+    ("grad 2. ** x", lambda: jax.grad(lambda x: 2. ** x)(1.0), [True]),
+    ("jacfwd", lambda: jax.jacfwd(jnp.sin)(1.0), [True]),
+    ("jacrev", lambda: jax.jacrev(jnp.sin)(1.0), [True]),
+    ("hessian", lambda: jax.hessian(jnp.sin)(1.0), [True]),
+    ("grad float32", lambda: jax.grad(lambda x: x * 2.0)(jnp.float32(1.0)), [False]),
+    ("jit grad", lambda: jax.jit(jax.grad(jnp.sin))(1.0), [True]),
+])
+def test_derivatives_keep_weak_types_as_jax(name, fn, weak):
+    """The weak types of derivatives of Python-scalar inputs, as JAX 0.10.2 gives them."""
+    assert [bool(x.weak_type) for x in jax.tree_util.tree_leaves(fn())] == weak
+
+
+def test_vjp_returns_a_pytree_of_residuals_that_crosses_jit():
+    """JAX's vjp returns a pytree (its leaves are the residuals), not a closure: it can be
+    returned from and passed into jitted functions."""
+    x = jnp.arange(3.0)
+    _, f_vjp = jax.vjp(lambda v: jnp.sin(v) * v, x)
+    assert len(jax.tree_util.tree_leaves(f_vjp)) > 0
+    expected = np.cos(np.arange(3.0)) * np.arange(3.0) + np.sin(np.arange(3.0))
+    np.testing.assert_allclose(np.asarray(f_vjp(jnp.ones(3))[0]), expected, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda g, c: g(c))(f_vjp, jnp.ones(3))[0]),
+                               expected, rtol=1e-6)
+    made = jax.jit(lambda v: jax.vjp(jnp.sin, v)[1])(1.0)
+    np.testing.assert_allclose(float(made(1.0)[0]), np.cos(1.0), rtol=1e-6)
+    doubled = jax.tree_util.tree_map(lambda r: r * 2, f_vjp)     # residuals are its leaves
+    assert type(doubled) is type(f_vjp)

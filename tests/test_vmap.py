@@ -160,3 +160,23 @@ def test_vmap_composes_with_jit_and_grad():
         np.testing.assert_allclose(np.asarray(a), np.asarray(other), rtol=1e-6)
     jac = jax.vmap(jax.jacrev(lambda v: jnp.sin(v) * v))(xs)
     assert jac.shape == (4, 3, 3)
+
+
+def test_vmap_never_rebuilds_a_user_pytree_with_stand_in_leaves():
+    """JAX only flattens the arguments against in_axes: a registered node's constructor sees
+    real leaves (arrays, tracers), never placeholder objects."""
+    seen = []
+
+    class Point:
+        def __init__(self, x, y):
+            seen.append((type(x), type(y)))
+            self.x, self.y = x, y
+
+    jax.tree_util.register_pytree_node(Point, lambda p: ((p.x, p.y), None),
+                                       lambda _, c: Point(*c))
+    p = Point(jnp.ones(3), jnp.zeros(3))
+    seen.clear()
+    np.testing.assert_array_equal(np.asarray(jax.vmap(lambda q: q.x + q.y)(p)), np.ones(3))
+    out = jax.vmap(lambda q, s: q.x * s, in_axes=(Point(0, None), None))(p, 2.0)
+    np.testing.assert_array_equal(np.asarray(out), 2 * np.ones(3))
+    assert all(t is not object for pair in seen for t in pair)

@@ -410,7 +410,9 @@ pow_p = naryop("pow", np.power, (FLOATING, FLOATING), lambda ctx, x, y: ctx.math
 
 
 def _pow_jvp_x(t, ans, x, y):
-    # y * x ** (y - 1), written so that y == 0 gives 0 rather than 0 * inf at x == 0.
+    # y * x ** (y - 1), written so that y == 0 gives 0 rather than 0 * inf at x == 0. The
+    # derivative in x is strongly typed (JAX converts the operands to their result dtype).
+    x, y = _strong(x), _strong(y)
     safe = select(eq(y, _const(y, 0)), _filled(x, 1), pow(x, sub(y, _one(y))))
     return mul(t, mul(y, safe))
 
@@ -428,8 +430,7 @@ min_p = naryop("min", np.minimum, (NUMERIC, NUMERIC), lambda ctx, x, y: ctx.math
 
 def _balanced_select(t, x, y, pick_x):
     """The tangent share of `x` in max/min: 1 where x wins, 1/2 on ties, 0 elsewhere."""
-    aval = get_aval(x)
-    one, half, zero = (full(aval.shape, v, aval.dtype) for v in (1, 0.5, 0))
+    one, half, zero = (_filled(x, v) for v in (1, 0.5, 0))
     share = select(eq(x, y), half, select(pick_x, one, zero))
     return mul(t, share)
 
@@ -662,13 +663,21 @@ def _one(x):
 
 
 def _const(x, val):
-    return full((), val, get_aval(x).dtype)
+    """A scalar `val` of x's dtype and weak type (so rules keep a weak type, as JAX's do)."""
+    aval = get_aval(x)
+    return full((), val, aval.dtype, weak_type=aval.weak_type)
+
+
+def _strong(x):
+    """`x` with its weak type dropped."""
+    return convert_element_type(x, get_aval(x).dtype)
 
 
 def _filled(x, val):
-    """An array of x's shape and dtype filled with `val` (select's cases must match)."""
+    """An array of x's shape, dtype and weak type filled with `val` (select's cases must
+    match)."""
     aval = get_aval(x)
-    return full(aval.shape, val, aval.dtype)
+    return full(aval.shape, val, aval.dtype, weak_type=aval.weak_type)
 
 
 neg, sign, floor, ceil, is_finite = map(_unary, (neg_p, sign_p, floor_p, ceil_p, is_finite_p))

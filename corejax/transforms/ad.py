@@ -22,7 +22,7 @@ from corejax.core import Primitive, ShapedArray, Tracer, Trace, get_aval
 
 __all__ = [
     "Zero", "UndefinedPrimal", "primitive_jvps", "primitive_transposes", "defjvp",
-    "defjvp_zero", "deflinear", "defbilinear", "jvp_flat", "linearize_flat", "vjp_flat", "backward_pass",
+    "defjvp_zero", "deflinear", "defbilinear", "jvp_flat", "linearize_flat", "vjp_flat", "Pullback", "backward_pass",
     "partial_eval_flat", "partial_eval_jaxpr", "partial_eval_rules", "instantiate_zeros",
     "zeros_like_aval", "add_tangents", "is_undefined_primal",
 ]
@@ -52,7 +52,7 @@ class Zero:
 
 def zeros_like_aval(aval: ShapedArray):
     from corejax import lax
-    return lax.full(aval.shape, 0, aval.dtype)
+    return lax.full(aval.shape, 0, aval.dtype, weak_type=aval.weak_type)
 
 
 def instantiate_zeros(t):
@@ -525,15 +525,29 @@ def backward_pass(jaxpr: core.Jaxpr, consts, args, cts_out) -> list:
             for v, a in zip(jaxpr.invars, args)]
 
 
+class Pullback:
+    """The transpose of a linearized function: `pullback(*output cotangents)` returns the
+    input cotangents. Its residuals (the constants of the linear program) are its only
+    array data, so a pytree built on it can carry them across `jit`."""
+
+    __slots__ = ("jaxpr", "residuals", "unknown", "in_avals")
+
+    def __init__(self, jaxpr: core.Jaxpr, residuals, unknown, in_avals):
+        self.jaxpr, self.residuals = jaxpr, list(residuals)
+        self.unknown, self.in_avals = tuple(unknown), tuple(in_avals)
+
+    def with_residuals(self, residuals) -> "Pullback":
+        return Pullback(self.jaxpr, residuals, self.unknown, self.in_avals)
+
+    def __call__(self, *cts):
+        unknown_cts = [ct for ct, u in zip(cts, self.unknown) if u]
+        args = [UndefinedPrimal(a) for a in self.in_avals]
+        cts_in = backward_pass(self.jaxpr, self.residuals, args, unknown_cts)
+        return [_instantiate_tangent(None, ct) for ct in cts_in]
+
+
 def vjp_flat(fun: Callable, primals):
-    """Returns `(primals_out, f_vjp)` where `f_vjp(*cts_out)` returns the input cotangents."""
+    """Returns `(primals_out, pullback)`: `pullback(*cts_out)` returns the input cotangents."""
     primals_out, jaxpr, consts, tangent_pvals = linearize_flat(fun, primals)
-    in_avals = [get_aval(p).to_tangent_aval() for p in primals]
-
-    def f_vjp(*cts):
-        unknown_cts = [ct for ct, pv in zip(cts, tangent_pvals) if not pv.is_known]
-        args = [UndefinedPrimal(a) for a in in_avals]
-        cts_in = backward_pass(jaxpr, consts, args, unknown_cts)
-        return [_instantiate_tangent(p, ct) for p, ct in zip(primals, cts_in)]
-
-    return primals_out, f_vjp
+    return primals_out, Pullback(jaxpr, consts, [not pv.is_known for pv in tangent_pvals],
+                                 [get_aval(p).to_tangent_aval() for p in primals])
