@@ -331,7 +331,8 @@ lgamma_p = unop("lgamma", _lgamma_np, ("floating",), _math("lgamma"))
 # d/dx lgamma is digamma, which corejax does not provide yet: lgamma is not differentiable.
 
 abs_p = unop("abs", np.abs, NUMERIC, _math("abs"))
-defjvp(abs_p, lambda t, ans, x: mul(t, sign(x)))
+# The derivative of |x| at 0 is taken as +1 (x >= 0 picks t), as JAX's is.
+defjvp(abs_p, lambda t, ans, x: select(ge(x, _const(x, 0)), t, neg(t)))
 
 not_p = unop("not", lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x),
              BOOL_OR_INT, lambda ctx, x: ctx.math("not", x))
