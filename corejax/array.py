@@ -272,7 +272,14 @@ def _check_nans(name: str, value) -> None:
 
 def wrap(out, weak_type: bool) -> Array:
     if type(out) is Array:
-        return out
+        if out.weak_type == weak_type:
+            return out
+        # A call primitive's implementation evaluates its program on NumPy values, which
+        # carry no weak type: the primitive's rule decides it (same buffer, new flag).
+        new = object.__new__(Array)
+        new._value, new.weak_type, new._aval, new._device = \
+            out._value, weak_type, None, out._device
+        return new
     if type(out) is not np.ndarray:
         out = np.asarray(out)
     return Array(out, weak_type)

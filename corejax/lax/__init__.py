@@ -6,7 +6,7 @@ from corejax.lax.elementwise import (
     min, atan2, nextafter, bitwise_and, bitwise_or, bitwise_xor, shift_left,
     shift_right_logical, shift_right_arithmetic, eq, ne, lt, le, gt, ge, integer_pow, square,
     reciprocal, select_n, select, clamp, convert_element_type, bitcast_convert_type, full,
-    stop_gradient,
+    full_like, stop_gradient,
 )
 from corejax.lax.elementwise import bitwise_not as not_
 from corejax.lax.elementwise import bitwise_and as and_, bitwise_or as or_, bitwise_xor as xor

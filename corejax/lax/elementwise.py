@@ -42,6 +42,15 @@ def _prepare(*args):
     return out
 
 
+def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
+    """An array like `x` (its shape, dtype and weak type unless given) filled with
+    `fill_value` (lax.full_like)."""
+    aval = get_aval(x)
+    weak = aval.weak_type if dtype is None else False
+    return full(aval.shape if shape is None else shape, fill_value,
+                aval.dtype if dtype is None else dtype, weak_type=weak)
+
+
 def full(shape, fill_value, dtype=None, weak_type: bool = False):
     """An array of `shape` filled with `fill_value` (lax.full)."""
     from corejax.lax.structural import broadcast_in_dim as _bid

@@ -398,7 +398,7 @@ def update(arr, idx, values, op, mode=None, indices_are_sorted=False, unique_ind
         raise ValueError(f"Unknown update operation {op!r}: expected one of "
                          f"{', '.join(_SCATTERS)} or 'pow'.")
     aval = get_aval(arr)
-    values = _cast_values(values, aval.dtype)
+    values = _cast_values(values, aval.dtype, aval.weak_type)
     shape = aval.shape
     entries = _canonical_entries(idx, shape)
     mode = GatherScatterMode.from_any(mode)
@@ -429,15 +429,18 @@ def update(arr, idx, values, op, mode=None, indices_are_sorted=False, unique_ind
     return new_sub if whole else _box_update(arr, boxes, new_sub, "set")
 
 
-def _cast_values(values, dtype):
+def _cast_values(values, dtype, weak_type=False):
+    """The update values in the array's dtype and weak type (as JAX converts them: so the
+    gradient of a weakly typed update value is weakly typed again)."""
     values = asarray(values)
-    if get_aval(values).dtype == dtype:
-        return values
+    aval = get_aval(values)
+    if aval.dtype == dtype:
+        return lax.convert_element_type(values, dtype, weak_type=weak_type)
     if dtypes.result_type(values, dtype) != dtype:
         warnings.warn(f"scatter inputs have incompatible types: cannot safely cast value from "
                       f"dtype={get_aval(values).dtype} to dtype={dtype}. In future JAX releases "
                       f"this will result in an error.", FutureWarning, stacklevel=4)
-    return lax.convert_element_type(values, dtype)
+    return lax.convert_element_type(values, dtype, weak_type=weak_type)
 
 
 def _fit_values(values, shape):

@@ -166,7 +166,9 @@ def cumsum(a, axis=None, dtype=None):
     if axis is None:
         a = lax.reshape(a, (aval.size,))
         axis = 0
-    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else _upcast_small_ints(aval.dtype)
+    # Unlike sum, JAX's cumulative sum keeps small integer dtypes; only bool becomes int.
+    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else (
+        dtypes.default_int_dtype() if aval.dtype == np.bool_ else aval.dtype)
     a = lax.convert_element_type(a, dt, weak_type=aval.weak_type)
     return lax.cumsum(a, canonicalize_axis(axis, get_aval(a).ndim))
 

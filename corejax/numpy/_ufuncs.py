@@ -5,6 +5,7 @@ import numpy as np
 
 from corejax import lax
 from corejax.core import get_aval
+from corejax.custom_derivatives import custom_jvp
 from corejax.numpy._core import (asarray, check_arraylike, promote_and_broadcast,
                                  promote_dtypes, promote_dtypes_inexact)
 
@@ -297,11 +298,26 @@ def copysign(x, y, /):
 
 def logaddexp(x, y, /):
     x, y = promote_dtypes_inexact(*promote_and_broadcast(x, y))
+    return _logaddexp(x, y)
+
+
+@custom_jvp
+def _logaddexp(x, y):
     amax = lax.max(x, y)
     delta = lax.sub(x, y)
-    safe = lax.select(isnan(delta), lax.add(x, y),
+    return lax.select(isnan(delta), lax.add(x, y),
                       lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
-    return safe
+
+
+@_logaddexp.defjvp
+def _logaddexp_jvp(primals, tangents):
+    # d/dx log(e^x + e^y) = e^(x - out): smooth everywhere, 1/2 each at x == y (the max/abs
+    # form's derivative is not); +inf is replaced by 0 so that inf - inf gives no NaN.
+    (x, y), (tx, ty) = primals, tangents
+    out = _logaddexp(x, y)
+    finite = lambda v: lax.select(lax.eq(v, lax.full_like(v, np.inf)), lax.full_like(v, 0), v)
+    share = lambda v: lax.exp(lax.sub(finite(v), finite(out)))
+    return out, lax.add(lax.mul(tx, share(x)), lax.mul(ty, share(y)))
 
 
 def where(condition, x=None, y=None, /):

@@ -6,6 +6,8 @@ records the golden values) and under corejax (test_doc_programs.py compares with
 Imports only numpy and the standard library."""
 from functools import partial
 
+import numpy as np
+
 
 def build(jax, jnp, lax, random):
     """Returns {name: thunk}: each thunk runs one program and returns a pytree of arrays."""
@@ -91,5 +93,79 @@ def build(jax, jnp, lax, random):
     rec("arange_f", lambda: jnp.arange(0, 1, 0.25))
     rec("astype", lambda: jnp.array([1.7, -1.7]).astype(jnp.int32))
     rec("uint8", lambda: jnp.array([250], jnp.uint8) + 10)
+
+    # --- batch 2: vmap axes, pytrees, jit options, dtypes, nn functions ----------------------
+    rec("vmap_out_axes", lambda: jax.vmap(lambda x: x * 2, in_axes=1, out_axes=1)(
+        jnp.arange(6.).reshape(2, 3)))
+    rec("vmap_dict_axes", lambda: jax.vmap(lambda d: d["a"] + d["b"], in_axes=({"a": 0, "b": None},))(
+        {"a": jnp.arange(3.), "b": 1.0}))
+    rec("vmap_nested", lambda: jax.vmap(jax.vmap(lambda a, b: a * b, (0, None)), (None, 0))(
+        jnp.arange(3.), jnp.arange(2.)))
+    rec("vmap_matmul", lambda: jax.vmap(jnp.dot, (0, None))(jnp.ones((4, 2, 3)), jnp.ones((3, 5))))
+    rec("jit_static_name", lambda: jax.jit(lambda x, n: jnp.sum(x[:n]), static_argnames="n")(
+        jnp.arange(5.), n=3))
+    rec("jit_pytree_out", lambda: jax.jit(lambda x: {"s": x.sum(), "t": (x, x * 2)})(jnp.ones(2)))
+    rec("grad_pytree", lambda: jax.grad(lambda p: jnp.sum(p["w"] ** 2) + p["b"][0] * 3.)(
+        {"w": jnp.arange(3.), "b": [2., 1.]}))
+    rec("tree_map", lambda: jax.tree_util.tree_map(lambda a, b: a * b, {"x": 1., "y": (2., 3.)},
+                                                   {"x": 4., "y": (5., 6.)}))
+    rec("weak_add", lambda: (jnp.float32(1) + 1, jnp.int32(1) + 1.5, jnp.ones(2, jnp.float16) + 1.0,
+                             jnp.uint8(3) * 2, 2 * jnp.arange(3), jnp.arange(3) / 2))
+    rec("int_mean", lambda: (jnp.mean(jnp.arange(4)), jnp.sum(jnp.arange(4)), jnp.prod(jnp.arange(1, 4)),
+                             jnp.sum(jnp.ones(3, jnp.bool_)), jnp.cumsum(jnp.ones(3, jnp.int8))))
+    rec("f16", lambda: (jnp.exp(jnp.ones(2, jnp.float16)), jnp.sum(jnp.ones(5, jnp.float16) * 0.1),
+                        jax.grad(lambda x: jnp.sum(jnp.tanh(x)))(jnp.ones(2, jnp.float16))))
+    rec("nn_funcs", lambda: [f(jnp.linspace(-3., 3., 7)) for f in (
+        jax.nn.relu, jax.nn.relu6, jax.nn.sigmoid, jax.nn.softplus, jax.nn.silu, jax.nn.elu,
+        jax.nn.leaky_relu, jax.nn.gelu, jax.nn.hard_tanh, jax.nn.log_sigmoid, jax.nn.selu,
+        jax.nn.celu, jax.nn.hard_sigmoid, jax.nn.soft_sign)])
+    rec("nn_grads", lambda: [jax.vmap(jax.grad(f))(jnp.linspace(-3., 3., 7)) for f in (
+        jax.nn.relu, jax.nn.sigmoid, jax.nn.softplus, jax.nn.elu, jax.nn.leaky_relu,
+        jax.nn.log_sigmoid, jax.nn.selu)])
+    rec("softmax_axis", lambda: (jax.nn.softmax(jnp.arange(6.).reshape(2, 3), axis=0),
+                                 jax.nn.log_softmax(jnp.arange(6.).reshape(2, 3))))
+    rec("one_hot", lambda: (jax.nn.one_hot(jnp.array([0, 2, -1, 3]), 3),
+                            jax.nn.one_hot(jnp.array([1]), 2, dtype=jnp.int32)))
+    rec("standardize", lambda: jax.nn.standardize(jnp.arange(6.).reshape(2, 3), axis=-1))
+    rec("logsumexp_b", lambda: jax.nn.logsumexp(jnp.arange(4.), b=jnp.array([1., 2., 0., 1.])))
+    rec("split_key_data", lambda: random.split(random.PRNGKey(7), 3))
+    rec("random_normal_f16", lambda: random.normal(random.PRNGKey(2), (3,), dtype=jnp.float16))
+    rec("random_randint", lambda: random.randint(random.PRNGKey(8), (6,), 0, 10))
+    rec("random_choice", lambda: random.choice(random.PRNGKey(9), 10, (4,), replace=False))
+    rec("random_fold_in", lambda: random.normal(random.fold_in(random.PRNGKey(0), 3), (2,)))
+    rec("random_truncated", lambda: random.truncated_normal(random.PRNGKey(10), -1., 1., (4,)))
+    rec("random_gumbel", lambda: random.gumbel(random.PRNGKey(11), (3,)))
+    rec("random_shuffle_axis", lambda: random.permutation(random.PRNGKey(12),
+                                                          jnp.arange(6).reshape(3, 2), axis=1))
+    rec("take_along", lambda: jnp.take_along_axis(jnp.arange(6.).reshape(2, 3),
+                                                  jnp.array([[2], [0]]), axis=1))
+    rec("argsort_stable", lambda: jnp.argsort(jnp.array([3, 1, 3, 0, 1])))
+    rec("sort_nan", lambda: jnp.sort(jnp.array([3., jnp.nan, 1., -jnp.inf])))
+    rec("max_nan", lambda: (jnp.max(jnp.array([1., jnp.nan])), jnp.maximum(jnp.nan, 1.),
+                            jnp.argmax(jnp.array([1., jnp.nan, 3.]))))
+    rec("clip_int", lambda: jnp.clip(jnp.arange(6), 1, 4))
+    rec("where_1arg", lambda: jnp.where(jnp.array([0, 1, 1]) > 0, 1., 0))
+    rec("concat_promote", lambda: jnp.concatenate([jnp.arange(2), jnp.ones(2)]))
+    rec("stack_grad", lambda: jax.grad(lambda x: jnp.sum(jnp.stack([x, x ** 2]) * jnp.array([[1.], [2.]])))(
+        jnp.arange(3.)))
+    rec("reshape_T", lambda: jnp.arange(6).reshape(2, 3).T.reshape(-1))
+    rec("squeeze_expand", lambda: jnp.expand_dims(jnp.squeeze(jnp.ones((1, 3, 1))), (0, 2)).shape and
+        jnp.expand_dims(jnp.squeeze(jnp.ones((1, 3, 1))), (0, 2)))
+    rec("index_neg", lambda: (jnp.arange(5)[-2:], jnp.arange(5)[::-2], jnp.arange(12).reshape(3, 4)[1:, ::2]))
+    rec("index_bool_static", lambda: jnp.arange(4.)[np.array([True, False, True, False])])
+    rec("at_min_max", lambda: (jnp.ones(4).at[jnp.array([0, 0, 2])].min(jnp.array([0.5, -1., 3.])),
+                               jnp.zeros(3).at[1].set(5.).at[::2].add(1.)))
+    rec("at_grad_set", lambda: jax.grad(lambda x, v: jnp.sum(x.at[1].set(v) ** 2), (0, 1))(jnp.ones(3), 3.))
+    rec("dynamic_slice", lambda: jax.grad(lambda x, i: jnp.sum(lax.dynamic_slice(x, (i,), (2,)) ** 2))(
+        jnp.arange(5.), 2))
+    rec("scan_reverse", lambda: lax.scan(lambda c, x: (c + x, c), 0., jnp.arange(4.), reverse=True))
+    rec("scan_vmap_grad", lambda: jax.vmap(jax.grad(lambda a: lax.scan(
+        lambda c, x: (jnp.sin(c) * a + x, None), 0.5, jnp.arange(3.))[0]))(jnp.array([0.5, 1.0])))
+    rec("fori_vmap", lambda: jax.vmap(lambda n: lax.fori_loop(0, n, lambda i, c: c + i, 0))(jnp.arange(4)))
+    rec("cond_vmap_grad", lambda: jax.vmap(jax.grad(lambda x: lax.cond(x > 0.5, lambda v: v ** 2,
+                                                                       lambda v: -v, x)))(jnp.arange(3.) / 2))
+    rec("jit_grad_jit_grad", lambda: jax.jit(jax.grad(jax.jit(jax.grad(lambda x: x ** 3))))(2.))
+    rec("jacfwd_jit_vmap_pow", lambda: jax.jacfwd(jax.jit(jax.vmap(lambda x: x ** 2.)))(jnp.arange(3.)))
+    rec("hessian_jit_pow", lambda: jax.jit(jax.hessian(lambda x: jnp.sum(x ** 2.5)))(jnp.array([1., 2.])))
 
     return programs
