@@ -32,6 +32,13 @@ logger = logging.getLogger("corejax")
 _config_values = config._values   # read directly on the eager fast path (no __getattr__)
 
 
+def _wraps(fun):
+    """functools.wraps without copying `fun.__dict__`: a transformation's wrapper takes the
+    name, docstring and signature (`__wrapped__`) of what it wraps, never the state of a
+    wrapped jit or custom_jvp object (which another wrapper would then take over)."""
+    return functools.wraps(fun, updated=())
+
+
 def _fun_name(f) -> str:
     return getattr(f, "__name__", None) or type(f).__name__
 
@@ -128,7 +135,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape=False):
     ClosedJaxpr (printed in JAX's style)."""
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
-    @functools.wraps(fun)
+    @_wraps(fun)
     def make(*args, **kwargs):
         dyn_args = [a for i, a in enumerate(args) if i not in static]
 
@@ -684,7 +691,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
     """Returns a function computing `(fun(*args), grad of fun w.r.t. args[argnums])`."""
     name = f"value_and_grad({_fun_name(fun)})"
 
-    @functools.wraps(fun)
+    @_wraps(fun)
     def vg(*args, **kwargs):
         partial_fun, diff_args = _argnums_partial(fun, args, kwargs, argnums, name)
         for arg in diff_args:
@@ -723,7 +730,7 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
     """Returns a function computing the gradient of scalar `fun` w.r.t. args[argnums]."""
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
-    @functools.wraps(fun)
+    @_wraps(fun)
     def g(*args, **kwargs):
         if has_aux:
             (_, aux), gr = vg(*args, **kwargs)
@@ -866,7 +873,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
 
-    @functools.wraps(fun)
+    @_wraps(fun)
     def batched(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "

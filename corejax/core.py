@@ -420,6 +420,8 @@ class Literal:
         itself (a Python scalar) stands for a weak value of the default dtype only; a uint32 or
         weak float16 literal must not come back as a weak int32 / float32."""
         val, aval = self.val, self.aval
+        if aval.dtype == dtypes.float0:     # a symbolic zero tangent of an integer value
+            return np.zeros(aval.shape, dtypes.float0)
         own = get_aval(val)
         if own.dtype == aval.dtype and own.weak_type == aval.weak_type:
             return val

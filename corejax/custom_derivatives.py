@@ -54,10 +54,12 @@ class custom_jvp:
     `rule(primals, tangents) -> (primal_out, tangent_out)`."""
 
     def __init__(self, fun: Callable, nondiff_argnums=()):
+        # the wrapped function's name and docstring first, so that its attributes (another
+        # custom_jvp's, say) never overwrite this object's own state below
+        functools.update_wrapper(self, fun, updated=())
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.jvp = None
-        functools.update_wrapper(self, fun)
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False):
         self.jvp = jvp
@@ -179,10 +181,10 @@ class custom_vjp:
     and `bwd(res, cotangent) -> tuple of argument cotangents`."""
 
     def __init__(self, fun: Callable, nondiff_argnums=()):
+        functools.update_wrapper(self, fun, updated=())
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd = self.bwd = None
-        functools.update_wrapper(self, fun)
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False):
         self.fwd, self.bwd = fwd, bwd
@@ -260,6 +262,14 @@ def _custom_lin_impl(*args, **params):
 
 
 custom_lin_p.def_impl(_custom_lin_impl)
+
+
+def _custom_lin_batch(*args, **params):
+    # vmap of a jvp of a custom_vjp function: the same error as the jvp itself (JAX's)
+    _custom_lin_impl()
+
+
+batching.primitive_batchers[custom_lin_p] = _custom_lin_batch
 
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):

@@ -413,3 +413,38 @@ def test_vjp_returns_a_pytree_of_residuals_that_crosses_jit():
     np.testing.assert_allclose(float(made(1.0)[0]), np.cos(1.0), rtol=1e-6)
     doubled = jax.tree_util.tree_map(lambda r: r * 2, f_vjp)     # residuals are its leaves
     assert type(doubled) is type(f_vjp)
+
+
+def test_custom_rules_wrapping_a_transformed_custom_function_keep_their_own_function():
+    """custom_jvp(vmap(f)) where f is itself a custom_jvp: vmap's wrapper carried f's
+    attributes and the outer custom_jvp took them over (it ran f unbatched: 6. for [3., 3.])."""
+    f = jax.custom_jvp(lambda x: jnp.sum(x))
+    f.defjvp(lambda p, t: (f(*p), jnp.sum(t[0])))
+    g = jax.custom_jvp(jax.vmap(f))
+    g.defjvp(lambda p, t: (g(*p), t[0].sum(1)))
+    np.testing.assert_array_equal(np.asarray(g(jnp.ones((2, 3)))), [3.0, 3.0])
+    h = jax.custom_vjp(jax.vmap(f))
+    h.defvjp(lambda x: (h(x), None), lambda _, c: (jnp.ones((2, 3)) * c[:, None],))
+    np.testing.assert_array_equal(np.asarray(h(jnp.ones((2, 3)))), [3.0, 3.0])
+
+
+def test_forward_mode_of_custom_vjp_under_vmap_raises_jaxs_error():
+    f = jax.custom_vjp(lambda x: x * x)
+    f.defvjp(lambda x: (x * x, x), lambda x, c: (2. * x * c,))
+    for fn in (lambda: jax.jacfwd(f)(jnp.ones(2)),
+               lambda: jax.vmap(lambda t: jax.jvp(f, (1.,), (t,)))(jnp.ones(2))):
+        with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
+            fn()
+
+
+def test_integer_outputs_of_a_jit_under_vmap_of_jvp():
+    """The float0 tangent of a jit's integer output was staged as a Literal that could not
+    be evaluated again (vmap of jvp of jit; hessian through a jitted lax.cond)."""
+    g = jax.jit(lambda x: (x * 2., (x > 0).astype(jnp.int32)))
+    (p, i), (tp, ti) = jax.vmap(lambda t: jax.jvp(g, (1.,), (t,)))(jnp.ones(2))
+    np.testing.assert_array_equal(np.asarray(tp), [2.0, 2.0])
+    assert ti.dtype == jax.dtypes.float0 and ti.shape == (2,)
+    x = jnp.arange(3.0)
+    h = jax.hessian(lambda x: jnp.sum(jax.jit(
+        lambda x: lax.cond(jnp.sum(x) > 0., jnp.sin, jnp.cos, x))(x)))(x)
+    np.testing.assert_allclose(np.asarray(h), np.diag(-np.sin(np.arange(3.0))), atol=1e-6)
