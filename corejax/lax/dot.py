@@ -158,6 +158,13 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
           (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
     pet = None if preferred_element_type is None else \
         dtypes.canonicalize_dtype(preferred_element_type)
+    la, ra = get_aval(lhs), get_aval(rhs)
+    if la.dtype != ra.dtype:  # like jax.lax.dot_general: operands of differing dtypes promote
+        common = dtypes.result_type(lhs, rhs)
+        lhs, rhs = convert_element_type(lhs, common), convert_element_type(rhs, common)
+        la, ra = get_aval(lhs), get_aval(rhs)
+    # shapes are checked here too: the eager impl would otherwise fail inside NumPy
+    _dot_general_abstract(la, ra, dimension_numbers=dn, preferred_element_type=pet)
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=None,
                               preferred_element_type=pet)
 

@@ -22,16 +22,22 @@ __all__ = []  # the public functions are re-exported by corejax.lax
 
 # --- operand preparation ---------------------------------------------------------------------
 
-def _prepare(*args):
+def _prepare(*args, name="op"):
     """lax operands: Python scalars take the dtype of the array operands, and rank-0 operands
-    broadcast to the others' shape."""
+    broadcast to the others' shape. Python scalars alone keep their own dtypes, which must agree
+    (lax.add(1, 1.0) is a TypeError; jnp.add promotes)."""
     if type(args[0]) is Array and all(type(a) is Array and a._value.shape == args[0]._value.shape
                                        for a in args):
         return args
     ref = next((a for a in args if type(a) not in (int, float, complex, bool)), None)
     if ref is None:
-        ref_dtype, weak = dtypes.result_type_and_weakness(*args)
-        return [full((), a, ref_dtype, weak) for a in args]
+        own = [dtypes.result_type_and_weakness(a)[0] for a in args]
+        if len(set(own)) > 1:
+            raise TypeError(
+                f"lax.{name} requires arguments to have the same dtypes, got "
+                f"{', '.join(np.dtype(d).name for d in own)}. (Tip: jnp.{name} is a similar "
+                "function that does automatic type promotion on inputs).")
+        return [full((), a, own[0], True) for a in args]
     ref_aval = get_aval(ref)
     out = [full((), a, ref_aval.dtype, True) if type(a) in (int, float, complex, bool) else a
            for a in args]
@@ -85,7 +91,7 @@ def _unary(prim: Primitive):
 
 def _binary(prim: Primitive):
     def fn(x, y):
-        return prim.bind(*_prepare(x, y))
+        return prim.bind(*_prepare(x, y, name=prim.name))
     fn.__name__ = prim.name
     fn.__doc__ = f"Elementwise {prim.name} (lax.{prim.name})."
     return fn

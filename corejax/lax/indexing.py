@@ -795,7 +795,7 @@ def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False
                           unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
 
 
-def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
     from corejax.numpy import _indexing
     return _indexing.take_along_axis(arr, indices, axis, mode=mode, fill_value=fill_value)
 

@@ -139,7 +139,7 @@ def top_k(operand, k: int):
     iota = broadcasted_iota(np.int32, aval.shape, dim)
     _, values, indices = sort_p.bind(_descending_key(operand), operand, iota, dimension=dim,
                                      is_stable=True, num_keys=1)
-    return slice_in_dim(values, 0, k, 1, dim), slice_in_dim(indices, 0, k, 1, dim)
+    return [slice_in_dim(values, 0, k, 1, dim), slice_in_dim(indices, 0, k, 1, dim)]
 
 
 def argsort(operand, dimension: int = -1, is_stable: bool = True, descending: bool = False):

@@ -71,6 +71,6 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
     return indexing.take(a, indices, axis=axis, mode=mode, fill_value=fill_value)
 
 
-def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
     from corejax.lax import indexing
     return indexing.take_along_axis(arr, indices, axis, mode=mode, fill_value=fill_value)

@@ -480,7 +480,11 @@ def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False
         from corejax.numpy._ufuncs import remainder
         indices = remainder(indices, n) if n else indices
         gather_mode = GatherScatterMode.PROMISE_IN_BOUNDS
-    elif mode in ("clip", "drop", "promise_in_bounds") or isinstance(mode, GatherScatterMode):
+    elif mode == "clip":  # negative indices clamp to 0, as in NumPy's and JAX's take
+        from corejax.numpy._ufuncs import clip
+        indices = clip(indices, 0, n - 1 if n else 0)
+        gather_mode = GatherScatterMode.PROMISE_IN_BOUNDS
+    elif mode in ("drop", "promise_in_bounds") or isinstance(mode, GatherScatterMode):
         gather_mode = GatherScatterMode.from_any(mode)
     else:
         raise ValueError(f"Invalid mode '{mode}' for np.take")
@@ -495,7 +499,7 @@ def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False
                    indices_are_sorted=indices_are_sorted)
 
 
-def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
     """jnp.take_along_axis: `indices` has `arr`'s rank and broadcasts with it except along
     `axis`; out-of-bound indices are filled by default, as in jnp.take."""
     arr, indices = asarray(arr), asarray(indices)

@@ -118,11 +118,25 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     return lax.dot_general(a, b, ((ca, cb), ((), ())), preferred_element_type=preferred_element_type)
 
 
+def _sublist_subscripts(first, rest):
+    """einsum(op0, sublist0, op1, sublist1, ..., [sublist_out]) as (subscripts, operands)."""
+    args = (first,) + tuple(rest)
+    if len(args) % 2:  # an output sublist ends the arguments
+        ops, subs, out = list(args[0:-1:2]), list(args[1:-1:2]), args[-1]
+    else:
+        ops, subs, out = list(args[0::2]), list(args[1::2]), None
+
+    def letters(sub):
+        return "".join("..." if s is Ellipsis else string.ascii_letters[int(s)] for s in sub)
+    spec = ",".join(letters(sub) for sub in subs)
+    return (spec if out is None else spec + "->" + letters(out)), ops
+
+
 def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None):
     """Einstein summation (explicit or implicit output, '...'): repeated labels become
     diagonals, labels used once are summed, and each pair of operands is one dot_general."""
     if not isinstance(subscripts, str):
-        raise TypeError("einsum requires a subscripts string as its first argument.")
+        subscripts, operands = _sublist_subscripts(subscripts, operands)
     operands = promote_dtypes(*operands)
     spec = subscripts.replace(" ", "")
     inputs, output = spec.split("->") if "->" in spec else (spec, None)

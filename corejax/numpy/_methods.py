@@ -4,7 +4,8 @@ from __future__ import annotations
 from corejax import lax
 from corejax.array import Array
 from corejax.core import Tracer
-from corejax.numpy import _creation, _indexing, _linalg_ops, _reductions, _shape, _ufuncs
+from corejax.numpy import (
+    _creation, _indexing, _linalg_ops, _reductions, _shape, _sorting, _ufuncs)
 
 __all__ = ["install"]
 
@@ -74,6 +75,9 @@ _METHODS = {
     "conj": _ufuncs.conjugate, "conjugate": _ufuncs.conjugate,
     "astype": _astype, "reshape": _reshape, "transpose": _transpose,
     "__getitem__": _indexing.getitem,
+    "sort": _sorting.sort, "argsort": _sorting.argsort,
+    "take": lambda self, indices, axis=None, mode=None, fill_value=None: lax.indexing.take(
+        self, indices, axis=axis, mode=mode, fill_value=fill_value),
 }
 
 

@@ -72,8 +72,10 @@ add = _binary(lambda x, y: lax.bitwise_or(x, y) if get_aval(x).dtype == np.bool_
 subtract = _binary(lax.sub, "subtract")
 multiply = _binary(lambda x, y: lax.bitwise_and(x, y) if get_aval(x).dtype == np.bool_
                    else lax.mul(x, y), "multiply")
-maximum = _binary(lax.max, "maximum")
-minimum = _binary(lax.min, "minimum")
+maximum = _binary(lambda x, y: lax.bitwise_or(x, y) if get_aval(x).dtype == np.bool_
+                  else lax.max(x, y), "maximum")
+minimum = _binary(lambda x, y: lax.bitwise_and(x, y) if get_aval(x).dtype == np.bool_
+                  else lax.min(x, y), "minimum")
 nextafter = _binary(lax.nextafter, "nextafter", inexact=True)
 equal = _binary(lax.eq, "equal")
 not_equal = _binary(lax.ne, "not_equal")
@@ -348,8 +350,6 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
     arr = a if arr is None else arr
     min = a_min if min is None else min
     max = a_max if max is None else max
-    if min is None and max is None:
-        raise ValueError("At most one of min and max may be None.")
     out = asarray(arr)
     if min is not None:
         out = maximum(min, out)

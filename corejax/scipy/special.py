@@ -99,11 +99,11 @@ def _xlog1py_jvp(primals, tangents):
     return xlog1py(x, y), tx * jnp.log1p(y) + ty * x / (1 + y)
 
 
-def softmax(x, axis=-1):
+def softmax(x, /, *, axis=None):
     from corejax.nn import softmax as _softmax
     return _softmax(x, axis=axis)
 
 
-def log_softmax(x, axis=-1):
+def log_softmax(x, /, *, axis=None):
     from corejax.nn import log_softmax as _log_softmax
     return _log_softmax(x, axis=axis)

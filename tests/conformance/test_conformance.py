@@ -1,0 +1,307 @@
+"""Every public function against JAX's recorded results (golden_conformance.*, made by
+gen_conformance.py): values (ulp-aware), dtypes, weak types, shapes and error types, eagerly and
+under jit, vmap, grad, jvp, vjp, jit(grad) and second order (jvp of grad).
+
+One test per (function, case, transformation); ids read "<fn>/<case>|<transform>".
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import corejax
+import corejax.numpy as jnp
+import corejax.scipy.special
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import cases  # noqa: E402
+
+with open(os.path.join(HERE, "golden_conformance.json")) as _fh:
+    GOLDEN = json.load(_fh)["entries"]
+with np.load(os.path.join(HERE, "golden_conformance.npz")) as _npz:
+    FLAT = {k: _npz[k] for k in _npz.files}
+
+
+class CorejaxFramework:
+    numpy = jnp
+    lax = corejax.lax
+    nn = corejax.nn
+    random = corejax.random
+    scipy_special = corejax.scipy.special
+    jit = staticmethod(corejax.jit)
+    vmap = staticmethod(corejax.vmap)
+    grad = staticmethod(corejax.grad)
+    jvp = staticmethod(corejax.jvp)
+    vjp = staticmethod(corejax.vjp)
+
+
+FW = CorejaxFramework()
+
+# "<case id>|<transform>" -> why it fails (each runs as xfail(strict=True): fixing the bug
+# turns it into a failure that asks for the entry to be removed).
+KNOWN_FAILURES = {
+    'numpy.deg2rad/1.5|eager':
+        'weak_type: jnp.deg2rad(python float) is weakly typed in JAX, strong in corejax',
+    'numpy.deg2rad/1.5|jit':
+        'weak_type: jnp.deg2rad(python float) is weakly typed in JAX, strong in corejax',
+    'numpy.rad2deg/1.5|eager':
+        'weak_type: jnp.rad2deg(python float) is weakly typed in JAX, strong in corejax',
+    'numpy.rad2deg/1.5|jit':
+        'weak_type: jnp.rad2deg(python float) is weakly typed in JAX, strong in corejax',
+    'numpy.radians/1.5|eager':
+        'weak_type: jnp.radians(python float) is weakly typed in JAX, strong in corejax',
+    'numpy.radians/1.5|jit':
+        'weak_type: jnp.radians(python float) is weakly typed in JAX, strong in corejax',
+    'numpy.rint/i324|eager':
+        'dtype: jnp.rint(int32 array) is float32 in JAX, int32 in corejax',
+    'numpy.rint/i324|jit':
+        'dtype: jnp.rint(int32 array) is float32 in JAX, int32 in corejax',
+    'numpy.rint/i324|vmap':
+        'dtype: jnp.rint(int32 array) is float32 in JAX, int32 in corejax',
+    'numpy.round/int_decimalsm1|eager':
+        'jnp.round(int array, decimals=-1) raises NotImplementedError in JAX; corejax computes it',
+    'numpy.round/int_decimalsm1|jit':
+        'jnp.round(int array, decimals=-1) raises NotImplementedError in JAX; corejax computes it',
+    'numpy.round/int_decimalsm1|vmap':
+        'jnp.round(int array, decimals=-1) raises NotImplementedError in JAX; corejax computes it',
+    'numpy.isfinite/1.5|eager':
+        'weak_type: jnp.isfinite(1.5) is a weak bool in JAX',
+    'numpy.isfinite/1.5|jit':
+        'weak_type: jnp.isfinite(1.5) is a weak bool in JAX',
+    'numpy.where/one_missing|eager':
+        'error type: jnp.where(c, x) raises TypeError in JAX, ValueError in corejax',
+    'numpy.sum/python_scalar|eager':
+        'weak_type: jnp.sum(3.0) is strong float32 in JAX, weak in corejax',
+    'numpy.sum/python_scalar|jit':
+        'weak_type: jnp.sum(3.0) is strong float32 in JAX, weak in corejax',
+    'numpy.concatenate/Lf322x3+f323|eager':
+        'error type: rank mismatch in jnp.concatenate is TypeError in JAX, ValueError in corejax',
+    'numpy.concatenate/Lf322x3+f323|jit':
+        'error type: rank mismatch in jnp.concatenate is TypeError in JAX, ValueError in corejax',
+    'numpy.concatenate/Lf322x3+f323|vmap':
+        'error type: rank mismatch in jnp.concatenate is TypeError in JAX, ValueError in corejax',
+    'numpy.concatenate/Lf322x3+f323|grad':
+        'error type: rank mismatch in jnp.concatenate is TypeError in JAX, ValueError in corejax',
+    'numpy.concatenate/Lf322x3+f323|jvp':
+        'error type: rank mismatch in jnp.concatenate is TypeError in JAX, ValueError in corejax',
+    'numpy.repeat/f323_L1+0+2|eager':
+        'jnp.repeat with a Python list of repeats raises TypeError in JAX; corejax accepts it',
+    'numpy.repeat/f323_L1+0+2|jit':
+        'jnp.repeat with a Python list of repeats raises TypeError in JAX; corejax accepts it',
+    'numpy.repeat/f323_L1+0+2|vmap':
+        'jnp.repeat with a Python list of repeats raises TypeError in JAX; corejax accepts it',
+    'numpy.repeat/f323_L1+0+2|grad':
+        'jnp.repeat with a Python list of repeats raises TypeError in JAX; corejax accepts it',
+    'numpy.repeat/f323_L1+0+2|jvp':
+        'jnp.repeat with a Python list of repeats raises TypeError in JAX; corejax accepts it',
+    'numpy.zeros/2-1|eager':
+        'error type: jnp.zeros((2, -1)) is TypeError in JAX, ValueError in corejax',
+    'numpy.zeros/2-1|jit':
+        'error type: jnp.zeros((2, -1)) is TypeError in JAX, ValueError in corejax',
+    'numpy.full_like/f322x3_2.0|jit':
+        "weak_type: jit(jnp.full_like)(x, 2.0) with a traced weak fill is weakly typed in corejax, strong (x's dtype) in JAX",
+    'numpy.unravel_index/4_23|eager':
+        'weak_type: jnp.unravel_index(4, shape) returns weak int32 in JAX',
+    'numpy.unravel_index/4_23|jit':
+        'weak_type: jnp.unravel_index(4, shape) returns weak int32 in JAX',
+    'array.getitem/list|eager':
+        'x[[0, 2]] (a Python list index) raises TypeError in JAX; corejax accepts it',
+    'array.getitem/list|jit':
+        'x[[0, 2]] (a Python list index) raises TypeError in JAX; corejax accepts it',
+    'array.getitem/list|vmap':
+        'x[[0, 2]] (a Python list index) raises TypeError in JAX; corejax accepts it',
+    'array.getitem/list|grad':
+        'x[[0, 2]] (a Python list index) raises TypeError in JAX; corejax accepts it',
+    'array.pow/i323_-1|eager':
+        'error type: int_array ** -1 raises TypeError in JAX, ValueError in corejax',
+    'array.eq/i323_1.0|eager':
+        'weak_type: int32_array == 1.0 is a weak bool in JAX',
+    'array.eq/i323_1.0|jit':
+        'weak_type: int32_array == 1.0 is a weak bool in JAX',
+    'array.eq/i323_1.0|vmap':
+        'weak_type: int32_array == 1.0 is a weak bool in JAX',
+    'array.lt/f322_f323|eager':
+        'error type: incompatible broadcast in an operator is TypeError in JAX, ValueError in corejax',
+    'lax.lgamma/f322x3|grad':
+        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: lax.lgamma(x).sum())(x)',
+    'lax.lgamma/f322x3|jvp':
+        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: lax.lgamma(x).sum())(x)',
+    'lax.lgamma/f322x3|vjp':
+        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: lax.lgamma(x).sum())(x)',
+    'lax.lgamma/f322x3|hvp':
+        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: lax.lgamma(x).sum())(x)',
+    'lax.lgamma/f322x3|jit_grad':
+        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: lax.lgamma(x).sum())(x)',
+    'lax.pow/mixed_array_error|eager':
+        'lax.pow(float32, int32) is accepted by JAX (integer exponent); corejax raises TypeError',
+    'lax.conv_general_dilated/feature_mismatch|eager':
+        "error type: feature-size mismatch in conv_general_dilated: JAX's exception type differs from corejax's TypeError",
+    'lax.broadcast_in_dim/bad|eager':
+        'error type: lax.broadcast_in_dim(f32[3], (2, 4), (1,)) is TypeError in JAX, ValueError (from NumPy) in corejax eagerly',
+    'nn.swish/i324|eager':
+        'nn.swish(int array) raises TypeError in JAX; corejax computes it',
+    'nn.swish/i324|jit':
+        'nn.swish(int array) raises TypeError in JAX; corejax computes it',
+    'nn.swish/i324|vmap':
+        'nn.swish(int array) raises TypeError in JAX; corejax computes it',
+    'nn.celu/i324|eager':
+        'weak_type: nn.celu(int32 array) is weakly typed float32 in JAX',
+    'nn.celu/i324|jit':
+        'weak_type: nn.celu(int32 array) is weakly typed float32 in JAX',
+    'nn.celu/i324|vmap':
+        'weak_type: nn.celu(int32 array) is weakly typed float32 in JAX',
+    'nn.hard_tanh/i324|eager':
+        'dtype: nn.hard_tanh(int32 array) stays int32 in JAX; corejax returns float32',
+    'nn.hard_tanh/i324|jit':
+        'dtype: nn.hard_tanh(int32 array) stays int32 in JAX; corejax returns float32',
+    'nn.hard_tanh/i324|vmap':
+        'dtype: nn.hard_tanh(int32 array) stays int32 in JAX; corejax returns float32',
+    'nn.one_hot/float_labels|eager':
+        'nn.one_hot with float labels compares labels to classes exactly in JAX (0.7 matches nothing); corejax truncates to int',
+    'nn.one_hot/float_labels|jit':
+        'nn.one_hot with float labels compares labels to classes exactly in JAX (0.7 matches nothing); corejax truncates to int',
+    'nn.one_hot/float_labels|vmap':
+        'nn.one_hot with float labels compares labels to classes exactly in JAX (0.7 matches nothing); corejax truncates to int',
+    'scipy.special.gammaln/f322x3|grad':
+        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: gammaln(x).sum())(x)',
+    'scipy.special.gammaln/f322x3|jvp':
+        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: gammaln(x).sum())(x)',
+    'scipy.special.gammaln/f322x3|vjp':
+        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: gammaln(x).sum())(x)',
+    'scipy.special.gammaln/f322x3|hvp':
+        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: gammaln(x).sum())(x)',
+    'scipy.special.gammaln/f322x3|jit_grad':
+        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: gammaln(x).sum())(x)',
+    'scipy.special.gammaln/f32|grad':
+        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: gammaln(x).sum())(x)',
+    'scipy.special.logsumexp/empty|eager':
+        'logsumexp of an empty array is -inf in JAX; corejax raises ValueError (NumPy max of empty)',
+    'scipy.special.logsumexp/empty|jit':
+        'logsumexp of an empty array is -inf in JAX; corejax raises ValueError (NumPy max of empty)',
+    'scipy.special.logsumexp/empty|vmap':
+        'logsumexp of an empty array is -inf in JAX; corejax raises ValueError (NumPy max of empty)',
+    'scipy.special.logsumexp/where|eager':
+        'logsumexp(..., where=mask) values differ from JAX (masked entries not excluded?)',
+    'scipy.special.logsumexp/where|jit':
+        'logsumexp(..., where=mask) values differ from JAX (masked entries not excluded?)',
+    'scipy.special.logsumexp/where|grad':
+        'logsumexp(..., where=mask) values differ from JAX (masked entries not excluded?)',
+}
+
+# a transformation's result goes through more operations than the function alone
+TRANSFORM_ULP_FACTOR = {"eager": 1, "jit": 1, "vmap": 1, "grad": 4, "jvp": 4, "vjp": 4,
+                        "jit_grad": 4, "hvp": 16}
+
+
+def _params():
+    out = []
+    for c, transform in cases.entries():
+        key = f"{c['id']}|{transform}"
+        marks = []
+        if key in KNOWN_FAILURES:
+            marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[key]))
+        out.append(pytest.param(c, transform, id=key, marks=marks))
+    return out
+
+
+def _exception_matches(exc, golden):
+    names = [t.__name__ for t in type(exc).__mro__]
+    if golden["error"] in names:
+        return True
+    builtin = [n for n in golden["mro"] if n in dir(__builtins__) or hasattr(
+        __import__("builtins"), n)]
+    # a JAX-specific class (ConcretizationTypeError, ...): its nearest builtin base suffices
+    return bool(builtin) and builtin[0] not in ("Exception", "BaseException") and \
+        builtin[0] in names
+
+
+def _compare_array(got, expected_leaf, tol_ulp, where):
+    _, dtype, shape, weak, offset = expected_leaf
+    got_desc = cases.describe_leaf(got)
+    assert got_desc[0] == "array", f"{where}: expected an array, got {type(got).__name__}"
+    g_dtype, g_shape, g_weak = got_desc[1]
+    assert (g_dtype, list(g_shape)) == (dtype, shape), (
+        f"{where}: dtype/shape {g_dtype}{list(g_shape)} != JAX's {dtype}{shape}")
+    assert g_weak == weak, f"{where}: weak_type {g_weak} != JAX's {weak} ({dtype}{shape})"
+    size = int(np.prod(shape)) if shape else 1
+    expected = FLAT[dtype][offset:offset + size].reshape(shape)
+    actual = np.asarray(got)
+    if np.dtype(dtype).kind != "f" or tol_ulp == 0:
+        np.testing.assert_array_equal(actual, expected, err_msg=where)
+        return
+    e64, a64 = expected.astype(np.float64), actual.astype(np.float64)
+    np.testing.assert_array_equal(np.isnan(a64), np.isnan(e64), err_msg=f"{where}: NaNs")
+    finite = np.isfinite(e64)
+    np.testing.assert_array_equal(a64[~finite & ~np.isnan(e64)], e64[~finite & ~np.isnan(e64)],
+                                  err_msg=f"{where}: infinities")
+    if not finite.any():
+        return
+    eps = float(np.finfo(dtype).eps)
+    scale = np.max(np.abs(e64[finite]))
+    tol = tol_ulp * eps * (np.abs(e64) + scale)
+    with np.errstate(invalid="ignore"):
+        bad = finite & ~(np.abs(a64 - e64) <= tol)
+    if bad.any():
+        with np.errstate(invalid="ignore"):
+            err = np.max(np.abs(a64 - e64)[finite] / (eps * (np.abs(e64[finite]) + scale)))
+        raise AssertionError(
+            f"{where}: values differ beyond {tol_ulp} ulp (worst {err:.1f} ulp of the leaf's "
+            f"scale)\n corejax: {actual}\n JAX:     {expected}")
+
+
+def _compare_py(got, expected_leaf, where):
+    _, type_name, value = expected_leaf
+    desc = cases.describe_leaf(got)
+    assert desc[0] == "py", f"{where}: expected a Python {type_name}, got {type(got).__name__}"
+    assert desc[1][0] == type_name, f"{where}: type {desc[1][0]} != JAX's {type_name}"
+    if isinstance(value, str) and value in ("nan", "inf", "-inf"):
+        value = float(value)
+    if isinstance(value, float):
+        np.testing.assert_allclose(desc[1][1], value, rtol=1e-6, err_msg=where)
+    else:
+        assert desc[1][1] == value, f"{where}: {desc[1][1]!r} != JAX's {value!r}"
+
+
+@pytest.fixture
+def flags():
+    prev = (corejax.config.enable_x64, corejax.config.threefry_partitionable)
+    yield
+    corejax.config.update("jax_enable_x64", prev[0])
+    corejax.config.update("jax_threefry_partitionable", prev[1])
+
+
+@pytest.mark.parametrize("case,transform", _params())
+def test_conformance(case, transform, flags):
+    key = f"{case['id']}|{transform}"
+    golden = GOLDEN.get(key)
+    assert golden is not None, (
+        f"no golden entry for {key}: regenerate with "
+        "/work/jaxvenv/bin/python tests/conformance/gen_conformance.py")
+    corejax.config.update("jax_enable_x64", case["x64"])
+    corejax.config.update("jax_threefry_partitionable", case["partitionable"])
+    if "error" in golden:
+        try:
+            out = cases.run(case, transform, FW)
+            cases.flatten(out)[0] and [np.asarray(x) for x in cases.flatten(out)[0]
+                                       if hasattr(x, "dtype")]
+        except Exception as exc:  # noqa: BLE001
+            assert _exception_matches(exc, golden), (
+                f"corejax raised {type(exc).__name__}: {exc}; JAX raised {golden['error']}")
+            return
+        pytest.fail(f"JAX raised {golden['error']}; corejax returned {out!r}")
+    out = cases.run(case, transform, FW)
+    leaves, tree = cases.flatten(out)
+    assert tree == golden["tree"], f"output structure {tree} != JAX's {golden['tree']}"
+    tol_ulp = case["ulp"] * TRANSFORM_ULP_FACTOR[transform]
+    for i, (got, expected) in enumerate(zip(leaves, golden["leaves"])):
+        where = f"leaf {i}"
+        if expected[0] == "array":
+            _compare_array(got, expected, tol_ulp, where)
+        elif expected[0] == "py":
+            _compare_py(got, expected, where)
+        else:
+            desc = cases.describe_leaf(got)
+            assert list(desc) == expected, f"{where}: {desc} != JAX's {expected}"
