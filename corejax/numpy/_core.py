@@ -172,7 +172,18 @@ def promote_and_broadcast(*args):
             return args
     dt, weak = dtypes.result_type_and_weakness(*args)
     shapes = [() if type(a) in _SCALARS else get_aval(asarray(a)).shape for a in args]
-    shape = shapes[0] if len(set(shapes)) == 1 else broadcast_shapes(*shapes)
+    if len(set(shapes)) == 1:
+        shape = shapes[0]
+    else:
+        try:
+            shape = broadcast_shapes(*shapes)
+        except ValueError:
+            # As in JAX: operands of one rank reach the lax operation, which raises TypeError;
+            # operands of different ranks fail in broadcast_shapes (ValueError, as NumPy's).
+            if len({len(s) for s in shapes}) > 1:
+                raise
+            raise TypeError(f"Operands got incompatible shapes for broadcasting: "
+                            f"{', '.join(map(str, shapes))}.") from None
     # Python scalars become constants of the final shape directly (no broadcast to stage).
     return [lax.full(shape, a, dt, weak) if type(a) in _SCALARS
             else broadcast_to_shape(_convert(a, dt, weak), shape) for a in args]

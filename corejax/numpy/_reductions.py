@@ -42,8 +42,10 @@ def _reduction(name, lax_fn, upcast, identity=None, bool_op=None):
         axes = canonicalize_axes(axis, aval.ndim)
         dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else \
             (upcast(aval.dtype) if upcast else aval.dtype)
-        if dt != aval.dtype:
-            a = lax.convert_element_type(a, dt, weak_type=aval.weak_type)
+        if dt != aval.dtype or aval.weak_type:
+            # a reduction's result is strongly typed, as in JAX (jnp.sum(3.0) is float32); the
+            # conversion's transpose gives a weak input its weak cotangent back
+            a = lax.convert_element_type(a, dt)
         if where is not None:
             if identity is None and initial is None:
                 raise ValueError(f"jnp.{name} with where= requires an initial value.")
@@ -106,7 +108,7 @@ def _inexact_operand(name, a, axis, dtype):
     axes = canonicalize_axes(axis, aval.ndim)
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else (
         aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.default_float_dtype())
-    return lax.convert_element_type(a, dt, weak_type=aval.weak_type), aval.shape, axes, dt
+    return lax.convert_element_type(a, dt), aval.shape, axes, dt     # strong, as sum's
 
 
 def _where_count(where, shape, axes, dt, keepdims):
