@@ -254,8 +254,12 @@ def test_bad_axis_is_value_error():
 
 
 def test_broadcast_mismatch():
-    with pytest.raises(ValueError, match="Incompatible shapes for broadcasting"):
+    # as in JAX 0.10.2: operands of one rank fail as the lax op would (TypeError), operands
+    # of different ranks in broadcast_shapes (ValueError)
+    with pytest.raises(TypeError, match="incompatible shapes for broadcasting"):
         jnp.ones(3) + jnp.ones(4)
+    with pytest.raises(ValueError, match="Incompatible shapes for broadcasting"):
+        jnp.ones((2, 3)) + jnp.ones(4)
     with pytest.raises(TypeError, match="add got incompatible shapes"):
         lax.add(jnp.ones(3), jnp.ones(4))
 
