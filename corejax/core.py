@@ -307,6 +307,12 @@ class Trace:
     def process_primitive(self, primitive: Primitive, tracers, params):
         raise NotImplementedError
 
+    def process_custom_derivative_call(self, values, jvp_rule, staged_call):
+        """A custom_jvp / custom_vjp function applied to `values` (this trace's top): by
+        default `staged_call()`, which binds the staged call primitive. A trace that
+        differentiates overrides it to apply `jvp_rule(primals, tangents)` directly."""
+        return staged_call()
+
 
 class EvalTrace(Trace):
     """The bottom of the stack: runs primitives on concrete arrays."""

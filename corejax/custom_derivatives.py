@@ -92,19 +92,13 @@ class custom_jvp:
             out_leaves, call.out_tree = tree_flatten(out)
             return out_leaves, _tangent_leaves(tout, out_leaves, self.__name__)
 
-        trace = _jvp_trace_on_top(call.leaves)
-        if trace is not None:
-            # Differentiated directly (JAX's process_custom_jvp_call): the rule runs on the
-            # primals one level down, concrete when nothing else is active, and `fun`
-            # itself is not called.
-            tracers = [trace.full_raise(x) for x in call.leaves]
-            outs, touts = _custom_jvp_call_jvp([t.primal for t in tracers],
-                                               [t.tangent for t in tracers], None, flat_jvp)
-            return tree_unflatten(call.out_tree, [ad.JVPTracer(trace, p, t)
-                                                  for p, t in zip(outs, touts)])
+        def staged_call():
+            closed = stage(call.flat_fun, [get_aval(x) for x in call.leaves], self.__name__)
+            return custom_jvp_call_p.bind(*call.leaves, call_jaxpr=closed, jvp=flat_jvp)
 
-        closed = stage(call.flat_fun, [get_aval(x) for x in call.leaves], self.__name__)
-        outs = custom_jvp_call_p.bind(*call.leaves, call_jaxpr=closed, jvp=flat_jvp)
+        outs = core.find_top_trace(call.leaves).process_custom_derivative_call(
+            call.leaves, lambda ps, ts: _custom_jvp_call_jvp(ps, ts, None, flat_jvp),
+            staged_call)
         return tree_unflatten(call.out_tree, outs)
 
 
@@ -141,14 +135,6 @@ def _tangent_leaves(tout, out_leaves, name) -> list:
             raise ValueError(f"Custom JVP rule of {name} must produce primal and tangent "
                              f"outputs with equal shapes, got {pa.shape} and {ta.shape}.")
     return t_leaves
-
-
-def _jvp_trace_on_top(leaves):
-    """The JVP trace that owns the top tracer among `leaves`, if the top one is a JVP trace."""
-    if not any(isinstance(x, Tracer) for x in leaves):
-        return None
-    trace = core.find_top_trace(leaves)
-    return trace if isinstance(trace, ad.JVPTrace) else None
 
 
 def _custom_jvp_call_batch(axis_size, vals, dims, call_jaxpr, jvp):
@@ -224,22 +210,19 @@ class custom_vjp:
                     ct_leaves.extend(tree_flatten(c)[0])
             return ct_leaves
 
-        trace = _jvp_trace_on_top(call.leaves)
-        if trace is not None:
-            # Differentiated directly: fwd runs on the primals one level down, bwd becomes
-            # the transpose of the linear part; `fun` itself is not called (as in JAX).
-            tracers = [trace.full_raise(x) for x in call.leaves]
-            outs_res = flat_fwd(*[t.primal for t in tracers])
-            num_outs = len(outs_res) - res_store[-1].num_leaves
-            outs, touts = _custom_vjp_call_jvp([t.primal for t in tracers],
-                                               [t.tangent for t in tracers], None,
-                                               lambda *xs: outs_res, flat_bwd, num_outs)
-            return tree_unflatten(call.out_tree, [ad.JVPTracer(trace, p, t)
-                                                  for p, t in zip(outs, touts)])
+        def jvp_rule(primals, tangents):
+            # fwd on the primals; bwd becomes the transpose of the linear part
+            outs_res = flat_fwd(*primals)
+            n = len(outs_res) - res_store[-1].num_leaves
+            return _custom_vjp_linear(outs_res[:n], outs_res[n:], tangents, flat_bwd)
 
-        closed = stage(call.flat_fun, [get_aval(x) for x in call.leaves], self.__name__)
-        outs = custom_vjp_call_p.bind(*call.leaves, call_jaxpr=closed, fwd=flat_fwd,
-                                      bwd=flat_bwd, num_outs=len(closed.out_avals))
+        def staged_call():
+            closed = stage(call.flat_fun, [get_aval(x) for x in call.leaves], self.__name__)
+            return custom_vjp_call_p.bind(*call.leaves, call_jaxpr=closed, fwd=flat_fwd,
+                                          bwd=flat_bwd, num_outs=len(closed.out_avals))
+
+        outs = core.find_top_trace(call.leaves).process_custom_derivative_call(
+            call.leaves, jvp_rule, staged_call)
         return tree_unflatten(call.out_tree, outs)
 
 
@@ -279,13 +262,18 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
     return [None] * num_res + list(cts_in)
 
 
-def _custom_vjp_call_jvp(primals, tangents, call_jaxpr, fwd, bwd, num_outs):
-    outs_res = fwd(*primals)
-    outs, res = outs_res[:num_outs], outs_res[num_outs:]
+def _custom_vjp_linear(outs, res, tangents, bwd):
+    """The outputs of fwd and their tangents: a linear map of `tangents` whose transpose is
+    the user's bwd on the residuals `res`."""
     nz = [ad.instantiate_zeros(t) for t in tangents]
     touts = custom_lin_p.bind(*res, *nz, num_res=len(res), bwd=bwd,
                               out_avals=[get_aval(o).to_tangent_aval() for o in outs])
     return outs, touts
+
+
+def _custom_vjp_call_jvp(primals, tangents, call_jaxpr, fwd, bwd, num_outs):
+    outs_res = fwd(*primals)
+    return _custom_vjp_linear(outs_res[:num_outs], outs_res[num_outs:], tangents, bwd)
 
 
 def _custom_vjp_call_batch(axis_size, vals, dims, call_jaxpr, fwd, bwd, num_outs):

@@ -341,3 +341,23 @@ def test_equal_tree_structures_are_one_object_but_distinct_key_types_stay_apart(
     bools = tree_util.tree_structure({True: 0.0})
     assert list(tree_util.tree_unflatten(ints, [0.0]))[0] is not True
     assert list(tree_util.tree_unflatten(bools, [0.0]))[0] is True
+
+
+def test_eager_results_are_checked_against_abstract_evaluation():
+    """check_eager_avals (on in this suite): an implementation whose result disagrees with
+    the primitive's abstract evaluation fails eagerly, as the staged program would."""
+    from corejax.config import config
+    from corejax.core import ShapedArray
+
+    p = Primitive("test_widen")
+    p.def_impl(lambda x: np.stack([x, x]))                    # (2,) + shape: wrong
+    p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype))
+    saved = config.check_eager_avals
+    try:
+        config.update("check_eager_avals", True)
+        with pytest.raises(TypeError, match="test_widen: eager result"):
+            p.bind(jnp.ones(3))
+        config.update("check_eager_avals", False)
+        assert p.bind(jnp.ones(3)).shape == (2, 3)           # unchecked, as in a user's run
+    finally:
+        config.update("check_eager_avals", saved)

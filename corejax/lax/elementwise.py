@@ -63,7 +63,7 @@ def full(shape, fill_value, dtype=None, weak_type: bool = False):
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else None
     shape = tuple(map(int, shape))
     if isinstance(fill_value, core.Tracer):
-        val = fill_value if dt is None else convert_element_type(fill_value, dt)
+        val = fill_value if dt is None else convert_element_type(fill_value, dt, weak_type)
         return val if shape == () else _bid(val, shape, ())
     if dt is None:
         dt, weak_type = dtypes.result_type_and_weakness(fill_value)

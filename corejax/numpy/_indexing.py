@@ -433,10 +433,7 @@ def _cast_values(values, dtype, weak_type=False):
     """The update values in the array's dtype and weak type (as JAX converts them: so the
     gradient of a weakly typed update value is weakly typed again)."""
     values = asarray(values)
-    aval = get_aval(values)
-    if aval.dtype == dtype:
-        return lax.convert_element_type(values, dtype, weak_type=weak_type)
-    if dtypes.result_type(values, dtype) != dtype:
+    if get_aval(values).dtype != dtype and dtypes.result_type(values, dtype) != dtype:
         warnings.warn(f"scatter inputs have incompatible types: cannot safely cast value from "
                       f"dtype={get_aval(values).dtype} to dtype={dtype}. In future JAX releases "
                       f"this will result in an error.", FutureWarning, stacklevel=4)

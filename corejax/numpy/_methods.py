@@ -76,8 +76,7 @@ _METHODS = {
     "astype": _astype, "reshape": _reshape, "transpose": _transpose,
     "__getitem__": _indexing.getitem,
     "sort": _sorting.sort, "argsort": _sorting.argsort,
-    "take": lambda self, indices, axis=None, mode=None, fill_value=None: lax.indexing.take(
-        self, indices, axis=axis, mode=mode, fill_value=fill_value),
+    "take": _indexing.take,
 }
 
 

@@ -317,7 +317,7 @@ def _logaddexp_jvp(primals, tangents):
     # form's derivative is not); +inf is replaced by 0 so that inf - inf gives no NaN.
     (x, y), (tx, ty) = primals, tangents
     out = _logaddexp(x, y)
-    finite = lambda v: lax.select(lax.eq(v, lax.full_like(v, np.inf)), lax.full_like(v, 0), v)
+    finite = lambda v: lax.select(isposinf(v), lax.full_like(v, 0), v)
     share = lambda v: lax.exp(lax.sub(finite(v), finite(out)))
     return out, lax.add(lax.mul(tx, share(x)), lax.mul(ty, share(y)))
 

@@ -190,6 +190,13 @@ class JVPTrace(Trace):
             return [JVPTracer(self, p, t) for p, t in zip(out, tangent_out)]
         return JVPTracer(self, out, tangent_out)
 
+    def process_custom_derivative_call(self, values, jvp_rule, staged_call):
+        # JAX's process_custom_jvp_call: the rule runs on the primals one level down
+        # (concrete when nothing else is active); the function itself is not called.
+        tracers = [self.full_raise(x) for x in values]
+        outs, touts = jvp_rule([t.primal for t in tracers], [t.tangent for t in tracers])
+        return [JVPTracer(self, p, t) for p, t in zip(outs, touts)]
+
 
 def _check_tangent(primal, tangent):
     if type(tangent) is Zero:
@@ -220,11 +227,11 @@ def jvp_flat(fun: Callable, primals, tangents, instantiate=True):
         primals_out = [t.primal for t in tracers_out]
         tangents_out = [t.tangent for t in tracers_out]
     if instantiate:
-        tangents_out = [_instantiate_tangent(p, t) for p, t in zip(primals_out, tangents_out)]
+        tangents_out = [_instantiate_tangent(t) for t in tangents_out]
     return primals_out, tangents_out
 
 
-def _instantiate_tangent(primal, t):
+def _instantiate_tangent(t):
     if type(t) is not Zero:
         return t
     if t.aval.dtype == dtypes.float0:
@@ -536,14 +543,11 @@ class Pullback:
         self.jaxpr, self.residuals = jaxpr, list(residuals)
         self.unknown, self.in_avals = tuple(unknown), tuple(in_avals)
 
-    def with_residuals(self, residuals) -> "Pullback":
-        return Pullback(self.jaxpr, residuals, self.unknown, self.in_avals)
-
     def __call__(self, *cts):
         unknown_cts = [ct for ct, u in zip(cts, self.unknown) if u]
         args = [UndefinedPrimal(a) for a in self.in_avals]
         cts_in = backward_pass(self.jaxpr, self.residuals, args, unknown_cts)
-        return [_instantiate_tangent(None, ct) for ct in cts_in]
+        return [_instantiate_tangent(ct) for ct in cts_in]
 
 
 def vjp_flat(fun: Callable, primals):

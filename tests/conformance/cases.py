@@ -327,6 +327,17 @@ def _scalarize(out, fw):
     return total
 
 
+class Framework:
+    """The names `run` uses, from a JAX-like top module (jax itself, or corejax) and its
+    numpy and scipy.special modules."""
+
+    def __init__(self, top, numpy, scipy_special):
+        self.numpy, self.scipy_special = numpy, scipy_special
+        self.lax, self.nn, self.random = top.lax, top.nn, top.random
+        self.jit, self.vmap, self.grad, self.jvp, self.vjp = (
+            top.jit, top.vmap, top.grad, top.jvp, top.vjp)
+
+
 def run(c, transform, fw):
     f, slots = bind(c, fw)
     rng = np.random.default_rng(seed_of(c["id"], "inputs"))
@@ -1129,7 +1140,11 @@ add(case("lax.broadcast_in_dim", "f32[3]", (2, 3), (1,), transforms=FULL),
     case("lax.iota", "float32", 3, static=(0, 1), transforms=BASIC),
     case("lax.broadcasted_iota", "int32", (2, 3), 1, static=(0, 1, 2), transforms=BASIC),
     case("lax.full", (2, 3), 1.5, transforms=BASIC),
-    case("lax.full", (2,), 3, kwargs={"dtype": "float32"}, transforms=BASIC, label="dtype"))
+    case("lax.full", (2,), 3, kwargs={"dtype": "float32"}, transforms=BASIC, label="dtype"),
+    case("lax.full_like", "f32[2,3]", 2.0, transforms=("eager", "jit", "vmap", "grad")),
+    case("lax.full_like", 1.5, 2),
+    case("lax.full_like", "i32[3]", 1.5, kwargs={"dtype": "float32"}),
+    case("lax.full_like", "f32[3]", 0, kwargs={"shape": (2, 2)}, label="shape"))
 _GDN = Call("lax.GatherDimensionNumbers", offset_dims=(1,), collapsed_slice_dims=(0,),
             start_index_map=(0,))
 _SDN = Call("lax.ScatterDimensionNumbers", update_window_dims=(1,),

@@ -32,19 +32,6 @@ sys.path.insert(0, HERE)
 import cases  # noqa: E402
 
 
-class JaxFramework:
-    numpy = jnp
-    lax = jax.lax
-    nn = jax.nn
-    random = jax.random
-    scipy_special = jax.scipy.special
-    jit = staticmethod(jax.jit)
-    vmap = staticmethod(jax.vmap)
-    grad = staticmethod(jax.grad)
-    jvp = staticmethod(jax.jvp)
-    vjp = staticmethod(jax.vjp)
-
-
 def public_names(module):
     return sorted(n for n in dir(module) if not n.startswith("_") and callable(
         getattr(module, n, None)))
@@ -52,7 +39,7 @@ def public_names(module):
 
 def main():
     warnings.simplefilter("ignore")
-    fw = JaxFramework()
+    fw = cases.Framework(jax, jnp, jax.scipy.special)
     only = sys.argv[1:]
     old_entries, old_flat = {}, {}
     if only:

@@ -27,7 +27,6 @@ disagreement.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -37,17 +36,12 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fuzz_programs as fp  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_SEEDS = 300
 DEFAULT_OUT = os.path.join(HERE, "golden_fuzz.npz")
-
-
-def _load_fuzz_programs():
-    spec = importlib.util.spec_from_file_location("_corejax_fuzz_programs",
-                                                  os.path.join(HERE, "fuzz_programs.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def evaluate(seeds, verbose=False):
@@ -58,7 +52,6 @@ def evaluate(seeds, verbose=False):
     import jax.scipy.special  # noqa: F401 - the programs use jax.scipy.special.logsumexp
 
     assert not jax.config.jax_enable_x64
-    fp = _load_fuzz_programs()
     meta = {"jax_version": jax.__version__, "generator_version": fp.GENERATOR_VERSION,
             "seeds": {}}
     arrays = {}

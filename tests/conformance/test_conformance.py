@@ -25,20 +25,7 @@ with np.load(os.path.join(HERE, "golden_conformance.npz")) as _npz:
     FLAT = {k: _npz[k] for k in _npz.files}
 
 
-class CorejaxFramework:
-    numpy = jnp
-    lax = corejax.lax
-    nn = corejax.nn
-    random = corejax.random
-    scipy_special = corejax.scipy.special
-    jit = staticmethod(corejax.jit)
-    vmap = staticmethod(corejax.vmap)
-    grad = staticmethod(corejax.grad)
-    jvp = staticmethod(corejax.jvp)
-    vjp = staticmethod(corejax.vjp)
-
-
-FW = CorejaxFramework()
+FW = cases.Framework(corejax, jnp, corejax.scipy.special)
 
 # "<case id>|<transform>" -> why it fails (each runs as xfail(strict=True): fixing the bug
 # turns it into a failure that asks for the entry to be removed).

@@ -18,7 +18,6 @@ are computed live by running gen_fuzz.py in a subprocess of the Python named by
 from __future__ import annotations
 
 import builtins
-import importlib.util
 import json
 import os
 import subprocess
@@ -33,26 +32,17 @@ import corejax.numpy as jnp
 import corejax.scipy.special  # noqa: F401 - the programs use jax.scipy.special.logsumexp
 from corejax import lax
 
+import fuzz_programs as fp  # this folder is on sys.path under pytest
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOLDEN = os.path.join(HERE, "golden_fuzz.npz")
-
-
-def _load_fuzz_programs():
-    spec = importlib.util.spec_from_file_location("_corejax_fuzz_programs",
-                                                  os.path.join(HERE, "fuzz_programs.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-fp = _load_fuzz_programs()
 
 RTOL = 2e-5
 ATOL = 1e-6       # times max(1, max |expected|) of the output
 ROUNDING = 4.0    # times |JAX float32 - JAX float64| of the element (gen_fuzz.py)
 
-# seed -> reason: a known, reported corejax bug (.devwork/fuzz_bugs.md). strict: the test
-# turns red when the bug is fixed, so the entry is removed then.
+# seed -> reason: a known corejax bug (listed in the note on issue #24). strict: the test turns
+# red when the bug is fixed, so the entry is removed then.
 _WEAK_JAC = ("weak_type of jacfwd/jacrev blocks: JAX casts each block to the input (jacrev) / "
              "output (jacfwd) leaf's dtype and weak type")
 _WEAK_SCAN = ("weak_type of a grad w.r.t. a Python float through a scan whose weak init carry "
