@@ -22,7 +22,10 @@ A case is a dict:
 numpy, lax, nn, random, scipy_special, jit, vmap, grad, jvp, vjp: the very same code drives JAX in
 gen_conformance.py and corejax in test_conformance.py.
 """
+import glob
+import importlib
 import operator
+import os
 import re
 import zlib
 
@@ -130,6 +133,9 @@ def case(fn, *args, label=None, kwargs=None, static=(), transforms=NOGRAD, x64=F
 
 
 CASES = []
+# The public modules whose functions the cases cover, by their path under jax / corejax; a
+# cases_<area>.py module next to this file adds its own (see the end of this file).
+MODULES = ["numpy", "lax", "nn", "random", "scipy.special"]
 
 
 def add(*cases):
@@ -173,9 +179,7 @@ def resolve(path, fw):
     if path.startswith("array."):
         return ARRAY_OPS[path[6:]]
     mod, _, name = path.rpartition(".")
-    module = {"numpy": fw.numpy, "lax": fw.lax, "nn": fw.nn, "random": fw.random,
-              "scipy.special": fw.scipy_special}[mod]
-    return getattr(module, name)
+    return getattr(fw.module(mod), name)
 
 
 def _static(value, fw):
@@ -328,14 +332,17 @@ def _scalarize(out, fw):
 
 
 class Framework:
-    """The names `run` uses, from a JAX-like top module (jax itself, or corejax) and its
-    numpy and scipy.special modules."""
+    """The names `run` uses, from a JAX-like top module (jax itself, or corejax): its
+    transformations, and its submodules by their path under the top ("numpy.linalg")."""
 
-    def __init__(self, top, numpy, scipy_special):
-        self.numpy, self.scipy_special = numpy, scipy_special
-        self.lax, self.nn, self.random = top.lax, top.nn, top.random
+    def __init__(self, top):
+        self.top = top
+        self.numpy = self.module("numpy")
         self.jit, self.vmap, self.grad, self.jvp, self.vjp = (
             top.jit, top.vmap, top.grad, top.jvp, top.vjp)
+
+    def module(self, path):
+        return importlib.import_module(f"{self.top.__name__}.{path}")
 
 
 def run(c, transform, fw):
@@ -1356,3 +1363,13 @@ SKIP_REASONS = {
             "annotations", "canonicalize_axes", "custom_jvp", "get_aval", "jnp", "lax",
             "promote_dtypes_inexact")},
 }
+
+
+# ---------------------------------------------------------------- cases of other areas
+
+# Each cases_<area>.py next to this file (linear algebra, special functions, ...) imports this
+# module, appends its module paths to MODULES, calls `add(...)` and may extend SKIP_REASONS.
+# Loaded last and in name order, so that case ids and the golden order are stable.
+for _path in sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                           "cases_*.py"))):
+    importlib.import_module(os.path.basename(_path)[:-3])

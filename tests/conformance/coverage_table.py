@@ -5,8 +5,8 @@ Which public corejax functions the conformance suite covers, and under which tra
 
     python tests/conformance/coverage_table.py
 
-Lists every public callable of corejax.numpy, corejax.lax, corejax.nn, corejax.random and
-corejax.scipy.special with the transformations its cases run under; every uncovered name with
+Lists every public callable of the modules in cases.MODULES (corejax.numpy, corejax.lax,
+corejax.nn, corejax.random, corejax.scipy.special and those the cases_<area>.py files add) with the transformations its cases run under; every uncovered name with
 its reason (cases.SKIP_REASONS, "not in JAX" from the golden index, or "not yet covered"); the
 names JAX has that corejax lacks; and the totals.
 """
@@ -18,14 +18,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import cases  # noqa: E402
 
-import corejax.lax  # noqa: E402
-import corejax.nn  # noqa: E402
-import corejax.numpy  # noqa: E402
-import corejax.random  # noqa: E402
-import corejax.scipy.special  # noqa: E402
+import importlib  # noqa: E402
 
-MODULES = {"numpy": corejax.numpy, "lax": corejax.lax, "nn": corejax.nn,
-           "random": corejax.random, "scipy.special": corejax.scipy.special}
+MODULES = {mod: importlib.import_module(f"corejax.{mod}") for mod in cases.MODULES}
 
 
 def main():

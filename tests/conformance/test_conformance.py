@@ -25,7 +25,7 @@ with np.load(os.path.join(HERE, "golden_conformance.npz")) as _npz:
     FLAT = {k: _npz[k] for k in _npz.files}
 
 
-FW = cases.Framework(corejax, jnp, corejax.scipy.special)
+FW = cases.Framework(corejax)
 
 # "<case id>|<transform>" -> why it fails (each runs as xfail(strict=True): fixing the bug
 # turns it into a failure that asks for the entry to be removed).
