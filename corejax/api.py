@@ -761,71 +761,99 @@ def _std_basis(leaves):
     return out, total
 
 
+def _check_jac_dtype(name: str, what: str, x, holomorphic: bool, allow_int: bool = False):
+    """jacfwd's inputs and jacrev's outputs must be real (complex with holomorphic=True)."""
+    dt = get_aval(x).dtype
+    if holomorphic:
+        if not dtypes.issubdtype(dt, np.complexfloating):
+            raise TypeError(f"{name} with holomorphic=True requires {what} with complex dtype, "
+                            f"but got {np.dtype(dt).name}.")
+    elif name == "jacrev" and what == "inputs":  # reverse mode takes complex inputs too
+        if not allow_int and not dtypes.issubdtype(dt, np.inexact):
+            raise TypeError(
+                f"jacrev requires real- or complex-valued inputs (a sub-dtype of np.inexact), "
+                f"but got {np.dtype(dt).name}. For differentiation of functions with integer "
+                "inputs, pass allow_int=True or use jax.vjp directly.")
+    elif dtypes.issubdtype(dt, np.complexfloating) or not dtypes.issubdtype(dt, np.floating):
+        raise TypeError(
+            f"{name} requires real-valued {what} (a sub-dtype of np.floating), but got "
+            f"{np.dtype(dt).name}. For holomorphic differentiation, pass holomorphic=True. For "
+            f"differentiation of non-holomorphic functions involving complex {what} or integer "
+            f"{what}, use {'jax.jvp' if name == 'jacfwd' else 'jax.vjp'} directly.")
+
+
+def _jac_block(block, shape, like):
+    """One Jacobian block, reshaped and cast to the dtype and weak type of `like` (the output
+    leaf for jacfwd, the input leaf for jacrev), as JAX does."""
+    from corejax import lax, numpy as jnp
+    aval = get_aval(like)
+    if get_aval(block).dtype == dtypes.float0:  # jacrev(allow_int=True) w.r.t. an integer
+        return jnp.reshape(block, shape)
+    return lax.convert_element_type(jnp.reshape(block, shape), aval.dtype,
+                                    weak_type=aval.weak_type)
+
+
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
-    """The Jacobian by forward mode: one jvp per input basis vector, vectorized with vmap."""
+    """The Jacobian by forward mode: one jvp per input basis vector, vectorized with vmap;
+    `fun` runs once (the primal output is an unbatched output of the same vmap)."""
+    @_wraps(fun)
     def jac(*args, **kwargs):
         partial_fun, dyn = _argnums_partial(fun, args, kwargs, argnums, "jacfwd")
-
         leaves, tree = tree_flatten(dyn)
-        basis, total = _std_basis(leaves)
+        for x in leaves:
+            _check_jac_dtype("jacfwd", "inputs", x, holomorphic)
+        basis, _ = _std_basis(leaves)
 
         def push(*tangent_leaves):
-            res = jvp(partial_fun, dyn, tree_unflatten(tree, tangent_leaves), has_aux=has_aux)
-            return res[1:] if has_aux else res[1]
+            return jvp(partial_fun, dyn, tree_unflatten(tree, tangent_leaves), has_aux=has_aux)
 
-        pushed = vmap(push, out_axes=-1)(*basis)
-        aux = None
-        if has_aux:
-            pushed, aux = pushed
-            aux = tree_map(lambda a: a[..., 0], aux)
-        y = partial_fun(*dyn)
-        if has_aux:
-            y = y[0]
-        out = tree_map(lambda p: _split_jac(p, leaves, tree, isinstance(argnums, int)), pushed)
-        return (out, aux) if has_aux else out
+        out_axes = (None, -1, None) if has_aux else (None, -1)
+        res = vmap(push, out_axes=out_axes)(*basis)
+        y, pushed = res[0], res[1]
+        single = isinstance(argnums, int)
+
+        def unravel(y_leaf, p):
+            out_shape = get_aval(y_leaf).shape
+            blocks, offset = [], 0
+            for x in leaves:
+                aval = get_aval(x)
+                blocks.append(_jac_block(p[..., offset:offset + aval.size],
+                                         out_shape + aval.shape, y_leaf))
+                offset += aval.size
+            arg_trees = tree_unflatten(tree, blocks)
+            return arg_trees[0] if single else arg_trees
+
+        out = tree_map(unravel, y, pushed)
+        return (out, res[2]) if has_aux else out
 
     return jac
-
-
-def _split_jac(p, leaves, tree, single):
-    """Splits the trailing flattened-input axis of `p` into one block per input leaf."""
-    from corejax import numpy as jnp
-    out_shape = get_aval(p).shape[:-1]
-    blocks, offset = [], 0
-    for x in leaves:
-        aval = get_aval(x)
-        n = aval.size
-        blocks.append(jnp.reshape(p[..., offset:offset + n], out_shape + aval.shape))
-        offset += n
-    arg_trees = tree_unflatten(tree, blocks)
-    return arg_trees[0] if single else arg_trees
 
 
 def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
            allow_int: bool = False):
     """The Jacobian by reverse mode: one vjp per output basis vector, vectorized with vmap."""
+    @_wraps(fun)
     def jac(*args, **kwargs):
         partial_fun, dyn = _argnums_partial(fun, args, kwargs, argnums, "jacrev")
-
+        for x in tree_leaves(dyn):
+            _check_jac_dtype("jacrev", "inputs", x, holomorphic, allow_int)
         if has_aux:
             y, f_vjp, aux = vjp(partial_fun, *dyn, has_aux=True)
         else:
             y, f_vjp = vjp(partial_fun, *dyn)
         y_leaves, y_tree = tree_flatten(y)
-        basis, total = _std_basis(y_leaves)
-        cts = vmap(lambda *b: f_vjp(tree_unflatten(y_tree, b)))(*basis)
-        # cts: tuple over args of trees with a leading axis of size total (flattened outputs).
-        from corejax import numpy as jnp
-        per_out = []
-        offset = 0
         for yl in y_leaves:
-            yaval = get_aval(yl)
-            n = yaval.size
-            per_out.append(tree_map(
-                lambda c: jnp.reshape(c[offset:offset + n], yaval.shape + get_aval(c).shape[1:]),
-                cts))
+            _check_jac_dtype("jacrev", "outputs", yl, holomorphic)
+        basis, _ = _std_basis(y_leaves)
+        # cts: one tree per argument, each leaf with a leading axis over the flattened outputs
+        cts = vmap(lambda *b: f_vjp(tree_unflatten(y_tree, b)))(*basis)
+        per_out, offset = [], 0
+        for yl in y_leaves:
+            yshape, n = get_aval(yl).shape, get_aval(yl).size
+            per_out.append(tuple(tree_map(
+                lambda c, x, o=offset, n=n: _jac_block(c[o:o + n], yshape + get_aval(x).shape, x),
+                ct, arg) for ct, arg in zip(cts, dyn)))
             offset += n
-        # per_out[i] is a tuple (one per arg) of Jacobian blocks for output leaf i.
         if isinstance(argnums, int):
             per_out = [p[0] for p in per_out]
         out = tree_unflatten(y_tree, per_out)

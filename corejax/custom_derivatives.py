@@ -66,9 +66,14 @@ class custom_jvp:
         return jvp
 
     def defjvps(self, *jvps):
-        """One function per argument: `jvp_i(tangent_i, primal_out, *primals)`."""
+        """One function per argument: `jvp_i(tangent_i, primal_out, *primals)` (None: the output
+        does not depend on that argument). The primal output comes from calling this custom_jvp
+        function itself, so that derivatives of the rule use the rule again."""
+        if self.nondiff_argnums:
+            raise TypeError("Can't use ``defjvps`` with ``nondiff_argnums``; use ``defjvp``.")
+
         def jvp(primals, tangents):
-            out = self.fun(*primals)
+            out = self(*primals)
             total = None
             for fn, t in zip(jvps, tangents):
                 if fn is None:
@@ -290,8 +295,8 @@ def _custom_vjp_call_batch(axis_size, vals, dims, call_jaxpr, fwd, bwd, num_outs
             return bwd(list(rc[:n]), list(rc[n:]))
         outs, out_dims = batching.vmap_flat(f, axis_size, [0] * (n + len(cts)),
                                             args=[*res, *cts])
-        return [o if type(o) is Zero else batching.bdim_at_front(o, d, axis_size)
-                for o, d in zip(outs, out_dims)]
+        return [_cotangent_like_input(o, d, dim, val, axis_size)
+                for o, d, dim, val in zip(outs, out_dims, dims, vals)]
 
     outs = custom_vjp_call_p.bind(*vals, call_jaxpr=batched, fwd=batched_fwd, bwd=batched_bwd,
                                   num_outs=num_outs)
@@ -299,6 +304,18 @@ def _custom_vjp_call_batch(axis_size, vals, dims, call_jaxpr, fwd, bwd, num_outs
 
 
 _custom_vjp_call_batch.needs_axis_size = True
+
+
+def _cotangent_like_input(ct, ct_dim, in_dim, val, axis_size):
+    """A batched bwd's cotangent (batch axis `ct_dim`, or None) laid out as the input it belongs
+    to: the batch axis where the input has it (`in_dim`), or summed away for an unbatched input
+    (its cotangent is the sum of the per-example ones)."""
+    from corejax import lax
+    if type(ct) is Zero:
+        return Zero(get_aval(val).to_tangent_aval())
+    if in_dim is None:
+        return ct if ct_dim is None else lax.reduce_sum(ct, (ct_dim,))
+    return batching.moveaxis(batching.bdim_at_front(ct, ct_dim, axis_size), 0, in_dim)
 ad.primitive_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
 ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
 batching.primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch

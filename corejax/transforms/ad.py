@@ -10,6 +10,7 @@ Tangents may be the symbolic `Zero(aval)`, which rules skip instead of multiplyi
 """
 from __future__ import annotations
 
+import itertools
 from typing import Any, Callable, NamedTuple
 from weakref import ref
 
@@ -273,6 +274,10 @@ class _EqnRecipe(NamedTuple):
     params: dict
     avals_out: list
     tracer_refs_out: list
+    order: int  # creation order: the staged equations keep the program's own order
+
+
+_recipe_counter = itertools.count()
 
 
 class PartialEvalTracer(Tracer):
@@ -328,7 +333,8 @@ class PartialEvalTrace(Trace):
         multiple = primitive.multiple_results
         avals_list = avals_out if multiple else [avals_out]
         outs = [PartialEvalTracer(self, PartialVal.unknown(a), None) for a in avals_list]
-        recipe = _EqnRecipe(primitive, tracers_in, params, avals_list, [ref(t) for t in outs])
+        recipe = _EqnRecipe(primitive, tracers_in, params, avals_list, [ref(t) for t in outs],
+                             next(_recipe_counter))
         for t in outs:
             t.recipe = recipe
         return outs if multiple else outs[0]
@@ -373,7 +379,13 @@ def _toposort(out_tracers):
 def _tracers_to_jaxpr(tracers_in, tracers_out):
     tracer_to_var: dict[int, core.Var] = {id(t): core.Var(t.aval) for t in tracers_in}
     constvars, consts, eqns, done_recipes = [], [], [], set()
-    for t in _toposort(tracers_out):
+    # Equations in the order the program created them (a topological order, since an
+    # equation's inputs exist before it), not in the order the outputs reach them: the
+    # transpose then accumulates cotangents in the same order as JAX, which decides the weak
+    # type of a sum of weak and strong cotangents (add_any takes its first operand's type).
+    tracers = _toposort(tracers_out)
+    tracers.sort(key=lambda t: t.recipe.order if isinstance(t.recipe, _EqnRecipe) else -1)
+    for t in tracers:
         recipe = t.recipe
         if isinstance(recipe, _LambdaBinding):
             if id(t) not in tracer_to_var:

@@ -142,8 +142,10 @@ ad.primitive_transposes[jit_p] = _jit_transpose
 
 # --- batching --------------------------------------------------------------------------------
 
-def batch_jaxpr(closed: ClosedJaxpr, axis_size: int, in_dims) -> ClosedJaxpr:
-    """A Jaxpr of the batched computation, with every output batched along axis 0."""
+def batch_jaxpr(closed: ClosedJaxpr, axis_size: int, in_dims, instantiate: bool = True):
+    """A Jaxpr of the batched computation. With `instantiate`, every output is batched along
+    axis 0 and the Jaxpr is returned; otherwise an output that does not depend on a batched
+    input stays unbatched and `(jaxpr, out_dims)` is returned (out_dims: 0 or None each)."""
     in_avals = []
     for a, d in zip(closed.in_avals, in_dims):
         if d is None:
@@ -152,20 +154,24 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_size: int, in_dims) -> ClosedJaxpr:
             shape = list(a.shape)
             shape.insert(d, axis_size)
             in_avals.append(a.update(shape=tuple(shape)))
+    out_dims = []
 
     def fun(*args):
-        outs, out_dims = batching.vmap_flat(lambda *xs: closed_call(closed, *xs), axis_size,
-                                            in_dims, args=args)
-        return [batching.bdim_at_front(o, d, axis_size) for o, d in zip(outs, out_dims)]
+        outs, dims = batching.vmap_flat(lambda *xs: closed_call(closed, *xs), axis_size,
+                                        in_dims, args=args)
+        out_dims[:] = [0 if instantiate or d is not None else None for d in dims]
+        return [o if d is None and not instantiate else
+                batching.bdim_at_front(o, d, axis_size) for o, d in zip(outs, dims)]
 
-    return stage(fun, in_avals, "vmap")
+    staged = stage(fun, in_avals, "vmap")
+    return staged if instantiate else (staged, tuple(out_dims))
 
 
 def _jit_batch(axis_size, vals, dims, jaxpr, name, **params):
-    new = memoized("vmap", jaxpr, (axis_size, tuple(dims)),
-                   lambda: batch_jaxpr(jaxpr, axis_size, dims))
+    new, out_dims = memoized("vmap", jaxpr, (axis_size, tuple(dims)),
+                             lambda: batch_jaxpr(jaxpr, axis_size, dims, instantiate=False))
     outs = jit_p.bind(*vals, jaxpr=new, name=f"vmap({name})", **params)
-    return outs, [0] * len(outs)
+    return outs, list(out_dims)
 
 
 _jit_batch.needs_axis_size = True

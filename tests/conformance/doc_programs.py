@@ -168,4 +168,43 @@ def build(jax, jnp, lax, random):
     rec("jacfwd_jit_vmap_pow", lambda: jax.jacfwd(jax.jit(jax.vmap(lambda x: x ** 2.)))(jnp.arange(3.)))
     rec("hessian_jit_pow", lambda: jax.jit(jax.hessian(lambda x: jnp.sum(x ** 2.5)))(jnp.array([1., 2.])))
 
+    # Found by the composition fuzzer (fixed): a defjvps rule differentiated twice must use the
+    # rule again (relu's kink), and a batched custom_vjp's cotangent keeps the input's batch axis
+    rec("relu_times_x_2nd", lambda: (jax.grad(jax.grad(lambda a: jax.nn.relu(a) * a))(0.),
+                                     jax.grad(jax.grad(lambda a: jax.nn.relu(a) * a))(1.5)))
+    @jax.custom_vjp
+    def sin_scale(x, y): return jnp.sin(x) * y
+    sin_scale.defvjp(lambda x, y: (sin_scale(x, y), (jnp.cos(x), jnp.sin(x), y)),
+                     lambda res, g: (res[0] * g * res[2], res[1] * g))
+    xs = jnp.arange(6.).reshape(3, 2) / 4
+    rec("custom_vjp_vmap_axis1", lambda: jax.grad(lambda x, y: jnp.sum(jax.vmap(
+        sin_scale, in_axes=(1, None))(x, y)), argnums=(0, 1))(xs, jnp.arange(1., 4.)))
+    rec("custom_vjp_vmap_jit_nested", lambda: jax.vmap(jax.jit(jax.grad(
+        lambda x, y: jnp.sum(jax.vmap(sin_scale, in_axes=(1, None))(x, y)), argnums=(0, 1))),
+        in_axes=(2, None))(jnp.stack([xs, xs * 2], 2), jnp.arange(1., 4.)))
+    # jacfwd runs fun once (its primal output is an unbatched output of the vmap); each block
+    # takes the output leaf's (jacfwd) / input leaf's (jacrev) dtype and weak type
+    def half_and_sum(x): return (jnp.sin(x) * 2).astype(jnp.float16), {"a": x.sum()}
+    rec("jacfwd_float16_out", lambda: jax.jacfwd(half_and_sum)(jnp.arange(3.)))
+    rec("jacrev_float16_out", lambda: jax.jacrev(half_and_sum)(jnp.arange(3.)))
+    rec("jacfwd_aux", lambda: jax.jacfwd(half_and_sum, has_aux=True)(jnp.arange(3.)))
+    rec("jac_weak_scalar", lambda: (jax.jacfwd(lambda a, b: a * b, argnums=(0, 1))(2., jnp.ones(2)),
+                                    jax.jacrev(lambda a, b: a * b, argnums=(0, 1))(2., jnp.ones(2)),
+                                    jax.hessian(lambda a: a ** 3)(2.)))
+    rec("jacfwd_int_input", lambda: jax.jacfwd(lambda v: v * 2)(jnp.arange(3)))
+    rec("jacrev_int_input", lambda: jax.jacrev(lambda v: v * 2.)(jnp.arange(3)))
+    rec("jacrev_bool_output", lambda: jax.jacrev(lambda v: v > 0)(jnp.ones(2)))
+    rec("vmap_jit_unbatched_out", lambda: jax.vmap(jax.jit(lambda x, c: (x * c, c * 2)),
+                                                   in_axes=(0, None), out_axes=(0, None))(
+        jnp.arange(3.), 1.5))
+    # a weak carry's cotangent sums weak and strong parts: its weak type follows JAX's order
+    def scan_weak(a0):
+        def body(carry, x):
+            a, acc = carry
+            y = a ** 3. - a
+            return (a * 0.9 + 0.1 * x, acc + y), y
+        (a, acc), ys = lax.scan(body, (a0, jnp.zeros((), jnp.float32)), jnp.arange(2.) / 2)
+        return acc + 0.5 * ys[-1]
+    rec("grad_scan_weak_carry", lambda: jax.grad(scan_weak)(0.691))
+
     return programs

@@ -43,16 +43,7 @@ ROUNDING = 4.0    # times |JAX float32 - JAX float64| of the element (gen_fuzz.p
 
 # seed -> reason: a known corejax bug (listed in the note on issue #24). strict: the test turns
 # red when the bug is fixed, so the entry is removed then.
-_WEAK_JAC = ("weak_type of jacfwd/jacrev blocks: JAX casts each block to the input (jacrev) / "
-             "output (jacfwd) leaf's dtype and weak type")
-_WEAK_SCAN = ("weak_type of a grad w.r.t. a Python float through a scan whose weak init carry "
-              "is promoted to strong")
-KNOWN_FAILURES: dict[int, str] = {
-    121: _WEAK_JAC,
-    165: _WEAK_JAC,
-    206: _WEAK_SCAN,
-    277: _WEAK_JAC,
-}
+KNOWN_FAILURES: dict[int, str] = {}
 
 
 def _load_golden(path):
