@@ -11,6 +11,7 @@ import functools
 from typing import Callable
 
 from corejax import core
+from corejax.compiler import registry
 from corejax.core import Primitive, Tracer, get_aval
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero
@@ -109,6 +110,7 @@ class custom_jvp:
 
 custom_jvp_call_p = Primitive("custom_jvp_call")
 custom_jvp_call_p.multiple_results = True
+registry.def_call(custom_jvp_call_p, "call_jaxpr")
 custom_jvp_call_p.def_impl(lambda *args, call_jaxpr, jvp: [
     core.full_lower(o) for o in closed_call(call_jaxpr, *args)])
 custom_jvp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, jvp: call_jaxpr.out_avals)
@@ -232,6 +234,7 @@ class custom_vjp:
 
 
 custom_vjp_call_p = Primitive("custom_vjp_call")
+registry.def_call(custom_vjp_call_p, "call_jaxpr")
 custom_vjp_call_p.multiple_results = True
 custom_vjp_call_p.def_impl(lambda *args, call_jaxpr, **_: [
     core.full_lower(o) for o in closed_call(call_jaxpr, *args)])

@@ -12,7 +12,6 @@ from corejax.compiler import registry
 
 __all__ = ["PASSES", "run_passes", "inline_calls", "simplify", "fold_constants", "cse", "dce"]
 
-_CALL_PARAMS = {"jit": "jaxpr", "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr"}
 _FOLD_MAX_SIZE = 1 << 16
 
 
@@ -30,14 +29,15 @@ def _rebuild(closed: ClosedJaxpr, eqns, outvars, constvars=None, consts=None) ->
 # --- inlining ------------------------------------------------------------------------------
 
 def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
-    """Replaces nested jit / custom_jvp_call / custom_vjp_call equations by their bodies."""
+    """Replaces the equations of call-like primitives (registry.call_params: jit,
+    custom_jvp_call, custom_vjp_call, checkpoint) by their bodies."""
     constvars, consts = list(closed.jaxpr.constvars), list(closed.consts)
     eqns: list = []
 
     def emit(jaxpr, env, fresh):
         for eqn in jaxpr.eqns:
             invars = [_substitute(v, env) for v in eqn.invars]
-            pname = _CALL_PARAMS.get(eqn.primitive.name)
+            pname = registry.call_params.get(eqn.primitive)
             if pname is not None and isinstance(eqn.params.get(pname), ClosedJaxpr):
                 sub = eqn.params[pname]
                 sub_env = dict(zip(sub.jaxpr.invars, invars))

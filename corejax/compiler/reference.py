@@ -8,6 +8,7 @@ import numpy as np
 
 from corejax import core
 from corejax.array import Array, to_numpy, wrap
+from corejax.compiler import registry
 
 __all__ = ["ReferenceExecutable"]
 
@@ -62,9 +63,8 @@ def find_nan_source(closed: core.ClosedJaxpr, args) -> None:
 
     for eqn in jaxpr.eqns:
         ins = [read(v) for v in eqn.invars]
-        sub = next((p for p in eqn.params.values() if isinstance(p, core.ClosedJaxpr)), None)
-        if sub is not None and eqn.primitive.name in ("jit", "custom_jvp_call",
-                                                       "custom_vjp_call"):
+        sub = eqn.params.get(registry.call_params.get(eqn.primitive, ""))
+        if isinstance(sub, core.ClosedJaxpr):
             find_nan_source(sub, ins)
         with np.errstate(all="ignore"):
             outs = eqn.primitive.impl(*ins, **eqn.params)

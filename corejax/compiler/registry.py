@@ -9,6 +9,8 @@
   executor (broadcast_in_dim, unit-dimension reshapes and iota are also folded into kernel
   indexing); any other entry, and any primitive without one, runs its NumPy impl as a host
   step (control flow evaluates its sub-jaxprs there).
+- `call_params[prim]`: for call-like primitives, the parameter holding the body that the
+  compiler inlines.
 """
 from __future__ import annotations
 
@@ -16,6 +18,9 @@ from typing import Callable
 
 elementwise_lowerings: dict = {}
 kernel_lowerings: dict = {}
+# Call-like primitives (jit, custom_jvp_call, custom_vjp_call, checkpoint): the name of the
+# parameter holding the ClosedJaxpr body they evaluate; the compiler inlines the body.
+call_params: dict = {}
 # Primitives with side effects (debug callbacks): never removed, merged or folded by passes,
 # always run as host steps in program order.
 effectful: set = set()
@@ -27,6 +32,10 @@ def def_elementwise(prim, rule: Callable[..., str]) -> None:
 
 def def_kernel(prim, rule) -> None:
     kernel_lowerings[prim] = rule
+
+
+def def_call(prim, jaxpr_param: str) -> None:
+    call_params[prim] = jaxpr_param
 
 
 def def_effectful(prim) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import weakref
 
 from corejax import core
+from corejax.compiler import registry
 from corejax.core import ClosedJaxpr, Primitive
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import UndefinedPrimal, Zero, is_undefined_primal
@@ -35,6 +36,7 @@ def _jit_abstract(*avals, jaxpr: ClosedJaxpr, **_):
 jit_p.def_impl(_jit_impl)
 jit_p.def_abstract_eval(_jit_abstract)
 jit_p.weak_type_rule = lambda *args, jaxpr, **_: [a.weak_type for a in jaxpr.out_avals]
+registry.def_call(jit_p, "jaxpr")
 
 
 def stage(fun, in_avals, name="fun") -> ClosedJaxpr:
