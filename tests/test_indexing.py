@@ -20,7 +20,7 @@ GETITEM_CASES = [
     (slice(-2, None), 0, slice(None, 1)), (), (slice(None, None, -2), slice(None), slice(4, 0, -3)),
     (slice(5, 1),),
     # integer arrays of several shapes
-    np.array([0, 2]), [2, 0, 2], np.array([[0, 1], [2, 2]]), (slice(None), [1, 3]),
+    np.array([0, 2]), np.array([2, 0, 2]), np.array([[0, 1], [2, 2]]), (slice(None), [1, 3]),
     (slice(None), np.array([[3], [-1]])), ([0, 2], [1, 3]), ([0, 2], [[1], [3]]),
     (np.array(1), slice(None), np.array([4, 0])), (Ellipsis, [[0], [4]]),
     ([-1, -3], slice(1, None, 2)),
@@ -141,12 +141,12 @@ def test_at_values_broadcast_and_cast():
 
 def test_at_other_methods():
     x = jnp.arange(1.0, 6.0)
-    np.testing.assert_allclose(np.asarray(x.at[[1, 3]].subtract(1.0)), [1, 1, 3, 3, 5])
-    np.testing.assert_allclose(np.asarray(x.at[[1, 1]].divide(2.0)), [1, 0.5, 3, 4, 5])
+    np.testing.assert_allclose(np.asarray(x.at[np.array([1, 3])].subtract(1.0)), [1, 1, 3, 3, 5])
+    np.testing.assert_allclose(np.asarray(x.at[np.array([1, 1])].divide(2.0)), [1, 0.5, 3, 4, 5])
     np.testing.assert_allclose(np.asarray(x.at[2:].power(2)), [1, 2, 9, 16, 25])
     np.testing.assert_allclose(np.asarray(x.at[::2].apply(jnp.negative)), [-1, 2, -3, 4, -5])
-    np.testing.assert_array_equal(np.asarray(x.at[[0, 4]].get()), [1, 5])
-    np.testing.assert_array_equal(np.asarray(jnp.arange(4).at[[1, 2]].divide(2)),
+    np.testing.assert_array_equal(np.asarray(x.at[np.array([0, 4])].get()), [1, 5])
+    np.testing.assert_array_equal(np.asarray(jnp.arange(4).at[np.array([1, 2])].divide(2)),
                                   [0, 0.5, 1, 3])
 
 

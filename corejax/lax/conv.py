@@ -153,19 +153,19 @@ def _conv_shape(lhs_shape, rhs_shape, window_strides, padding, lhs_dilation, rhs
         if any(v < 1 for v in val):
             raise ValueError(f"conv_general_dilated {name} must be positive, got {tuple(val)}.")
     if c % g:
-        raise TypeError(f"conv_general_dilated lhs feature dimension size ({c}) must be a "
-                        f"multiple of feature_group_count ({g}); got {shapes}.")
+        raise ValueError(f"conv_general_dilated lhs feature dimension size ({c}) must be a "
+                         f"multiple of feature_group_count ({g}); got {shapes}.")
     if c // g != i:
-        raise TypeError(f"conv_general_dilated lhs feature dimension size divided by "
-                        f"feature_group_count ({c} // {g} = {c // g}) must equal the rhs input "
-                        f"feature dimension size ({i}); got {shapes}.")
+        raise ValueError(f"conv_general_dilated lhs feature dimension size divided by "
+                         f"feature_group_count ({c} // {g} = {c // g}) must equal the rhs input "
+                         f"feature dimension size ({i}); got {shapes}.")
     if o % g or o % b:
-        raise TypeError(f"conv_general_dilated rhs output feature dimension size ({o}) must be a "
-                        f"multiple of feature_group_count ({g}) and batch_group_count ({b}); "
-                        f"got {shapes}.")
+        raise ValueError(f"conv_general_dilated rhs output feature dimension size ({o}) must be a "
+                         f"multiple of feature_group_count ({g}) and batch_group_count ({b}); "
+                         f"got {shapes}.")
     if n % b:
-        raise TypeError(f"conv_general_dilated lhs batch dimension size ({n}) must be a multiple "
-                        f"of batch_group_count ({b}); got {shapes}.")
+        raise ValueError(f"conv_general_dilated lhs batch dimension size ({n}) must be a multiple "
+                         f"of batch_group_count ({b}); got {shapes}.")
     out_sp = tuple(_out_size(*args) for args in
                    zip(in_sp, k_sp, window_strides, padding, lhs_dilation, rhs_dilation))
     return _physical((n // b, o) + out_sp, out_spec)

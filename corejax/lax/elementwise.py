@@ -62,6 +62,8 @@ def full(shape, fill_value, dtype=None, weak_type: bool = False):
     from corejax.lax.structural import broadcast_in_dim as _bid
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else None
     shape = tuple(map(int, shape))
+    if shape and builtins.min(shape) < 0:
+        raise TypeError(f"lax.full shape must have every element be nonnegative, got {shape}.")
     if isinstance(fill_value, core.Tracer):
         val = fill_value if dt is None else convert_element_type(fill_value, dt, weak_type)
         return val if shape == () else _bid(val, shape, ())
@@ -81,8 +83,19 @@ def broadcast_in_dim(x, shape, dims):
     return _bid(x, shape, dims)
 
 
+def _check_eager_dtypes(prim: Primitive, *args):
+    """Eager binds skip abstract evaluation, which rejects dtypes the primitive does not
+    accept: it runs here for eager operands that are not floats (lax.logistic(int32) is a
+    TypeError eagerly as under jit; traced operands get it from their trace)."""
+    x = args[0]
+    if type(x) is Array and x._value.dtype.kind == "f" or isinstance(x, core.Tracer):
+        return
+    prim.abstract_eval(*map(get_aval, args))
+
+
 def _unary(prim: Primitive):
     def fn(x):
+        _check_eager_dtypes(prim, x)
         return prim.bind(x)
     fn.__name__ = prim.name
     fn.__doc__ = f"Elementwise {prim.name} (lax.{prim.name})."
@@ -91,7 +104,9 @@ def _unary(prim: Primitive):
 
 def _binary(prim: Primitive):
     def fn(x, y):
-        return prim.bind(*_prepare(x, y, name=prim.name))
+        x, y = _prepare(x, y, name=prim.name)
+        _check_eager_dtypes(prim, x, y)
+        return prim.bind(x, y)
     fn.__name__ = prim.name
     fn.__doc__ = f"Elementwise {prim.name} (lax.{prim.name})."
     return fn
@@ -263,8 +278,23 @@ round_p = unop("round", _round_impl, ("floating",),
                    "round_even" if rounding_method == 1 else "round_away", x))
 defjvp_zero(round_p)
 
-is_finite_p = unop("is_finite", np.isfinite, ("floating",), _math("isfinite"),
-                   result_dtype=bool_result)
+def _weak_if_all_weak(prim):
+    """A bool-valued primitive whose result is weak when every operand is (JAX's comparisons
+    and is_finite: `jnp.arange(3) == 1.0` and `jnp.isfinite(1.5)` are weak bools)."""
+    strong_rule = prim.abstract_eval
+
+    def abstract_eval(*avals, **params):
+        return strong_rule(*avals, **params).update(
+            weak_type=builtins.all(a.weak_type for a in avals))
+
+    prim.def_abstract_eval(abstract_eval)
+    prim.weak_type_rule = lambda *args, **params: builtins.all(
+        dtypes.is_weakly_typed(a) for a in args)
+    return prim
+
+
+is_finite_p = _weak_if_all_weak(unop("is_finite", np.isfinite, ("floating",), _math("isfinite"),
+                                     result_dtype=bool_result))
 defjvp_zero(is_finite_p)
 
 exp_p = unop("exp", np.exp, FLOATING, _math("exp"), quiet=True, transcendental=True)
@@ -363,7 +393,7 @@ defjvp_zero(population_count_p)
 # integer_pow: x ** y for a static integer y.
 def _integer_pow_impl(x, y):
     if y < 0 and x.dtype.kind in "iu":
-        raise ValueError("Integers cannot be raised to negative integer powers.")
+        raise TypeError("Integers cannot be raised to negative integer powers.")
     with np.errstate(all="ignore"):
         return np.power(x, x.dtype.type(y)) if y >= 0 else (1 / np.power(x, -y)).astype(x.dtype)
 
@@ -484,8 +514,8 @@ for _p in (and_p, or_p, xor_p, shift_left_p, shift_right_logical_p, shift_right_
 # --- comparisons -----------------------------------------------------------------------------
 
 def _compare(name, np_fn, op):
-    prim = naryop(name, np_fn, (ANY, ANY), lambda ctx, x, y: f"({x} {op} {y})",
-                  result_dtype=bool_result)
+    prim = _weak_if_all_weak(naryop(name, np_fn, (ANY, ANY), lambda ctx, x, y: f"({x} {op} {y})",
+                                    result_dtype=bool_result))
     defjvp_zero(prim)
     return prim
 
@@ -705,8 +735,22 @@ sqrt, rsqrt, cbrt, erf, erfc, erf_inv, lgamma, abs = map(
     _unary, (sqrt_p, rsqrt_p, cbrt_p, erf_p, erfc_p, erf_inv_p, lgamma_p, abs_p))
 bitwise_not = _unary(not_p)
 population_count = _unary(population_count_p)
-add, sub, mul, div, rem, pow, max, min, atan2, nextafter = map(
-    _binary, (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p))
+add, sub, mul, div, rem, max, min, atan2, nextafter = map(
+    _binary, (add_p, sub_p, mul_p, div_p, rem_p, max_p, min_p, atan2_p, nextafter_p))
+
+_pow = _binary(pow_p)
+
+
+def pow(x, y):
+    """x ** y elementwise (lax.pow): x inexact; y of x's dtype or any integer dtype (an integer
+    exponent is converted to x's dtype, so it has no derivative)."""
+    if not isinstance(y, (int, float, complex)) and isinstance(x, (Array, core.Tracer)):
+        y_dt, x_dt = get_aval(y).dtype, get_aval(x).dtype
+        if y_dt.kind in "iu" and x_dt.kind in "fc":
+            y = convert_element_type(y, x_dt)
+    return _pow(x, y)
+
+
 bitwise_and, bitwise_or, bitwise_xor = map(_binary, (and_p, or_p, xor_p))
 shift_left, shift_right_logical, shift_right_arithmetic = map(
     _binary, (shift_left_p, shift_right_logical_p, shift_right_arithmetic_p))
@@ -719,7 +763,13 @@ def round(x, rounding_method=0):
 
 
 def integer_pow(x, y: int):
-    return integer_pow_p.bind(x, y=int(y))
+    y = int(y)
+    if y < 0 and dtypes.is_integer(get_aval(x).dtype):
+        aval = get_aval(x)
+        raise TypeError(f"Integers cannot be raised to negative powers, got "
+                        f"integer_pow({aval.dtype.name}[{','.join(map(str, aval.shape))}], {y}); "
+                        "convert the base to a float dtype first.")
+    return integer_pow_p.bind(x, y=y)
 
 
 def square(x):

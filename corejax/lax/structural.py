@@ -12,7 +12,7 @@ from corejax.core import Primitive, ShapedArray, get_aval
 from corejax.compiler import registry
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero, deflinear, is_undefined_primal
-from corejax.lax._factories import shape_str
+from corejax.lax._factories import NUMERIC, check_dtype, shape_str
 
 __all__ = []
 
@@ -47,13 +47,21 @@ def _define(name, impl, abstract_eval, weak_from_operand=True):
 # --- broadcast_in_dim ------------------------------------------------------------------------
 
 def _broadcast_in_dim_impl(x, shape, broadcast_dimensions):
-    expanded = [1] * len(shape)
-    for src, dst in enumerate(broadcast_dimensions):
-        expanded[dst] = x.shape[src]
-    return np.broadcast_to(x.reshape(expanded), shape)
+    try:
+        expanded = [1] * len(shape)
+        for src, dst in enumerate(broadcast_dimensions):
+            expanded[dst] = x.shape[src]
+        return np.broadcast_to(x.reshape(expanded), shape)
+    except (ValueError, IndexError):
+        # eager binds skip abstract evaluation: report NumPy's failure as lax's TypeError
+        _broadcast_in_dim_abstract(ShapedArray(x.shape, x.dtype), shape, broadcast_dimensions)
+        raise
 
 
 def _broadcast_in_dim_abstract(x, shape, broadcast_dimensions):
+    if any(d < 0 for d in shape):
+        raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got "
+                        f"{shape_str(shape)}.")
     if len(broadcast_dimensions) != x.ndim:
         raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to the "
                         f"operand ndim {x.ndim}, got {broadcast_dimensions}.")
@@ -500,12 +508,13 @@ ad.defjvp_zero(iota_p)
 
 
 def iota(dtype, size: int):
-    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=(int(size),), dimension=0)
+    return broadcasted_iota(dtype, (size,), 0)
 
 
 def broadcasted_iota(dtype, shape, dimension):
-    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=tuple(int(s) for s in shape),
-                       dimension=int(dimension))
+    dtype = dtypes.canonicalize_dtype(dtype)
+    check_dtype("iota", ShapedArray((), dtype), NUMERIC)
+    return iota_p.bind(dtype=dtype, shape=tuple(int(s) for s in shape), dimension=int(dimension))
 
 
 # --- dynamic_slice / dynamic_update_slice ----------------------------------------------------

@@ -25,8 +25,8 @@ def relu(x):
     return jnp.maximum(x, jnp.zeros_like(x))
 
 
-relu.defjvps(lambda g, ans, x: lax.select(x > 0, g, lax.full(get_aval(g).shape, 0,
-                                                            get_aval(g).dtype)))
+# the zero tangent keeps g's weak type (grad of relu at a Python float is weak, as in JAX)
+relu.defjvps(lambda g, ans, x: lax.select(x > 0, g, lax.full_like(g, 0)))
 
 
 def relu6(x):
@@ -35,8 +35,8 @@ def relu6(x):
 
 
 def sigmoid(x):
-    (x,) = promote_dtypes_inexact(x)
-    return lax.logistic(x)
+    """1 / (1 + exp(-x)); like JAX, integer inputs are a TypeError (convert them first)."""
+    return lax.logistic(asarray(x))
 
 
 def log_sigmoid(x):
@@ -55,7 +55,8 @@ def soft_sign(x):
 
 
 def silu(x):
-    (x,) = promote_dtypes_inexact(x)
+    """x * sigmoid(x); integer inputs are a TypeError, as in JAX."""
+    x = asarray(x)
     return x * lax.logistic(x)
 
 
@@ -73,9 +74,12 @@ def gelu(x, approximate: bool = True):
     return x * (lax.erfc(-x * lax.full((), 1 / math.sqrt(2), dt)) / 2)
 
 
+# elu, celu, leaky_relu, sparse_plus and hard_tanh promote an integer input only through their
+# Python float constants, as JAX's do: elu(int32) is a weak float32, hard_tanh(int32) stays int32.
+
 def elu(x, alpha=1.0):
-    (x,) = promote_dtypes_inexact(x)
-    safe = jnp.where(x > 0, jnp.zeros_like(x), x)
+    x = asarray(x)
+    safe = jnp.where(x > 0, 0.0, x)
     return jnp.where(x > 0, x, alpha * jnp.expm1(safe))
 
 
@@ -86,18 +90,18 @@ def selu(x):
 
 
 def celu(x, alpha=1.0):
-    (x,) = promote_dtypes_inexact(x)
+    x = asarray(x)
     return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
 
 
 def leaky_relu(x, negative_slope=1e-2):
-    (x,) = promote_dtypes_inexact(x)
+    x = asarray(x)
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
 def hard_tanh(x):
-    (x,) = promote_dtypes_inexact(x)
-    return jnp.clip(x, -1.0, 1.0)
+    x = asarray(x)
+    return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
 
 
 def hard_sigmoid(x):
@@ -123,8 +127,8 @@ def squareplus(x, b=4):
 
 
 def sparse_plus(x):
-    (x,) = promote_dtypes_inexact(x)
-    return jnp.where(x <= -1.0, jnp.zeros_like(x), jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
+    x = asarray(x)
+    return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
 
 
 def glu(x, axis=-1):
@@ -160,7 +164,7 @@ def log_softmax(x, axis=-1, where=None, initial=-jnp.inf):
 
 
 def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
-    """One-hot encodings of integer array `x`; out-of-range indices give all-zero rows."""
+    """One-hot encodings of the labels `x`; out-of-range labels give all-zero rows."""
     from corejax.numpy._core import concrete_int
     num_classes = concrete_int(num_classes, "num_classes")
     x = asarray(x)
@@ -170,12 +174,11 @@ def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
     axis = axis % out_ndim
     shape = list(aval.shape)
     shape.insert(axis, num_classes)
-    classes = lax.broadcasted_iota(aval.dtype if aval.dtype.kind in "iu" else np.int32,
-                                   tuple(shape), axis)
+    # classes counted in x's own dtype: a float label matches only if it equals a class
+    # exactly (0.7 matches none), as in JAX; boolean labels are a TypeError
+    classes = lax.broadcasted_iota(aval.dtype, tuple(shape), axis)
     x_b = lax.broadcast_in_dim(x, tuple(shape),
                                tuple(i for i in range(out_ndim) if i != axis))
-    if get_aval(x_b).dtype != get_aval(classes).dtype:
-        x_b = lax.convert_element_type(x_b, get_aval(classes).dtype)
     return lax.convert_element_type(lax.eq(x_b, classes), dt)
 
 

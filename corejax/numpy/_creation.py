@@ -24,7 +24,8 @@ def _shape(shape) -> tuple:
         raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
                         f"{shape!r}.") from None
     if any(s < 0 for s in out):
-        raise ValueError(f"negative dimensions are not allowed, got shape {out}")
+        raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got "
+                        f"{out}: array dimensions cannot be negative.")
     return out
 
 
@@ -60,6 +61,8 @@ def _full(shape, fill_value, dtype):
             fill, core.Tracer) else lax.broadcast_in_dim(fill, shape, ())
     dt = dtypes.canonicalize_dtype(dtype)
     fill = asarray(fill_value, dt)
+    if get_aval(fill).weak_type:
+        fill = lax.convert_element_type(fill, dt)  # an explicit dtype is a strong type
     if get_aval(fill).ndim:
         from corejax.numpy._shape import broadcast_to
         return broadcast_to(fill, shape)
@@ -89,7 +92,10 @@ def empty_like(a, dtype=None, shape=None, *, device=None):
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     shape, dt, weak = _like(a, shape, dtype)
-    return place_new(_full(shape, fill_value, dt), device, like=a)
+    out = _full(shape, fill_value, dt)
+    if weak:  # weakly typed like `a` (the fill's own type never decides)
+        out = lax.convert_element_type(out, dt, weak_type=True)
+    return place_new(out, device, like=a)
 
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None):

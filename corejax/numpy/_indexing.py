@@ -120,6 +120,14 @@ def _concrete_mask(mask) -> np.ndarray:
 
 
 def _canonical_entries(idx, shape) -> list[_Entry]:
+    if isinstance(idx, list):
+        multi = any(i is None or i is Ellipsis or isinstance(i, (slice, list, tuple, Array,
+                                                                 Tracer, np.ndarray))
+                    for i in idx)
+        fix = ("`arr[tuple(seq)]` instead of `arr[seq]`" if multi else "`arr[array(seq)]` "
+               "instead of `arr[seq]` (x[jnp.array([0, 2])] gathers elements 0 and 2)")
+        raise TypeError("Using a non-tuple sequence for multidimensional indexing is not "
+                        f"allowed; use {fix}.")
     raw = idx if isinstance(idx, tuple) else (idx,)
     raw = tuple(_convert_entry(i, k) for k, i in enumerate(raw))
     entries, dim = [], 0

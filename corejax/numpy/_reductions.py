@@ -51,12 +51,17 @@ def _reduction(name, lax_fn, upcast, identity=None, bool_op=None):
                 raise ValueError(f"jnp.{name} with where= requires an initial value.")
             from corejax.numpy._ufuncs import where as _where
             a = _where(where, a, lax.full((), identity(dt) if initial is None else initial, dt))
+        empty = builtins.any(aval.shape[i] == 0 for i in axes)
         if dt == np.bool_ and bool_op is not None:
             result = bool_op(a, axes)
-        else:
-            if builtins.any(aval.shape[i] == 0 for i in axes) and identity is None and initial is None:
+        elif empty and identity is None:
+            if initial is None:
                 raise ValueError(f"zero-size array to reduction operation {name} which has no "
                                  "identity")
+            # an empty max / min is its initial value
+            shape = tuple(n for i, n in enumerate(aval.shape) if i not in axes)
+            return _keep(lax.full(shape, initial, dt), axes, aval.shape, keepdims)
+        else:
             result = lax_fn(a, axes)
         if initial is not None:
             from corejax.numpy import _ufuncs
@@ -171,7 +176,7 @@ def cumsum(a, axis=None, dtype=None):
     # Unlike sum, JAX's cumulative sum keeps small integer dtypes; only bool becomes int.
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else (
         dtypes.default_int_dtype() if aval.dtype == np.bool_ else aval.dtype)
-    a = lax.convert_element_type(a, dt, weak_type=aval.weak_type)
+    a = lax.convert_element_type(a, dt)  # strongly typed, as every jnp reduction
     return lax.cumsum(a, canonicalize_axis(axis, get_aval(a).ndim))
 
 

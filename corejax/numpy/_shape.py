@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import builtins
+import operator
 
 import numpy as np
 
 from corejax import core, dtypes, lax
 from corejax.core import get_aval
 from corejax.numpy._core import (asarray, broadcast_shapes, broadcast_to_shape,
-                                 canonicalize_axes, canonicalize_axis,
+                                 canonicalize_axes, canonicalize_axis, check_arraylike,
                                  concrete_int, promote_dtypes)
 
 __all__ = []
@@ -169,8 +170,8 @@ def concatenate(arrays, axis=0, dtype=None):
         raise ValueError("Zero-dimensional arrays cannot be concatenated.")
     for a in arrs:
         if get_aval(a).ndim != ndim:
-            raise ValueError(f"All input arrays must have the same number of dimensions, but got "
-                             f"shapes {[get_aval(x).shape for x in arrs]}")
+            raise TypeError("Cannot concatenate arrays with different numbers of dimensions: got "
+                            f"{', '.join(str(get_aval(x).shape) for x in arrs)}.")
     return lax.concatenate(arrs, canonicalize_axis(axis, ndim))
 
 
@@ -264,23 +265,67 @@ def tile(A, reps):
 
 
 def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+    """Repeats elements of `a`; `repeats` is an int or an array broadcastable to the axis'
+    length. Under jit, array repeats need a static `total_repeat_length` (extra slots repeat
+    the last element; a shorter total drops the tail)."""
+    check_arraylike("repeat", a, repeats)
     a = asarray(a)
     if axis is None:
         a = ravel(a)
         axis = 0
     aval = get_aval(a)
     axis = canonicalize_axis(axis, aval.ndim)
-    if isinstance(repeats, (int, np.integer)) or np.ndim(repeats) == 0:
-        r = concrete_int(repeats, "repeats")
+    n = aval.shape[axis]
+    r = _static_scalar(repeats)
+    if r is not None:
+        if r < 0:
+            raise TypeError(f"jnp.repeat: repeats must be nonnegative, got {r}.")
         shape = aval.shape
         expanded = lax.broadcast_in_dim(a, shape[:axis + 1] + (r,) + shape[axis + 1:],
                                         tuple(i if i <= axis else i + 1 for i in range(len(shape))))
-        return lax.reshape(expanded, shape[:axis] + (shape[axis] * r,) + shape[axis + 1:])
-    reps = core.concrete_or_error(np.asarray, repeats,
-                                  "jnp.repeat with array repeats needs concrete repeats")
-    pieces = [lax.slice_in_dim(a, i, i + 1, 1, axis) for i in range(aval.shape[axis])]
-    parts = [repeat(p, int(k), axis) for p, k in zip(pieces, reps) if int(k) > 0]
-    return concatenate(parts, axis)
+        out = lax.reshape(expanded, shape[:axis] + (n * r,) + shape[axis + 1:])
+        if total_repeat_length is None or total_repeat_length == n * r:
+            return out
+        return _fit_length(out, axis, operator.index(total_repeat_length))
+    repeats = broadcast_to_shape(asarray(repeats), (n,))
+    if total_repeat_length is None:
+        counts = core.concrete_or_error(
+            np.asarray, repeats, "When jit-compiling jnp.repeat, the total number of repeats "
+            "must be static. To fix this, either specify a static value for `repeats`, or pass a "
+            "static value to `total_repeat_length`.")
+        total = int(counts.sum())
+    else:
+        total = operator.index(total_repeat_length)
+    # Block k starts at the exclusive cumulative sum of repeats; marking each start and
+    # summing the marks gives, at every output slot, the index of the block it belongs to.
+    ends = lax.cumsum(repeats, 0)
+    starts = lax.sub(ends, repeats)
+    marks = lax.full((total,), 0, get_aval(repeats).dtype).at[starts].add(
+        lax.full((n,), 1, get_aval(repeats).dtype), mode="drop")
+    block = lax.sub(lax.cumsum(marks, 0), lax.full((), 1, get_aval(marks).dtype))
+    block = lax.clamp(lax.full((), 0, get_aval(block).dtype), block,
+                      lax.full((), builtins.max(n - 1, 0), get_aval(block).dtype))
+    from corejax.lax import indexing
+    return indexing.take(a, block, axis=axis, mode="clip")
+
+
+def _static_scalar(x):
+    """The Python int of a concrete rank-0 integer, else None (arrays, traced values)."""
+    if np.ndim(x) != 0 if not hasattr(x, "aval") else get_aval(x).ndim != 0:
+        return None
+    try:
+        return core.concrete_or_error(lambda v: operator.index(np.asarray(v)[()]), x)
+    except core.ConcretizationTypeError:
+        return None
+
+
+def _fit_length(x, axis, length):
+    """`x` cut to `length` along axis, or padded by repeating its last slice."""
+    n = get_aval(x).shape[axis]
+    if length <= n:
+        return lax.slice_in_dim(x, 0, length, 1, axis)
+    last = lax.slice_in_dim(x, n - 1, n, 1, axis)
+    return lax.concatenate([x, repeat(last, length - n, axis)], axis)
 
 
 def flip(m, axis=None):

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from corejax import lax
+import operator
+
+from corejax import dtypes, lax
 from corejax.core import get_aval
 from corejax.custom_derivatives import custom_jvp
 from corejax.numpy._core import (asarray, check_arraylike, promote_and_broadcast,
@@ -117,8 +119,8 @@ logical_xor = _logical(lax.bitwise_xor, "logical_xor")
 
 def logical_not(x, /):
     x = asarray(x)
-    return lax.bitwise_not(x if get_aval(x).dtype == np.bool_ else lax.ne(x, lax.full((), 0,
-                                                                          get_aval(x).dtype)))
+    dt = get_aval(x).dtype
+    return lax.bitwise_not(x if dt == np.bool_ else lax.ne(x, _weak_const(0, dt)))
 
 
 def true_divide(x, y, /):
@@ -139,10 +141,10 @@ def floor_divide(x, y, /):
         if dt.kind == "u":
             return q
         # lax.div truncates; floor differs when the signs differ and the division is inexact.
-        zero = lax.full((), 0, dt)
+        zero = _weak_const(0, dt)
         fix = lax.bitwise_and(lax.ne(lax.rem(x, y), zero),
                               lax.ne(lax.lt(x, zero), lax.lt(y, zero)))
-        return lax.select(fix, lax.sub(q, lax.full((), 1, dt)), q)
+        return lax.select(fix, lax.sub(q, _weak_const(1, dt)), q)
     if dt == np.bool_:
         raise TypeError("floor_divide does not accept dtype bool.")
     return lax.floor(lax.div(x, y))
@@ -155,7 +157,7 @@ def remainder(x, y, /):
     r = lax.rem(x, y)
     if dt.kind == "u":
         return r
-    zero = lax.full((), 0, dt)
+    zero = _weak_const(0, dt)
     fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
     return lax.select(fix, lax.add(r, y), r)
 
@@ -175,10 +177,7 @@ def divmod(x, y, /):
 def power(x, y, /):
     check_arraylike("power", x, y)
     if isinstance(y, (int, np.integer)) and not isinstance(y, bool):
-        x = asarray(x)
-        if get_aval(x).dtype.kind in "iu" and y < 0:
-            raise ValueError("Integers to negative integer powers are not allowed.")
-        return lax.integer_pow(x, int(y))
+        return lax.integer_pow(asarray(x), int(y))
     x, y = promote_and_broadcast(x, y)
     dt = get_aval(x).dtype
     if dt.kind in "iub":
@@ -235,23 +234,46 @@ floor = _rounding(lax.floor, "floor")
 ceil = _rounding(lax.ceil, "ceil")
 trunc = _rounding(lambda x: lax.select(lax.lt(x, lax.full((), 0, get_aval(x).dtype)),
                                        lax.ceil(x), lax.floor(x)), "trunc")
-rint = _rounding(lambda x: lax.round(x, 1), "rint")
 fix = trunc
+
+
+def rint(x, /):
+    """Rounds half to even; integer and boolean inputs become (strong) floats, as in JAX."""
+    check_arraylike("rint", x)
+    x = asarray(x)
+    dt = get_aval(x).dtype
+    if dt.kind in "iub":
+        return lax.convert_element_type(x, dtypes.default_float_dtype())
+    return lax.round(x, 1)
 
 
 def round(a, decimals: int = 0, out=None):
     """Rounds half to even, like NumPy."""
+    check_arraylike("round", a)
+    decimals = operator.index(decimals)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
     a = asarray(a)
     dt = get_aval(a).dtype
     if dt.kind in "iub":
+        if decimals < 0:
+            raise NotImplementedError("integer np.round not implemented for decimals < 0 "
+                                      f"(got decimals={decimals}); convert the array to a float "
+                                      "dtype first.")
         return a
     if decimals == 0:
         return lax.round(a, 1)
-    factor = lax.full((), 10.0 ** decimals, dt)
+    factor = _weak_const(10.0 ** decimals, dt)
     return lax.div(lax.round(lax.mul(a, factor), 1), factor)
 
 
 around = round
+
+
+def _weak_const(value, dt):
+    """A rank-0 constant that promotes like a Python scalar: the result of combining it with
+    an array is weak only if the array is."""
+    return lax.full((), value, dt, weak_type=True)
 
 
 def isfinite(x, /):
@@ -275,13 +297,19 @@ def isnan(x, /):
 
 
 def isposinf(x, /):
-    x = asarray(x)
-    return lax.eq(x, lax.full((), np.inf, get_aval(x).dtype))
+    return _isinf_signed(x, np.inf)
 
 
 def isneginf(x, /):
+    return _isinf_signed(x, -np.inf)
+
+
+def _isinf_signed(x, inf):
     x = asarray(x)
-    return lax.eq(x, lax.full((), -np.inf, get_aval(x).dtype))
+    aval = get_aval(x)
+    if aval.dtype.kind in "iub":
+        return lax.full(aval.shape, False, np.bool_)
+    return lax.eq(x, lax.full((), inf, aval.dtype))
 
 
 def signbit(x, /):
@@ -328,8 +356,9 @@ def where(condition, x=None, y=None, /):
         from corejax.numpy._reductions import nonzero
         return nonzero(condition)
     if x is None or y is None:
-        raise ValueError("Either both or neither of the x and y arguments should be provided "
-                         "to jnp.where.")
+        raise TypeError(f"where requires ndarray or scalar arguments, got NoneType at position "
+                        f"{1 if x is None else 2}: pass both x and y, or neither (the "
+                        "one-argument form is jnp.nonzero).")
     check_arraylike("where", condition, x, y)
     cond = asarray(condition)
     if get_aval(cond).dtype != np.bool_:
@@ -360,19 +389,21 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
 
 def heaviside(x, h0, /):
     x, h0 = promote_dtypes_inexact(*promote_and_broadcast(x, h0))
-    zero = lax.full((), 0, get_aval(x).dtype)
-    return where(lax.lt(x, zero), zero, where(lax.gt(x, zero), lax.full((), 1, get_aval(x).dtype),
+    zero = _weak_const(0, get_aval(x).dtype)
+    return where(lax.lt(x, zero), zero, where(lax.gt(x, zero), _weak_const(1, get_aval(x).dtype),
                                               h0))
 
 
 def deg2rad(x, /):
+    check_arraylike("deg2rad", x)
     (x,) = promote_dtypes_inexact(x)
-    return lax.mul(x, lax.full((), np.pi / 180, get_aval(x).dtype))
+    return lax.mul(x, _weak_const(np.pi / 180, get_aval(x).dtype))
 
 
 def rad2deg(x, /):
+    check_arraylike("rad2deg", x)
     (x,) = promote_dtypes_inexact(x)
-    return lax.mul(x, lax.full((), 180 / np.pi, get_aval(x).dtype))
+    return lax.mul(x, _weak_const(180 / np.pi, get_aval(x).dtype))
 
 
 radians, degrees = deg2rad, rad2deg
@@ -381,10 +412,11 @@ radians, degrees = deg2rad, rad2deg
 def sinc(x, /):
     (x,) = promote_dtypes_inexact(x)
     dt = get_aval(x).dtype
-    pix = lax.mul(x, lax.full((), np.pi, dt))
-    is_zero = lax.eq(x, lax.full((), 0, dt))
-    safe = lax.select(is_zero, lax.full(get_aval(x).shape, 1, dt), pix)
-    return lax.select(is_zero, lax.full(get_aval(x).shape, 1, dt), lax.div(lax.sin(safe), safe))
+    pix = lax.mul(x, _weak_const(np.pi, dt))
+    is_zero = lax.eq(x, _weak_const(0, dt))
+    one = lax.full_like(x, 1)
+    safe = lax.select(is_zero, one, pix)
+    return lax.select(is_zero, one, lax.div(lax.sin(safe), safe))
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):

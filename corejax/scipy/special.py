@@ -20,12 +20,14 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
         a, b = promote_dtypes_inexact(a, b)
         b = jnp.broadcast_to(b, aval.shape)
         a = jnp.where(b != 0, a, -jnp.inf)
-    amax = jnp.max(a, axis=axes, keepdims=True)
+    # -inf as the max's initial value: empty and fully masked reductions give log(0) = -inf
+    amax = jnp.max(a, axis=axes, keepdims=True, where=where, initial=-jnp.inf)
     amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, jnp.zeros_like(amax)))
-    exp_a = jnp.exp(a - amax)
+    # lax.sub, not jnp's: a weak `a` is not converted, so its gradient is strong as in JAX
+    exp_a = jnp.exp(lax.sub(a, jnp.broadcast_to(amax, get_aval(a).shape)))
     if b is not None:
         exp_a = exp_a * b
-    summed = jnp.sum(exp_a, axis=axes, keepdims=True)
+    summed = jnp.sum(exp_a, axis=axes, keepdims=True, where=where)
     sign = jnp.sign(summed)
     out = jnp.log(jnp.abs(summed)) + amax
     if not keepdims:

@@ -30,82 +30,6 @@ FW = cases.Framework(corejax)
 # "<case id>|<transform>" -> why it fails (each runs as xfail(strict=True): fixing the bug
 # turns it into a failure that asks for the entry to be removed).
 KNOWN_FAILURES = {
-    'numpy.deg2rad/1.5|eager':
-        'weak_type: jnp.deg2rad(python float) is weakly typed in JAX, strong in corejax',
-    'numpy.deg2rad/1.5|jit':
-        'weak_type: jnp.deg2rad(python float) is weakly typed in JAX, strong in corejax',
-    'numpy.rad2deg/1.5|eager':
-        'weak_type: jnp.rad2deg(python float) is weakly typed in JAX, strong in corejax',
-    'numpy.rad2deg/1.5|jit':
-        'weak_type: jnp.rad2deg(python float) is weakly typed in JAX, strong in corejax',
-    'numpy.radians/1.5|eager':
-        'weak_type: jnp.radians(python float) is weakly typed in JAX, strong in corejax',
-    'numpy.radians/1.5|jit':
-        'weak_type: jnp.radians(python float) is weakly typed in JAX, strong in corejax',
-    'numpy.rint/i324|eager':
-        'dtype: jnp.rint(int32 array) is float32 in JAX, int32 in corejax',
-    'numpy.rint/i324|jit':
-        'dtype: jnp.rint(int32 array) is float32 in JAX, int32 in corejax',
-    'numpy.rint/i324|vmap':
-        'dtype: jnp.rint(int32 array) is float32 in JAX, int32 in corejax',
-    'numpy.round/int_decimalsm1|eager':
-        'jnp.round(int array, decimals=-1) raises NotImplementedError in JAX; corejax computes it',
-    'numpy.round/int_decimalsm1|jit':
-        'jnp.round(int array, decimals=-1) raises NotImplementedError in JAX; corejax computes it',
-    'numpy.round/int_decimalsm1|vmap':
-        'jnp.round(int array, decimals=-1) raises NotImplementedError in JAX; corejax computes it',
-    'numpy.isfinite/1.5|eager':
-        'weak_type: jnp.isfinite(1.5) is a weak bool in JAX',
-    'numpy.isfinite/1.5|jit':
-        'weak_type: jnp.isfinite(1.5) is a weak bool in JAX',
-    'numpy.where/one_missing|eager':
-        'error type: jnp.where(c, x) raises TypeError in JAX, ValueError in corejax',
-    'numpy.concatenate/Lf322x3+f323|eager':
-        'error type: rank mismatch in jnp.concatenate is TypeError in JAX, ValueError in corejax',
-    'numpy.concatenate/Lf322x3+f323|jit':
-        'error type: rank mismatch in jnp.concatenate is TypeError in JAX, ValueError in corejax',
-    'numpy.concatenate/Lf322x3+f323|vmap':
-        'error type: rank mismatch in jnp.concatenate is TypeError in JAX, ValueError in corejax',
-    'numpy.concatenate/Lf322x3+f323|grad':
-        'error type: rank mismatch in jnp.concatenate is TypeError in JAX, ValueError in corejax',
-    'numpy.concatenate/Lf322x3+f323|jvp':
-        'error type: rank mismatch in jnp.concatenate is TypeError in JAX, ValueError in corejax',
-    'numpy.repeat/f323_L1+0+2|eager':
-        'jnp.repeat with a Python list of repeats raises TypeError in JAX; corejax accepts it',
-    'numpy.repeat/f323_L1+0+2|jit':
-        'jnp.repeat with a Python list of repeats raises TypeError in JAX; corejax accepts it',
-    'numpy.repeat/f323_L1+0+2|vmap':
-        'jnp.repeat with a Python list of repeats raises TypeError in JAX; corejax accepts it',
-    'numpy.repeat/f323_L1+0+2|grad':
-        'jnp.repeat with a Python list of repeats raises TypeError in JAX; corejax accepts it',
-    'numpy.repeat/f323_L1+0+2|jvp':
-        'jnp.repeat with a Python list of repeats raises TypeError in JAX; corejax accepts it',
-    'numpy.zeros/2-1|eager':
-        'error type: jnp.zeros((2, -1)) is TypeError in JAX, ValueError in corejax',
-    'numpy.zeros/2-1|jit':
-        'error type: jnp.zeros((2, -1)) is TypeError in JAX, ValueError in corejax',
-    'numpy.full_like/f322x3_2.0|jit':
-        "weak_type: jit(jnp.full_like)(x, 2.0) with a traced weak fill is weakly typed in corejax, strong (x's dtype) in JAX",
-    'numpy.unravel_index/4_23|eager':
-        'weak_type: jnp.unravel_index(4, shape) returns weak int32 in JAX',
-    'numpy.unravel_index/4_23|jit':
-        'weak_type: jnp.unravel_index(4, shape) returns weak int32 in JAX',
-    'array.getitem/list|eager':
-        'x[[0, 2]] (a Python list index) raises TypeError in JAX; corejax accepts it',
-    'array.getitem/list|jit':
-        'x[[0, 2]] (a Python list index) raises TypeError in JAX; corejax accepts it',
-    'array.getitem/list|vmap':
-        'x[[0, 2]] (a Python list index) raises TypeError in JAX; corejax accepts it',
-    'array.getitem/list|grad':
-        'x[[0, 2]] (a Python list index) raises TypeError in JAX; corejax accepts it',
-    'array.pow/i323_-1|eager':
-        'error type: int_array ** -1 raises TypeError in JAX, ValueError in corejax',
-    'array.eq/i323_1.0|eager':
-        'weak_type: int32_array == 1.0 is a weak bool in JAX',
-    'array.eq/i323_1.0|jit':
-        'weak_type: int32_array == 1.0 is a weak bool in JAX',
-    'array.eq/i323_1.0|vmap':
-        'weak_type: int32_array == 1.0 is a weak bool in JAX',
     'lax.lgamma/f322x3|grad':
         'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: lax.lgamma(x).sum())(x)',
     'lax.lgamma/f322x3|jvp':
@@ -116,36 +40,6 @@ KNOWN_FAILURES = {
         'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: lax.lgamma(x).sum())(x)',
     'lax.lgamma/f322x3|jit_grad':
         'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: lax.lgamma(x).sum())(x)',
-    'lax.pow/mixed_array_error|eager':
-        'lax.pow(float32, int32) is accepted by JAX (integer exponent); corejax raises TypeError',
-    'lax.conv_general_dilated/feature_mismatch|eager':
-        "error type: feature-size mismatch in conv_general_dilated: JAX's exception type differs from corejax's TypeError",
-    'lax.broadcast_in_dim/bad|eager':
-        'error type: lax.broadcast_in_dim(f32[3], (2, 4), (1,)) is TypeError in JAX, ValueError (from NumPy) in corejax eagerly',
-    'nn.swish/i324|eager':
-        'nn.swish(int array) raises TypeError in JAX; corejax computes it',
-    'nn.swish/i324|jit':
-        'nn.swish(int array) raises TypeError in JAX; corejax computes it',
-    'nn.swish/i324|vmap':
-        'nn.swish(int array) raises TypeError in JAX; corejax computes it',
-    'nn.celu/i324|eager':
-        'weak_type: nn.celu(int32 array) is weakly typed float32 in JAX',
-    'nn.celu/i324|jit':
-        'weak_type: nn.celu(int32 array) is weakly typed float32 in JAX',
-    'nn.celu/i324|vmap':
-        'weak_type: nn.celu(int32 array) is weakly typed float32 in JAX',
-    'nn.hard_tanh/i324|eager':
-        'dtype: nn.hard_tanh(int32 array) stays int32 in JAX; corejax returns float32',
-    'nn.hard_tanh/i324|jit':
-        'dtype: nn.hard_tanh(int32 array) stays int32 in JAX; corejax returns float32',
-    'nn.hard_tanh/i324|vmap':
-        'dtype: nn.hard_tanh(int32 array) stays int32 in JAX; corejax returns float32',
-    'nn.one_hot/float_labels|eager':
-        'nn.one_hot with float labels compares labels to classes exactly in JAX (0.7 matches nothing); corejax truncates to int',
-    'nn.one_hot/float_labels|jit':
-        'nn.one_hot with float labels compares labels to classes exactly in JAX (0.7 matches nothing); corejax truncates to int',
-    'nn.one_hot/float_labels|vmap':
-        'nn.one_hot with float labels compares labels to classes exactly in JAX (0.7 matches nothing); corejax truncates to int',
     'scipy.special.gammaln/f322x3|grad':
         'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: gammaln(x).sum())(x)',
     'scipy.special.gammaln/f322x3|jvp':
@@ -158,18 +52,6 @@ KNOWN_FAILURES = {
         'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: gammaln(x).sum())(x)',
     'scipy.special.gammaln/f32|grad':
         'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: gammaln(x).sum())(x)',
-    'scipy.special.logsumexp/empty|eager':
-        'logsumexp of an empty array is -inf in JAX; corejax raises ValueError (NumPy max of empty)',
-    'scipy.special.logsumexp/empty|jit':
-        'logsumexp of an empty array is -inf in JAX; corejax raises ValueError (NumPy max of empty)',
-    'scipy.special.logsumexp/empty|vmap':
-        'logsumexp of an empty array is -inf in JAX; corejax raises ValueError (NumPy max of empty)',
-    'scipy.special.logsumexp/where|eager':
-        'logsumexp(..., where=mask) values differ from JAX (masked entries not excluded?)',
-    'scipy.special.logsumexp/where|jit':
-        'logsumexp(..., where=mask) values differ from JAX (masked entries not excluded?)',
-    'scipy.special.logsumexp/where|grad':
-        'logsumexp(..., where=mask) values differ from JAX (masked entries not excluded?)',
 }
 
 # a transformation's result goes through more operations than the function alone
