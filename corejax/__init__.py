@@ -1,6 +1,6 @@
 """corejax: JAX's programming model (grad, vmap, jit, a key-based PRNG) on a core of its own,
 compiled to Numba kernels."""
-__version__ = "0.1.0"
+from corejax.version import __version__
 
 from corejax.config import config
 from corejax import dtypes, tree_util
@@ -18,6 +18,14 @@ from corejax.errors import (ConcretizationTypeError, TracerBoolConversionError,
 from corejax.tree_util import tree_map, tree_leaves, tree_structure
 from corejax import nn, scipy, random
 from corejax import debug
+from corejax import tree, typing, version
+from corejax._config_states import (enable_x64, debug_nans, threefry_partitionable,
+                                    explain_cache_misses)
+from corejax._tracing import typeof, ensure_compile_time_eval, named_scope, named_call
+from corejax._runtime import (process_index, process_count, process_indices, host_id,
+                              host_count, host_ids, local_devices, local_device_count,
+                              effects_barrier, clear_caches, live_arrays, copy_to_host_async,
+                              print_environment_info)
 
 stop_gradient = lax.stop_gradient
 float0 = dtypes.float0
@@ -25,10 +33,6 @@ float0 = dtypes.float0
 
 def default_backend() -> str:
     return config.platform
-
-
-def local_devices(backend=None):
-    return devices(backend)
 
 
 def device_count(backend=None) -> int:

@@ -60,7 +60,7 @@ def _encode(treedef) -> dict:
     node = treedef.node_type
     if node is None:
         return {"leaf": True}
-    children = [_encode(c) for c in treedef.children]
+    children = [_encode(c) for c in treedef.children()]
     if node in _BUILTIN_NODES:
         out = {"node": _BUILTIN_NODES[node], "children": children}
         if node is dict:

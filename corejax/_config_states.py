@@ -1,0 +1,67 @@
+"""Config options as objects of the top-level API, as JAX has them: `corejax.enable_x64`,
+`debug_nans`, `threefry_partitionable`, `explain_cache_misses`. `option.value` reads the
+option; `with option(new_value):` (or `@option(new_value)` on a function) sets it for the
+duration. Their public path is corejax.
+
+The options are process-wide (corejax.config): a `with` block changes the value every
+thread sees until it exits, where JAX's blocks are per thread.
+"""
+from __future__ import annotations
+
+import contextlib
+
+from corejax.config import config
+
+__all__ = ["State", "enable_x64", "debug_nans", "threefry_partitionable",
+           "explain_cache_misses"]
+
+
+class State:
+    """One config option (`config.<option>`): read it with `.value`, set it in a block with
+    `with state(new_value):`."""
+
+    __slots__ = ("_option",)
+
+    def __init__(self, option: str):
+        self._option = option
+
+    @property
+    def name(self) -> str:
+        return f"jax_{self._option}"
+
+    @property
+    def value(self):
+        return getattr(config, self._option)
+
+    def __call__(self, new_val=True) -> "_Setting":
+        return _Setting(self._option, bool(new_val))
+
+    def __bool__(self):
+        raise TypeError(f"bool() of the config option {self.name}: read its value with "
+                        f".value instead.")
+
+    def __repr__(self):
+        return f"<config option {self.name}={self.value!r}>"
+
+
+class _Setting(contextlib.ContextDecorator):
+    """Sets a config option on entry and restores its previous value on exit."""
+
+    def __init__(self, option: str, new_val):
+        self.option, self.new_val = option, new_val
+        self._previous: list = []
+
+    def __enter__(self):
+        self._previous.append(getattr(config, self.option))
+        config.update(self.option, self.new_val)
+        return self
+
+    def __exit__(self, *exc):
+        config.update(self.option, self._previous.pop())
+        return False
+
+
+enable_x64 = State("enable_x64")
+debug_nans = State("debug_nans")
+threefry_partitionable = State("threefry_partitionable")
+explain_cache_misses = State("explain_cache_misses")
