@@ -26,6 +26,8 @@ from corejax._runtime import (process_index, process_count, process_indices, hos
                               host_count, host_ids, local_devices, local_device_count,
                               effects_barrier, clear_caches, live_arrays, copy_to_host_async,
                               print_environment_info)
+from corejax import ad_checkpoint
+from corejax.ad_checkpoint import checkpoint, remat, checkpoint_policies
 
 stop_gradient = lax.stop_gradient
 float0 = dtypes.float0

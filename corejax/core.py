@@ -512,13 +512,25 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list:
         raise TypeError(f"jaxpr expects {len(jaxpr.invars)} arguments, got {len(args)}")
     for v, x in zip(jaxpr.invars, args):
         env[v] = x
-    for eqn in jaxpr.eqns:
-        outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
-        if not eqn.primitive.multiple_results:
-            outs = (outs,)
-        for v, x in zip(eqn.outvars, outs):
-            env[v] = x
+    global replayed_source_info
+    outer = replayed_source_info
+    try:
+        for eqn in jaxpr.eqns:
+            # an equation staged again from here keeps the user's line it was first staged at
+            replayed_source_info = eqn.source_info or outer
+            outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+            if not eqn.primitive.multiple_results:
+                outs = (outs,)
+            for v, x in zip(eqn.outvars, outs):
+                env[v] = x
+    finally:
+        replayed_source_info = outer
     return [read(v) for v in jaxpr.outvars]
+
+
+# The source line of the equation eval_jaxpr is replaying (None outside it): staging records
+# it instead of the innermost user frame, which would be the caller of the transformation.
+replayed_source_info: SourceInfo | None = None
 
 
 def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable:

@@ -378,7 +378,7 @@ def _toposort(out_tracers):
 
 def _tracers_to_jaxpr(tracers_in, tracers_out):
     tracer_to_var: dict[int, core.Var] = {id(t): core.Var(t.aval) for t in tracers_in}
-    constvars, consts, eqns, done_recipes = [], [], [], set()
+    constvars, consts, eqns, done_recipes, const_vars = [], [], [], set(), {}
     # Equations in the order the program created them (a topological order, since an
     # equation's inputs exist before it), not in the order the outputs reach them: the
     # transpose then accumulates cotangents in the same order as JAX, which decides the weak
@@ -391,10 +391,13 @@ def _tracers_to_jaxpr(tracers_in, tracers_out):
             if id(t) not in tracer_to_var:
                 raise core.UnexpectedTracerError("Encountered an unknown input during linearize.")
         elif isinstance(recipe, _ConstRecipe):
-            var = core.Var(t.aval)
+            # one residual per known value, however many unknown equations read it
+            var = const_vars.get(id(recipe.val))
+            if var is None:
+                var = const_vars[id(recipe.val)] = core.Var(t.aval)
+                constvars.append(var)
+                consts.append(recipe.val)
             tracer_to_var[id(t)] = var
-            constvars.append(var)
-            consts.append(recipe.val)
         elif isinstance(recipe, _EqnRecipe):
             if id(recipe) in done_recipes:
                 continue

@@ -22,7 +22,10 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def user_source_info() -> core.SourceInfo | None:
-    """The innermost stack frame outside corejax: the user's line that staged an operation."""
+    """The user's line that staged an operation: the line an equation being replayed was first
+    staged at, else the innermost stack frame outside corejax."""
+    if core.replayed_source_info is not None:
+        return core.replayed_source_info
     frame = sys._getframe(2)
     while frame is not None:
         fname = frame.f_code.co_filename
