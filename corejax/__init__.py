@@ -18,7 +18,8 @@ from corejax.errors import (ConcretizationTypeError, TracerBoolConversionError,
 from corejax.tree_util import tree_map, tree_leaves, tree_structure
 from corejax import nn, scipy, random
 from corejax import debug
-from corejax import tree, typing, version
+from corejax import tree, typing, version, ops, dlpack
+from corejax._fwd_bwd import fwd_and_bwd
 from corejax._config_states import (enable_x64, debug_nans, threefry_partitionable,
                                     explain_cache_misses)
 from corejax._tracing import typeof, ensure_compile_time_eval, named_scope, named_call
@@ -26,7 +27,7 @@ from corejax._runtime import (process_index, process_count, process_indices, hos
                               host_count, host_ids, local_devices, local_device_count,
                               effects_barrier, clear_caches, live_arrays, copy_to_host_async,
                               print_environment_info)
-from corejax import ad_checkpoint
+from corejax import ad_checkpoint, stages
 from corejax.ad_checkpoint import checkpoint, remat, checkpoint_policies
 
 stop_gradient = lax.stop_gradient

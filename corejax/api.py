@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from corejax import core, dtypes
+from corejax import core, dtypes, stages
 from corejax.array import Array, backend_for, operands_for
 from corejax.config import config
 from corejax.core import ClosedJaxpr, ShapedArray, Tracer, get_aval
@@ -392,9 +392,21 @@ class _JittedFunction:
                           backend=self._backend)
         return tree_unflatten(entry.out_tree, outs)
 
-    def lower(self, *args, **kwargs):
+    def trace(self, *args, **kwargs) -> stages.Traced:
+        """The traced program for these arguments (`.jaxpr`, `.out_info`, `.lower()`)."""
         entry, leaves = self._lookup(args, kwargs)
-        return Lowered(entry, self._backend_name(leaves), _fun_name(self._fun))
+        _, _, dyn_args, dyn_kwargs = self._split(args, kwargs)
+        in_tree = tree_structure((tuple(dyn_args), dyn_kwargs))
+        n = len(entry.consts)
+        donated = list(entry.donated[n:]) if entry.donated else [False] * len(leaves)
+        return stages.Traced(entry, in_tree, [_abstractify(x) for x in leaves], donated,
+                             self._backend_name(leaves), _fun_name(self._fun))
+
+    def lower(self, *args, **kwargs) -> stages.Lowered:
+        return self.trace(*args, **kwargs).lower()
+
+    def eval_shape(self, *args, **kwargs):
+        return self.trace(*args, **kwargs).out_info
 
     def _cache_size(self) -> int:
         return len(self._cache)
@@ -410,32 +422,6 @@ class _JittedFunction:
 
     def __repr__(self):
         return f"<jitted function {_fun_name(self._fun)}>"
-
-
-class Lowered:
-    """`jit(f).lower(*args)`: the staged program; `.as_text()` shows IR and kernels."""
-
-    def __init__(self, entry: _CacheEntry, backend: str, name: str):
-        self._entry, self._backend, self._name = entry, backend, name
-
-    def _executable(self):
-        from corejax.compiler import compile_jaxpr
-        return compile_jaxpr(self._entry.jaxpr, self._backend, self._entry.donated)
-
-    def as_text(self) -> str:
-        return self._executable().as_text()
-
-    def compile(self):
-        self._executable()
-        return self
-
-    @property
-    def jaxpr(self) -> ClosedJaxpr:
-        return self._entry.jaxpr
-
-    def __call__(self, *args):
-        return _run(self._entry, self._executable(), self._backend,
-                    [*self._entry.consts, *tree_leaves(args)])
 
 
 def _hashable_static(x, what):

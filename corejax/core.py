@@ -87,6 +87,10 @@ class ShapedArray:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
 
+    def __str__(self):  # as JAX: "float32[2,3]", "~float32[]" when weakly typed
+        weak = "~" if self.weak_type else ""
+        return f"{weak}{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
 
 def raise_to_shaped(aval: ShapedArray, weak_type=None) -> ShapedArray:
     return aval if weak_type is None else aval.update(weak_type=weak_type)
