@@ -28,6 +28,7 @@ from corejax._runtime import (process_index, process_count, process_indices, hos
                               effects_barrier, clear_caches, live_arrays, copy_to_host_async,
                               print_environment_info)
 from corejax import ad_checkpoint, stages
+from corejax.callbacks import pure_callback
 from corejax.ad_checkpoint import checkpoint, remat, checkpoint_policies
 
 stop_gradient = lax.stop_gradient

@@ -1,0 +1,87 @@
+"""Programs whose results are lines of text (reprs of structures, error types, values), run
+identically under JAX (gen_line_programs.py records the lines in golden_line_programs.json)
+and corejax (test_line_programs.py compares them line by line).
+
+Imports only numpy and the standard library."""
+import numpy as np
+
+
+def stages(jax, jnp):
+    """jit(f).trace / .lower / .compile."""
+    out = []
+
+    def f(x, n, *, k=1.0):
+        return x * n + k
+
+    jf = jax.jit(f, static_argnums=1)
+    t = jf.trace(jnp.ones(3), 2, k=3.0)
+    out += [repr(t.out_info), repr(t.in_avals), t.fun_name, repr(t.in_tree), repr(t.out_tree)]
+    c = t.lower().compile()
+    out.append(repr(c(jnp.ones(3), k=3.0).tolist()))
+    for args, kwargs in [((jnp.ones(3), 2), dict(k=3.0)), ((jnp.ones(4),), dict(k=3.0)),
+                         ((jnp.ones(3, dtype=jnp.int32),), dict(k=3.0)), ((jnp.ones(3),), {})]:
+        try:
+            out.append(repr(c(*args, **kwargs)))
+        except Exception as e:  # noqa: BLE001
+            out.append(type(e).__name__)
+    out.append(repr(c.cost_analysis()["flops"]))
+    out.append(repr(jf.eval_shape(jnp.ones(3), 2)))
+    mm = jax.jit(lambda a, b: a @ b).lower(jnp.ones((4, 5)), jnp.ones((5, 6))).compile()
+    out.append(repr(mm.cost_analysis()["flops"]))
+    out.append(repr((mm.out_info.shape, str(mm.out_info.dtype))))
+    m = jax.jit(lambda a, b: a * b, donate_argnums=0).trace(jnp.ones(3), jnp.ones(3))
+    out.append(repr((m.donate_argnums, m.args_info[0][0].donated, m.args_info[0][1].donated)))
+    out.append(repr(isinstance(mm, jax.stages.Compiled)))
+    out.append(repr(isinstance(jf.lower(jnp.ones(2), 3), jax.stages.Lowered)))
+    tr = jax.jit(lambda d: {"s": d["a"].sum(), "m": d["b"] * 2}).trace(
+        {"a": jnp.ones((2, 3)), "b": jnp.arange(4)})
+    out += [repr(tr.out_info), repr(tr.in_tree)]
+    j = jax.jit(lambda x, y: (jnp.sin(x) * 2.0, y)).trace(jnp.ones(2), 3).jaxpr
+    out.append(repr(([str(a) for a in j.in_avals], [str(a) for a in j.out_avals])))
+    return out
+
+
+def callbacks(jax, jnp):
+    """pure_callback eagerly, under jit, under vmap with each vmap_method, and its errors."""
+    out, calls = [], []
+
+    def cb(x, y=1.0):
+        calls.append(np.shape(x))
+        return np.sin(np.asarray(x)) * y
+
+    def both(a, b):
+        calls.append((np.shape(a), np.shape(b)))
+        return np.asarray(a) + np.asarray(b)
+
+    sd = jax.ShapeDtypeStruct((3,), jnp.float32)
+    x = jnp.arange(3.)
+    out.append(repr(jax.pure_callback(cb, sd, x).tolist()))
+    out.append(repr(jax.jit(lambda x: jax.pure_callback(cb, sd, x, y=2.0))(x).tolist()))
+    for m in ["sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
+              "legacy_vectorized", None]:
+        calls.clear()
+        try:
+            r = jax.vmap(lambda x: jax.pure_callback(cb, sd, x, vmap_method=m))(jnp.ones((2, 3)))
+            out.append(f"{m} {r.shape} {calls} {np.round(np.asarray(r), 5).tolist()}")
+        except Exception as e:  # noqa: BLE001
+            out.append(f"{m} {type(e).__name__}")
+        calls.clear()
+        try:
+            r = jax.jit(jax.vmap(lambda x, c: jax.pure_callback(both, sd, x, c, vmap_method=m),
+                                 in_axes=(0, None)))(jnp.ones((2, 3)), jnp.arange(3.))
+            out.append(f"{m} {r.shape} {calls} {np.asarray(r).tolist()}")
+        except Exception as e:  # noqa: BLE001
+            out.append(f"{m} {type(e).__name__}")
+    try:
+        jax.grad(lambda x: jax.pure_callback(cb, jax.ShapeDtypeStruct((), jnp.float32), x))(1.)
+    except Exception as e:  # noqa: BLE001
+        out.append(type(e).__name__)
+    out.append(str(jax.pure_callback(lambda x: np.ones(3, np.float64), sd, x).dtype))
+    out.append(repr(jax.pure_callback(lambda x: (np.ones(3, np.float32),), sd, x).tolist()))
+    r = jax.pure_callback(lambda a: {"s": np.sum(a), "d": np.asarray(a) * 2},
+                          {"s": jax.ShapeDtypeStruct((), jnp.float32), "d": x}, x)
+    out.append(repr(jax.tree_util.tree_map(lambda v: np.asarray(v).tolist(), r)))
+    return out
+
+
+PROGRAMS = {"stages": stages, "callbacks": callbacks}
