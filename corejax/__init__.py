@@ -10,8 +10,9 @@ from corejax import lax
 from corejax import numpy
 from corejax.api import (jit, grad, value_and_grad, vjp, jvp, linearize, jacfwd, jacrev,
                          jacobian, hessian, vmap, make_jaxpr, eval_shape, ShapeDtypeStruct,
+                         linear_transpose,
                          disable_jit)
-from corejax.custom_derivatives import custom_jvp, custom_vjp
+from corejax.custom_derivatives import custom_jvp, custom_vjp, custom_gradient, closure_convert
 from corejax.errors import (ConcretizationTypeError, TracerBoolConversionError,
                             TracerIntegerConversionError, TracerArrayConversionError,
                             UnexpectedTracerError)

@@ -647,6 +647,45 @@ register_pytree_node(VJP, lambda f: (list(f._pullback.residuals), f._static()),
                      _vjp_unflatten)
 
 
+def linear_transpose(fun: Callable, *primals, reduce_axes=()):
+    """The transpose of the linear function `fun` at inputs shaped like `primals` (arrays or
+    ShapeDtypeStructs): `f_t(cotangent)` returns a tuple of one cotangent per primal.
+    Raises where `fun` is not linear in its inputs (a primitive without a transpose rule)."""
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to transpose is deprecated")
+    leaves, in_tree = tree_flatten((primals, {}))
+    primals_tree = tree_structure(primals)
+    in_avals = [_abstractify(x) for x in leaves]
+    in_float = [dtypes.is_inexact(a.dtype) for a in in_avals]
+    out_store: list = []
+    jaxpr, consts = trace_to_jaxpr(_flatten_fun(fun, in_tree, out_store),
+                                   in_avals, fun_name=_fun_name(fun))
+    out_avals = [v.aval for v in jaxpr.outvars]
+    out_float = [dtypes.is_inexact(a.dtype) for a in out_avals]
+    if not ((all(in_float) and all(out_float)) or (not any(in_float) and not any(out_float))):
+        raise TypeError("linear_transpose only supports [float or complex] -> [float or "
+                        "complex], and integer -> integer functions, but got "
+                        f"{[a.dtype.name for a in in_avals]} -> "
+                        f"{[a.dtype.name for a in out_avals]}.")
+    out_tree = out_store[0]
+
+    def transposed(out_cotangent):
+        ct_leaves, ct_tree = tree_flatten(out_cotangent)
+        if ct_tree != out_tree:
+            raise TypeError("cotangent tree does not match function output, expected "
+                            f"{out_tree} but got {ct_tree}")
+        for c, a in zip(ct_leaves, out_avals):
+            ca = get_aval(c)
+            if ca.shape != a.shape or ca.dtype != a.dtype:
+                raise TypeError("cotangent type does not match function output, expected "
+                                f"{a.str_short()} but got {ca.str_short()}")
+        cts = ad.backward_pass(jaxpr, consts, [ad.UndefinedPrimal(a) for a in in_avals],
+                               ct_leaves)
+        return tuple(tree_unflatten(primals_tree, [ad.instantiate_zeros(ct) for ct in cts]))
+
+    return transposed
+
+
 def _check_argnums(argnums, nargs, name):
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     for a in nums:

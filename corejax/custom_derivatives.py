@@ -322,3 +322,68 @@ def _cotangent_like_input(ct, ct_dim, in_dim, val, axis_size):
 ad.primitive_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
 ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
 batching.primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
+
+
+# --- closure_convert and custom_gradient -----------------------------------------------------
+
+def closure_convert(fun: Callable, *example_args):
+    """`(converted, consts)`: `converted(*args, *consts)` computes `fun(*args)` with the
+    floating-point values `fun` closes over from enclosing transformations (tracers) taken as
+    the explicit trailing arguments `consts`, so that it can be a custom_vjp's bwd or a
+    custom_linear_solve's solver. Other closed-over values stay closed over."""
+    from corejax.transforms.staging import trace_to_jaxpr
+    from corejax import dtypes
+    leaves, in_tree = tree_flatten(example_args)
+    out_store = {}
+
+    def flat(*xs):
+        out = fun(*tree_unflatten(in_tree, list(xs)))
+        out_leaves, out_store["tree"] = tree_flatten(out)
+        return out_leaves
+
+    jaxpr, consts = trace_to_jaxpr(flat, [get_aval(x) for x in leaves],
+                                   fun_name=getattr(fun, "__name__", "fun"))
+    hoist = [isinstance(c, Tracer) and dtypes.is_inexact(get_aval(c).dtype) for c in consts]
+    hoisted = [c for c, h in zip(consts, hoist) if h]
+    kept = [c for c, h in zip(consts, hoist) if not h]
+    out_tree = out_store["tree"]
+
+    def converted(*args_and_consts):
+        n = len(args_and_consts) - len(hoisted)
+        args_leaves, tree = tree_flatten(args_and_consts[:n])
+        if tree != in_tree:
+            raise TypeError(f"closure_convert: the converted function was traced for "
+                            f"arguments {in_tree}, called with {tree}")
+        given, kept_it = iter(args_and_consts[n:]), iter(kept)
+        all_consts = [next(given) if h else next(kept_it) for h in hoist]
+        return tree_unflatten(out_tree, core.eval_jaxpr(jaxpr, all_consts, *args_leaves))
+
+    converted.__name__ = getattr(fun, "__name__", "converted")
+    return converted, hoisted
+
+
+def _consts_then_cotangent(converted, *consts_and_ct):
+    return converted(consts_and_ct[-1], *consts_and_ct[:-1])
+
+
+def custom_gradient(fun: Callable) -> Callable:
+    """`fun(*args)` returns `(out, vjp)` with `vjp(cotangent_of_out)` a tuple of one cotangent
+    per positional argument: differentiation uses that vjp."""
+    from corejax.tree_util import Partial
+
+    @custom_vjp
+    def wrapped(*args):
+        return fun(*args)[0]
+
+    def fwd(*args):
+        out, rule = fun(*args)
+        converted, consts = closure_convert(rule, out)
+        # the residuals: the rule's closed-over arrays, with the rule itself as static data
+        return out, Partial(functools.partial(_consts_then_cotangent, converted), *consts)
+
+    def bwd(res, ct):
+        cts = res(ct)
+        return tuple(cts) if isinstance(cts, (tuple, list)) else (cts,)
+
+    wrapped.defvjp(fwd, bwd)
+    return functools.wraps(fun, updated=())(lambda *args: wrapped(*args))

@@ -84,4 +84,45 @@ def callbacks(jax, jnp):
     return out
 
 
-PROGRAMS = {"stages": stages, "callbacks": callbacks}
+def transposes(jax, jnp):
+    """linear_transpose, custom_gradient and closure_convert."""
+    out = []
+
+    def show(v):
+        return repr(jax.tree_util.tree_map(lambda a: np.round(np.asarray(a), 5).tolist(), v))
+
+    f = lambda x, y: (0.5 * x - 0.5 * y, jnp.sum(x) * 2.0)  # noqa: E731
+    ft = jax.linear_transpose(f, jnp.ones(3), jnp.ones(3))
+    out.append(show(ft((jnp.arange(3.), 4.0))))
+    out.append(show(jax.linear_transpose(lambda d: d["a"] @ jnp.ones((3, 2)), {
+        "a": jax.ShapeDtypeStruct((4, 3), jnp.float32)})(jnp.ones((4, 2)))))
+    for bad in [lambda: ft((jnp.arange(3.),)), lambda: ft((jnp.arange(4.), 1.0)),
+                lambda: jax.linear_transpose(jnp.sin, 1.0)(1.0),
+                lambda: jax.linear_transpose(lambda x: x.astype(jnp.int32), 1.0)]:
+        try:
+            out.append(show(bad()))
+        except Exception as e:  # noqa: BLE001
+            out.append(type(e).__name__)
+
+    @jax.custom_gradient
+    def f2(x):
+        return jnp.sin(x), lambda g: (g * jnp.cos(x) * 10,)
+    out.append(show((jax.grad(f2)(1.0), jax.jit(jax.grad(f2))(1.0),
+                     jax.vmap(jax.grad(f2))(jnp.arange(3.)),
+                     jax.grad(lambda x: f2(x) * x)(0.5))))
+
+    @jax.custom_gradient
+    def f3(x, y):
+        return x * y, lambda g: (g * y, g * x * 2)
+    out.append(show(jax.grad(f3, argnums=(0, 1))(2.0, 3.0)))
+
+    def outer(a):
+        conv, consts = jax.closure_convert(lambda x: x * a, 1.0)
+        return conv(2.0, *consts), len(consts)
+    out.append(show((jax.grad(lambda a: outer(a)[0])(3.0), outer(3.0)[1])))
+    conv, consts = jax.closure_convert(lambda x: x * 2, 1.0)
+    out.append(show((len(consts), conv(4.0))))
+    return out
+
+
+PROGRAMS = {"stages": stages, "callbacks": callbacks, "transposes": transposes}
