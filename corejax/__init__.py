@@ -19,7 +19,7 @@ from corejax.errors import (ConcretizationTypeError, TracerBoolConversionError,
 from corejax.tree_util import tree_map, tree_leaves, tree_structure
 from corejax import nn, scipy, random
 from corejax import debug
-from corejax import tree, typing, version, ops, dlpack
+from corejax import tree, typing, version, ops, dlpack, image
 from corejax._fwd_bwd import fwd_and_bwd
 from corejax._config_states import (enable_x64, debug_nans, threefry_partitionable,
                                     explain_cache_misses)
@@ -30,6 +30,7 @@ from corejax._runtime import (process_index, process_count, process_indices, hos
                               print_environment_info)
 from corejax import ad_checkpoint, stages
 from corejax.callbacks import pure_callback
+from corejax import custom_batching
 from corejax.ad_checkpoint import checkpoint, remat, checkpoint_policies
 
 stop_gradient = lax.stop_gradient

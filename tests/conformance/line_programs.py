@@ -125,4 +125,57 @@ def transposes(jax, jnp):
     return out
 
 
-PROGRAMS = {"stages": stages, "callbacks": callbacks, "transposes": transposes}
+def custom_vmaps(jax, jnp):
+    """custom_batching.custom_vmap and sequential_vmap under vmap, jit, jvp and grad."""
+    import importlib
+    cb = importlib.import_module(jax.__name__ + ".custom_batching")
+    out, log = [], []
+
+    def show(v):
+        return repr(jax.tree_util.tree_map(lambda a: np.round(np.asarray(a), 5).tolist(), v))
+
+    @cb.custom_vmap
+    def f(x, y):
+        return jnp.sin(x) * y
+
+    @f.def_vmap
+    def rule(axis_size, in_batched, x, y):
+        log.append((axis_size, in_batched, np.shape(x), np.shape(y)))
+        return jnp.cos(x) * y, True
+
+    x = jnp.arange(3.)
+    out.append(show(f(1., 2.)))
+    out.append(show(jax.vmap(f, in_axes=(0, None))(x, 2.)) + repr(log[-1]))
+    out.append(show(jax.jit(jax.vmap(f))(x, x)) + repr(log[-1]))
+    out.append(show(jax.jvp(f, (1., 2.), (1., 0.))))
+    out.append(show(jax.jvp(jax.vmap(f), (x, x), (x, x))) + repr(log[-1]))
+    out.append(show(jax.grad(lambda a: jax.vmap(f)(a, a).sum())(x)) + repr(log[-1]))
+    out.append(show(jax.vmap(lambda a, b: jax.jvp(f, (a, b), (1., 1.)))(x, x + 1)))
+
+    @cb.custom_vmap
+    def h(x):
+        return x * 2, x + 1
+
+    @h.def_vmap
+    def hr(axis_size, in_batched, x):
+        log.append(in_batched)
+        return (x * 3, x[0] + 1), (True, False)
+    out.append(show(jax.vmap(h)(x)) + repr(log[-1]))
+    g = cb.sequential_vmap(lambda a: (log.append(np.shape(a)), a * 2)[1])
+    out.append(show(jax.vmap(g)(jnp.ones((2, 3)))) + repr(log[-2:]))
+
+    @cb.custom_vmap
+    def k(d):
+        return d["a"] + d["b"]
+
+    @k.def_vmap
+    def kr(axis_size, in_batched, d):
+        log.append(in_batched)
+        return d["a"] - d["b"], in_batched[0]["a"] or in_batched[0]["b"]
+    out.append(show(jax.vmap(k, in_axes=({"a": 0, "b": None},))({"a": x, "b": 1.0}))
+               + repr(log[-1]))
+    return out
+
+
+PROGRAMS = {"stages": stages, "callbacks": callbacks, "transposes": transposes,
+            "custom_vmaps": custom_vmaps}
