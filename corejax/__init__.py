@@ -30,7 +30,7 @@ from corejax._runtime import (process_index, process_count, process_indices, hos
                               print_environment_info)
 from corejax import ad_checkpoint, stages
 from corejax.callbacks import pure_callback
-from corejax import custom_batching
+from corejax import custom_batching, experimental
 from corejax.ad_checkpoint import checkpoint, remat, checkpoint_policies
 
 stop_gradient = lax.stop_gradient

@@ -1,4 +1,5 @@
-"""`pure_callback`: a Python function of array values called from transformed code.
+"""`pure_callback` and `io_callback`: Python functions of array values called from
+transformed code.
 
 It binds `pure_callback`, whose impl calls the function on the concrete values of its
 operands (corejax Arrays, as JAX passes its own) and checks the results against the declared
@@ -9,6 +10,11 @@ lax.map), 'expand_dims' (one call; unbatched operands get a leading axis of size
 'broadcast_all' (one call; every operand broadcast to the batch), 'legacy_vectorized' (one
 call; unbatched operands unchanged). It has no derivative: wrap it in `custom_jvp` or
 `custom_vjp`.
+
+`io_callback` (public in corejax.experimental) binds `io_callback`, an effectful primitive:
+never removed or merged by the compiler's passes and run in program order. Under vmap an
+unordered one calls the function once per element, in order (an ordered one cannot be
+vmapped, as in JAX); it has no derivative.
 """
 from __future__ import annotations
 
@@ -18,11 +24,12 @@ import numpy as np
 
 from corejax import dtypes
 from corejax.array import Array
+from corejax.compiler import registry
 from corejax.core import Primitive, ShapedArray
 from corejax.transforms import ad, batching
 from corejax.tree_util import tree_flatten, tree_leaves, tree_unflatten
 
-__all__ = ["pure_callback"]
+__all__ = ["pure_callback", "io_callback"]
 
 _VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
                  "legacy_vectorized")
@@ -120,12 +127,72 @@ def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args:
                          f"{vmap_method!r}")
     leaves, in_tree = tree_flatten((args, kwargs))
     res_leaves, res_tree = tree_flatten(result_shape_dtypes)
-    result_avals = []
+    outs = pure_callback_p.bind(*leaves, callback=_FlatCallback(callback, in_tree),
+                                result_avals=_result_avals(res_leaves), vmap_method=vmap_method)
+    return tree_unflatten(res_tree, outs)
+
+
+def _result_avals(res_leaves) -> tuple:
+    avals = []
     for r in res_leaves:
         if not hasattr(r, "shape") or not hasattr(r, "dtype"):
-            raise TypeError("pure_callback's result_shape_dtypes must be a pytree of "
+            raise TypeError("a callback's result_shape_dtypes must be a pytree of "
                             f"ShapeDtypeStruct or arrays; got a leaf {r!r}")
-        result_avals.append(ShapedArray(tuple(r.shape), dtypes.canonicalize_dtype(r.dtype)))
-    outs = pure_callback_p.bind(*leaves, callback=_FlatCallback(callback, in_tree),
-                                result_avals=tuple(result_avals), vmap_method=vmap_method)
+        avals.append(ShapedArray(tuple(r.shape), dtypes.canonicalize_dtype(r.dtype)))
+    return tuple(avals)
+
+
+io_callback_p = Primitive("io_callback")
+io_callback_p.multiple_results = True
+io_callback_p.def_impl(lambda *args, callback, result_avals, ordered: _impl(
+    *args, callback=callback, result_avals=result_avals, vmap_method=None))
+io_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_avals))
+io_callback_p.weak_type_rule = lambda *args, result_avals, **_: [False] * len(result_avals)
+
+
+def _io_jvp(primals, tangents, **params):
+    raise ValueError("IO callbacks do not support JVP.")
+
+
+class _PerElement:
+    """A batched io_callback's function: the user's, once per batch element, in order."""
+
+    def __init__(self, callback, dims, axis_size):
+        self.callback, self.dims, self.axis_size = callback, tuple(dims), axis_size
+        self.fn = callback.fn
+
+    def __call__(self, *leaves):
+        per = [self.callback(*[x if d is None else np.take(np.asarray(x), i, axis=d)
+                               for x, d in zip(leaves, self.dims)])
+               for i in range(self.axis_size)]
+        return [np.stack([np.asarray(p[j]) for p in per]) for j in range(len(per[0]))] \
+            if per else []
+
+
+def _io_batch(axis_size, vals, dims, *, callback, result_avals, ordered):
+    if ordered:
+        raise ValueError("Cannot `vmap` ordered IO callback.")
+    batched_avals = tuple(ShapedArray((axis_size,) + a.shape, a.dtype) for a in result_avals)
+    outs = io_callback_p.bind(*vals, callback=_PerElement(callback, dims, axis_size),
+                              result_avals=batched_avals, ordered=ordered)
+    return outs, [0] * len(outs)
+
+
+_io_batch.needs_axis_size = True
+ad.primitive_jvps[io_callback_p] = _io_jvp
+batching.primitive_batchers[io_callback_p] = _io_batch
+registry.def_effectful(io_callback_p)
+registry.def_kernel(io_callback_p, ("host",))
+
+
+def io_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: Any,
+                sharding=None, ordered: bool = False, **kwargs: Any):
+    """Calls `callback(*args, **kwargs)`, which may have side effects, on concrete array
+    values (also inside jit/vmap) and returns its results shaped like `result_shape_dtypes`.
+    The call is never removed when its results are unused; `ordered=True` keeps the calls of
+    a program in program order (corejax runs every io_callback in program order)."""
+    leaves, in_tree = tree_flatten((args, kwargs))
+    res_leaves, res_tree = tree_flatten(result_shape_dtypes)
+    outs = io_callback_p.bind(*leaves, callback=_FlatCallback(callback, in_tree),
+                              result_avals=_result_avals(res_leaves), ordered=bool(ordered))
     return tree_unflatten(res_tree, outs)

@@ -177,5 +177,34 @@ def custom_vmaps(jax, jnp):
     return out
 
 
+def io_callbacks(jax, jnp):
+    """experimental.io_callback: eager, jit (ordered, results unused), vmap, errors."""
+    import importlib
+    io_callback = importlib.import_module(jax.__name__ + ".experimental").io_callback
+    out, log = [], []
+
+    def cb(x):
+        log.append(np.asarray(x).tolist())
+        return np.asarray(x) * 2
+
+    sd = jax.ShapeDtypeStruct((), jnp.float32)
+    out.append(repr((float(io_callback(cb, sd, 1.0)), list(log))))
+    out.append(repr((float(jax.jit(lambda x: io_callback(cb, sd, x, ordered=True))(3.0)),
+                     list(log))))
+    log.clear()
+    out.append(repr((np.asarray(jax.vmap(lambda x: io_callback(cb, sd, x))(
+        jnp.arange(3.))).tolist(), list(log))))
+    for bad in [lambda: jax.vmap(lambda x: io_callback(cb, sd, x, ordered=True))(jnp.arange(3.)),
+                lambda: jax.grad(lambda x: io_callback(cb, sd, x))(1.)]:
+        try:
+            out.append(repr(bad()))
+        except Exception as e:  # noqa: BLE001
+            out.append(type(e).__name__)
+    log.clear()
+    jax.jit(lambda x: (io_callback(cb, sd, x), 1.0)[1])(5.0)
+    out.append(repr(log))
+    return out
+
+
 PROGRAMS = {"stages": stages, "callbacks": callbacks, "transposes": transposes,
-            "custom_vmaps": custom_vmaps}
+            "custom_vmaps": custom_vmaps, "io_callbacks": io_callbacks}
