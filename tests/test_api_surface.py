@@ -37,16 +37,9 @@ NOT_PROVIDED = {
         "make_mesh", "memory", "pmap", "reshard", "set_mesh", "shard_map", "sharding", "smap",
         "remove_size_one_mesh_axis_from_type", "auto_pcast")},
     **{n: _REFS for n in ("Ref", "ref", "new_ref", "empty_ref", "free_ref", "freeze", "ds")},
-    **{n: _INTERNAL for n in ("api_util", "interpreters", "lib", "experimental", "ffi")},
+    **{n: _INTERNAL for n in ("api_util", "interpreters", "lib", "ffi")},
     "export": "ahead-of-time serialized programs (StableHLO): corejax compiles to Numba "
               "kernels, which have no portable serialized form; another engineer's area (AOT)",
-    "pure_callback": "another engineer's area (host callbacks)",
-    "linear_transpose": "another engineer's area (linear_transpose / closure_convert)",
-    "closure_convert": "another engineer's area (linear_transpose / closure_convert)",
-    "custom_gradient": "builds on closure_convert (its vjp closure becomes residuals), "
-                       "another engineer's area",
-    "custom_batching": "custom_vmap / sequential_vmap not implemented yet: they need a "
-                       "call primitive whose batching rule is user code",
     "ad": "the vjp-with-references API (DontWant, GradRef, ...) builds on Ref",
     "image": "jax.image (resize, scale_and_translate) not implemented yet",
     "profiler": "no profiler: corejax records no device traces for TensorBoard / Perfetto",
