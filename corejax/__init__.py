@@ -22,7 +22,9 @@ from corejax import debug
 from corejax import tree, typing, version, ops, dlpack, image
 from corejax._fwd_bwd import fwd_and_bwd
 from corejax._config_states import (enable_x64, debug_nans, threefry_partitionable,
-                                    explain_cache_misses)
+                                    explain_cache_misses, debug_infs, log_compiles,
+                                    numpy_rank_promotion, numpy_dtype_promotion,
+                                    default_matmul_precision)
 from corejax._tracing import typeof, ensure_compile_time_eval, named_scope, named_call
 from corejax._runtime import (process_index, process_count, process_indices, host_id,
                               host_count, host_ids, local_devices, local_device_count,

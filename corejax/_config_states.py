@@ -1,5 +1,6 @@
 """Config options as objects of the top-level API, as JAX has them: `corejax.enable_x64`,
-`debug_nans`, `threefry_partitionable`, `explain_cache_misses`. `option.value` reads the
+`debug_nans`, `debug_infs`, `threefry_partitionable`, `explain_cache_misses`, `log_compiles`,
+`numpy_rank_promotion`, `numpy_dtype_promotion`, `default_matmul_precision`. `option.value` reads the
 option; `with option(new_value):` (or `@option(new_value)` on a function) sets it for the
 duration. Their public path is corejax.
 
@@ -13,17 +14,18 @@ import contextlib
 from corejax.config import config
 
 __all__ = ["State", "enable_x64", "debug_nans", "threefry_partitionable",
-           "explain_cache_misses"]
+           "explain_cache_misses", "debug_infs", "log_compiles", "numpy_rank_promotion",
+           "numpy_dtype_promotion", "default_matmul_precision"]
 
 
 class State:
     """One config option (`config.<option>`): read it with `.value`, set it in a block with
     `with state(new_value):`."""
 
-    __slots__ = ("_option",)
+    __slots__ = ("_option", "_boolean")
 
-    def __init__(self, option: str):
-        self._option = option
+    def __init__(self, option: str, boolean: bool = True):
+        self._option, self._boolean = option, boolean
 
     @property
     def name(self) -> str:
@@ -34,7 +36,7 @@ class State:
         return getattr(config, self._option)
 
     def __call__(self, new_val=True) -> "_Setting":
-        return _Setting(self._option, bool(new_val))
+        return _Setting(self._option, bool(new_val) if self._boolean else new_val)
 
     def __bool__(self):
         raise TypeError(f"bool() of the config option {self.name}: read its value with "
@@ -65,3 +67,8 @@ enable_x64 = State("enable_x64")
 debug_nans = State("debug_nans")
 threefry_partitionable = State("threefry_partitionable")
 explain_cache_misses = State("explain_cache_misses")
+debug_infs = State("debug_infs")
+log_compiles = State("log_compiles")
+numpy_rank_promotion = State("numpy_rank_promotion", boolean=False)
+numpy_dtype_promotion = State("numpy_dtype_promotion", boolean=False)
+default_matmul_precision = State("default_matmul_precision", boolean=False)

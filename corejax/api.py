@@ -341,6 +341,9 @@ class _JittedFunction:
                                        [_abstractify(x) for x in leaves],
                                        _arg_names(fun, args, kwargs, static_nums),
                                        _fun_name(fun))
+        if config.log_compiles:
+            logger.warning("Compiling %s with global shapes and types %s.", _fun_name(fun),
+                           [str(_abstractify(x)) for x in leaves])
         donated = _donated_operands(args, dyn_kwargs, static_nums, self._donate_argnums,
                                     self._donate_argnames, len(consts), len(leaves))
         entry = _CacheEntry(ClosedJaxpr(convert_constvars(jaxpr), []), consts, out_store[0],

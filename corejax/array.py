@@ -238,10 +238,30 @@ def to_numpy(x) -> np.ndarray:
 
 
 class _NanChecks:
-    enabled = config.debug_nans
+    """debug_nans / debug_infs: every eager result and jitted output is checked."""
+    nans, infs = bool(config.debug_nans), bool(config.debug_infs)
+    enabled = nans or infs
+
+    @classmethod
+    def set(cls, nans=None, infs=None):
+        cls.nans = cls.nans if nans is None else bool(nans)
+        cls.infs = cls.infs if infs is None else bool(infs)
+        cls.enabled = cls.nans or cls.infs
+
+    @classmethod
+    def bad(cls, value) -> str | None:
+        """'nan' or 'inf' if `value` has one that is being checked for, else None."""
+        if value.dtype.kind not in "fc":
+            return None
+        if cls.nans and np.isnan(value).any():
+            return "nan"
+        if cls.infs and np.isinf(value).any():
+            return "inf"
+        return None
 
 
-config.watch("debug_nans", lambda v: setattr(_NanChecks, "enabled", bool(v)))
+config.watch("debug_nans", lambda v: _NanChecks.set(nans=v))
+config.watch("debug_infs", lambda v: _NanChecks.set(infs=v))
 
 
 class _AvalChecks:
@@ -266,8 +286,9 @@ def _check_avals(primitive, args, params, outs) -> None:
 
 
 def _check_nans(name: str, value) -> None:
-    if value.dtype.kind in "fc" and np.isnan(value).any():
-        raise FloatingPointError(f"invalid value (nan) encountered in {name}")
+    kind = _NanChecks.bad(value)
+    if kind is not None:
+        raise FloatingPointError(f"invalid value ({kind}) encountered in {name}")
 
 
 def wrap(out, weak_type: bool) -> Array:

@@ -23,11 +23,35 @@ def _default_cache_dir() -> str:
     return os.path.join(base, "corejax")
 
 
+_CHOICES = {
+    "numpy_rank_promotion": ("allow", "warn", "raise"),
+    "numpy_dtype_promotion": ("standard", "strict"),
+    "default_matmul_precision": (None, "default", "high", "highest", "bfloat16",
+                                 "tensorfloat32", "float32", "ANY_F8_ANY_F8_F32",
+                                 "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY",
+                                 "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16", "F16_F16_F32",
+                                 "BF16_BF16_BF16", "BF16_BF16_F32", "BF16_BF16_F32_X3",
+                                 "BF16_BF16_F32_X6", "BF16_BF16_F32_X9", "TF32_TF32_F32",
+                                 "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64"),
+}
+
+
 class Config:
     _defaults = {
         "enable_x64": lambda: _env_bool("JAX_ENABLE_X64", False),
         "threefry_partitionable": lambda: _env_bool("JAX_THREEFRY_PARTITIONABLE", False),
         "debug_nans": lambda: _env_bool("JAX_DEBUG_NANS", False),
+        "debug_infs": lambda: _env_bool("JAX_DEBUG_INFS", False),
+        # Rank promotion of jnp operands: 'allow', 'warn' or 'raise' (JAX's option).
+        "numpy_rank_promotion": lambda: os.environ.get("JAX_NUMPY_RANK_PROMOTION", "allow"),
+        # Implicit dtype promotion of jnp operands: 'standard' or 'strict' (JAX's option).
+        "numpy_dtype_promotion": lambda: os.environ.get("JAX_NUMPY_DTYPE_PROMOTION",
+                                                        "standard"),
+        # Accepted for JAX's code: CPU matmuls run in full precision whatever it says, as
+        # JAX's own CPU backend does.
+        "default_matmul_precision": lambda: os.environ.get("JAX_DEFAULT_MATMUL_PRECISION"),
+        # jit logs each compilation (function, argument shapes) at WARNING level.
+        "log_compiles": lambda: _env_bool("JAX_LOG_COMPILES", False),
         "explain_cache_misses": lambda: _env_bool("JAX_EXPLAIN_CACHE_MISSES", False),
         "platform": lambda: os.environ.get("COREJAX_PLATFORM", "cpu"),
         "cache_dir": lambda: os.environ.get("COREJAX_CACHE_DIR") or _default_cache_dir(),
@@ -56,6 +80,10 @@ class Config:
                 f"Unrecognized config option: {name!r}. Known options: {sorted(self._values)}.")
         if key == "platform" and value not in ("cpu", "cuda"):
             raise ValueError(f"config 'platform' must be 'cpu' or 'cuda', got {value!r}.")
+        allowed = _CHOICES.get(key)
+        if allowed is not None and value not in allowed:
+            raise ValueError(f"Invalid value '{value}' for JAX flag jax_{key}; expected one "
+                             f"of {', '.join(map(repr, allowed))}.")
         self._values[key] = value
         object.__setattr__(self, key, value)
         for watcher in self._watchers.get(key, ()):

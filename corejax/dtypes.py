@@ -22,6 +22,7 @@ __all__ = [
     "float0", "canonicalize_dtype", "dtype", "result_type", "promote_types", "is_weakly_typed",
     "issubdtype", "iinfo", "finfo", "default_float_dtype", "default_int_dtype",
     "python_scalar_dtype", "is_float", "is_integer", "is_inexact", "is_complex",
+    "TypePromotionError",
 ]
 
 # The dtype of tangents/cotangents of integer and boolean values, as in JAX.
@@ -73,6 +74,18 @@ class _X64:
 
 
 config.watch("enable_x64", lambda v: setattr(_X64, "enabled", bool(v)))
+
+
+class _Strict:
+    """jax_numpy_dtype_promotion='strict': no implicit promotion between different dtypes."""
+    enabled = config.numpy_dtype_promotion == "strict"
+
+
+config.watch("numpy_dtype_promotion", lambda v: setattr(_Strict, "enabled", v == "strict"))
+
+
+class TypePromotionError(ValueError):
+    """An implicit dtype promotion that jax_numpy_dtype_promotion='strict' does not allow."""
 
 
 def canonicalize_dtype(dt) -> np.dtype:
@@ -270,7 +283,7 @@ def result_type_and_weakness(*args) -> tuple[np.dtype, bool]:
         raise ValueError("at least one array or dtype is required")
     key = tuple(map(_promotion_key, args))
     if None not in key:
-        key = (key, _X64.enabled)
+        key = (key, _X64.enabled, _Strict.enabled)
         hit = _promotion_cache.get(key)
         if hit is None:
             hit = _promotion_cache[key] = _result_type_and_weakness(args)
@@ -278,8 +291,34 @@ def result_type_and_weakness(*args) -> tuple[np.dtype, bool]:
     return _result_type_and_weakness(args)
 
 
+# Under strict promotion a Python scalar may still join a dtype of a kind it fits: an int
+# any number, a float any inexact dtype, a complex any complex dtype.
+_STRICT_WEAK_FITS = {"i": "iufc", "f": "fc", "c": "c"}
+
+
+def _strict_check(args, described) -> None:
+    # a Python bool is a (strong) bool here: JAX has no weakly typed bool
+    described = [(dt, weak and dt.kind != "b") for dt, weak in described]
+    strong = {dt for dt, weak in described if not weak}
+    weak_kinds = {("i" if dt.kind in "iu" else dt.kind) for dt, weak in described if weak}
+    ok = len(strong) <= 1
+    if ok and strong:
+        (d,) = strong
+        ok = all(d.kind in _STRICT_WEAK_FITS.get(k, "") for k in weak_kinds)
+    if not ok:
+        names = ", ".join(repr(str(type(a))) if type(a) in (int, float, complex) else
+                          repr(dt.name) for a, (dt, _) in zip(args, described))
+        raise TypePromotionError(
+            f"Input dtypes ({names}) have no available implicit dtype promotion path when "
+            "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired "
+            "output type, or set jax_numpy_dtype_promotion=standard.")
+
+
 def _result_type_and_weakness(args) -> tuple[np.dtype, bool]:
-    nodes = tuple(_lattice_node(*_dtype_and_weakness(a)) for a in args)
+    described = [_dtype_and_weakness(a) for a in args]
+    if _Strict.enabled and len(args) > 1:
+        _strict_check(args, described)
+    nodes = tuple(_lattice_node(*d) for d in described)
     if len(nodes) == 1:
         return _node_to_dtype(nodes[0])
     return _node_to_dtype(_join(nodes))
@@ -292,4 +331,6 @@ def result_type(*args) -> np.dtype:
 
 def promote_types(a, b) -> np.dtype:
     """The promoted dtype of two dtypes (never weak), canonicalized."""
+    if _Strict.enabled:
+        _strict_check((a, b), [(dtype(a), False), (dtype(b), False)])
     return _node_to_dtype(_join((dtype(a), dtype(b))))[0]

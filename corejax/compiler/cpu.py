@@ -662,12 +662,12 @@ class CpuExecutable:
 
     def _check_nans(self, outs, args):
         for o in outs:
-            v = o._value
-            if v.dtype.kind in "fc" and np.isnan(v).any():
+            kind = _NanChecks.bad(o._value)
+            if kind is not None:
                 from corejax.compiler.reference import find_nan_source
                 find_nan_source(self.closed, args)
-                raise FloatingPointError("invalid value (nan) encountered in the output of a "
-                                         "jitted function")
+                raise FloatingPointError(f"invalid value ({kind}) encountered in the output "
+                                         "of a jitted function")
 
     def as_text(self) -> str:
         lines = ["# passes: " + ", ".join(n for n, _ in PASSES), "# optimized IR:",

@@ -45,8 +45,9 @@ class ReferenceExecutable:
 
 def find_nan_source(closed: core.ClosedJaxpr, args) -> None:
     """Re-runs `closed` equation by equation with the NumPy impls (as JAX re-runs a jitted
-    function op by op under debug_nans) and raises FloatingPointError naming the first
-    equation that produced a NaN from NaN-free operands."""
+    function op by op under debug_nans / debug_infs) and raises FloatingPointError naming the
+    first equation that produced a NaN (an infinity) from operands without one."""
+    from corejax.array import _NanChecks
     import numpy as np
     jaxpr = closed.jaxpr
     env = {}
@@ -59,7 +60,7 @@ def find_nan_source(closed: core.ClosedJaxpr, args) -> None:
         return np.asarray(v.val, v.aval.dtype) if type(v) is core.Literal else env[v]
 
     def has_nan(x):
-        return x.dtype.kind in "fc" and bool(np.isnan(x).any())
+        return _NanChecks.bad(x)
 
     for eqn in jaxpr.eqns:
         ins = [read(v) for v in eqn.invars]
@@ -73,8 +74,10 @@ def find_nan_source(closed: core.ClosedJaxpr, args) -> None:
         outs = [to_numpy(o) for o in outs]
         for v, x in zip(eqn.outvars, outs):
             env[v] = x
-        if any(has_nan(x) for x in outs) and not any(has_nan(x) for x in ins):
+        kinds = [has_nan(x) for x in outs]
+        kind = next((k for k in kinds if k), None)
+        if kind and not any(has_nan(x) == kind for x in ins):
             where = f" at {eqn.source_info}" if eqn.source_info else ""
             raise FloatingPointError(
-                f"invalid value (nan) encountered in {eqn.primitive.name}{where} "
-                f"(found while re-running a jitted function op by op under debug_nans)")
+                f"invalid value ({kind}) encountered in {eqn.primitive.name}{where} (found "
+                f"while re-running a jitted function op by op under debug_{kind}s)")

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import builtins
 import operator
+import warnings
 
 import numpy as np
 
 from corejax import core, dtypes, lax
 from corejax.array import Array, _Placement, place_new
+from corejax.config import config
 from corejax.core import Tracer, get_aval
 
 __all__ = []
@@ -158,6 +160,27 @@ def broadcast_to_shape(x, shape):
     return lax.broadcast_in_dim(x, shape, tuple(range(nd - aval.ndim, nd)))
 
 
+class _RankPromotion:
+    mode = config.numpy_rank_promotion
+
+
+config.watch("numpy_rank_promotion", lambda v: setattr(_RankPromotion, "mode", v))
+
+
+def _rank_promotion(shapes) -> None:
+    """jax_numpy_rank_promotion='warn' / 'raise' for operands of different (nonzero) ranks."""
+    shown = " ".join(map(str, shapes))
+    if _RankPromotion.mode == "raise":
+        raise ValueError(
+            f"Operands could not be broadcast together on shapes {shown} and with the config "
+            "option jax_numpy_rank_promotion='raise'. For more information, see "
+            "https://docs.jax.dev/en/latest/rank_promotion_warning.html.")
+    warnings.warn(f"Following NumPy automatic rank promotion on shapes {shown}. Set the "
+                  "jax_numpy_rank_promotion config option to 'allow' to disable this warning; "
+                  "for more information, see "
+                  "https://docs.jax.dev/en/latest/rank_promotion_warning.html.", stacklevel=4)
+
+
 def promote_and_broadcast(*args):
     """jnp binary-op operands: promoted to a common dtype and broadcast to a common shape."""
     a0 = args[0]
@@ -175,6 +198,8 @@ def promote_and_broadcast(*args):
     if len(set(shapes)) == 1:
         shape = shapes[0]
     else:
+        if _RankPromotion.mode != "allow" and len({len(s) for s in shapes if s}) > 1:
+            _rank_promotion(shapes)
         try:
             shape = broadcast_shapes(*shapes)
         except ValueError:

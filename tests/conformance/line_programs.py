@@ -206,5 +206,54 @@ def io_callbacks(jax, jnp):
     return out
 
 
+def config_options(jax, jnp):
+    """numpy_dtype_promotion='strict', numpy_rank_promotion, debug_infs, and their errors."""
+    import warnings
+    out = []
+
+    def attempt(f):
+        try:
+            r = f()
+            return f"ok {r.dtype} {r.weak_type}" if hasattr(r, "weak_type") else f"ok {r}"
+        except Exception as e:  # noqa: BLE001
+            return f"{type(e).__name__} {isinstance(e, ValueError)}"
+
+    pairs = [(jnp.float32(1), 1.0), (jnp.int32(1), 1.0), (jnp.int32(1), 1),
+             (jnp.int32(1), jnp.float32(1)), (jnp.float16(1), jnp.float32(1)),
+             (jnp.int8(1), jnp.int32(2)), (jnp.ones(2), True), (jnp.float32(1), 1),
+             (jnp.uint8(1), 1), (jnp.float16(1), 1.0), (jnp.int32(1), True), (1, 2.0),
+             (jnp.bool_(True), True)]
+    with jax.numpy_dtype_promotion("strict"):
+        out += [attempt(lambda: jnp.add(a, b)) for a, b in pairs]
+        out.append(attempt(lambda: jnp.result_type(jnp.int32, jnp.float32)))
+        out.append(attempt(lambda: jnp.promote_types(jnp.int32, jnp.float32)))
+        out.append(attempt(lambda: jnp.promote_types(jnp.int32, jnp.int32)))
+    out.append(attempt(lambda: jnp.add(jnp.int32(1), 1.0)))
+    with jax.numpy_rank_promotion("raise"):
+        for a, b in [(jnp.ones((2, 3)), jnp.ones(3)), (jnp.ones((2, 3)), 1.0),
+                     (jnp.ones((2, 3)), jnp.float32(2)), (jnp.ones((1, 3)), jnp.ones((2, 3)))]:
+            out.append(attempt(lambda: (a + b)))
+    with jax.numpy_rank_promotion("warn"):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            jnp.ones((2, 3)) + jnp.ones(3)
+            out.append(repr([x.category.__name__ for x in w]))
+    # (JAX's dtype-promotion value is an enum whose .value is the string)
+    out.append(repr((jax.numpy_rank_promotion.value,
+                     getattr(jax.numpy_dtype_promotion.value, "value",
+                             jax.numpy_dtype_promotion.value),
+                     jax.debug_infs.value, jax.log_compiles.value)))
+    for k, v in [("jax_numpy_rank_promotion", "bad"), ("jax_numpy_dtype_promotion", "loose")]:
+        out.append(attempt(lambda: jax.config.update(k, v)))
+    with jax.debug_infs(True):
+        out.append(attempt(lambda: jnp.log(jnp.zeros(2))))
+        out.append(attempt(lambda: jax.jit(lambda x: jnp.log(x) + 1)(jnp.zeros(2))))
+        out.append(attempt(lambda: jnp.log(jnp.ones(2))))
+    with jax.default_matmul_precision("float32"):
+        out.append(repr(float(jnp.dot(jnp.ones(3), jnp.ones(3)))))
+    return out
+
+
 PROGRAMS = {"stages": stages, "callbacks": callbacks, "transposes": transposes,
-            "custom_vmaps": custom_vmaps, "io_callbacks": io_callbacks}
+            "custom_vmaps": custom_vmaps, "io_callbacks": io_callbacks,
+            "config_options": config_options}
