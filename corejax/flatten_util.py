@@ -50,7 +50,7 @@ class _Unravel:
         if not core.valid_jaxtype(flat):
             raise TypeError(f"unravel expects the flat array ravel_pytree returned (an array), "
                             f"got {type(flat).__name__}: {flat!r}.")
-        shape = np.shape(flat) if not isinstance(flat, core.Tracer) else flat.shape
+        shape = np.shape(flat)
         sizes = [int(np.prod(s, dtype=np.int64)) for s in self.shapes]
         total = sum(sizes)
         if len(shape) == 0 or shape[0] != total:

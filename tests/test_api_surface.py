@@ -41,7 +41,6 @@ NOT_PROVIDED = {
     "export": "ahead-of-time serialized programs (StableHLO): corejax compiles to Numba "
               "kernels, which have no portable serialized form; another engineer's area (AOT)",
     "ad": "the vjp-with-references API (DontWant, GradRef, ...) builds on Ref",
-    "image": "jax.image (resize, scale_and_translate) not implemented yet",
     "profiler": "no profiler: corejax records no device traces for TensorBoard / Perfetto",
     "monitoring": "corejax emits no monitoring events (compile times, cache hits), so "
                   "listeners would never hear from the framework",
