@@ -60,7 +60,16 @@ class _Deleted:
         raise self.error()
 
 
-class Array:
+class _ArrayMeta(type):
+    """`isinstance(x, Array)` holds for tracers too, as `isinstance(x, jax.Array)` does in JAX
+    (code checks it inside jit/grad/vmap); `type(x) is Array` still means a concrete array."""
+
+    def __instancecheck__(cls, obj):
+        return type.__instancecheck__(cls, obj) or (
+            cls is Array and isinstance(obj, core.Tracer))
+
+
+class Array(metaclass=_ArrayMeta):
     """An immutable n-dimensional array, the value type of corejax.
 
     `_value` is the buffer: a read-only NumPy array on the CPU, a numba.cuda device array on a

@@ -41,8 +41,10 @@ _POOL_PER_SLOT = 2
 _pooled: dict = {}
 
 
-def _forget(key, _ref):
-    _pooled.pop(key, None)
+def _forget(key, _ref, pooled=_pooled):
+    # (the table is bound as a default: at interpreter exit the module's globals are gone
+    # before the last weak-reference callbacks run)
+    pooled.pop(key, None)
 
 
 class _BufferPool:

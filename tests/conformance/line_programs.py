@@ -254,6 +254,26 @@ def config_options(jax, jnp):
     return out
 
 
-PROGRAMS = {"stages": stages, "callbacks": callbacks, "transposes": transposes,
+def array_instances(jax, jnp):
+    """isinstance(x, jax.Array) for concrete arrays, tracers under each transformation, and
+    non-arrays."""
+    out = [repr((isinstance(jnp.ones(2), jax.Array), isinstance(1.0, jax.Array),
+                 isinstance(np.ones(2), jax.Array)))]
+    seen = []
+
+    def f(x):
+        seen.append(isinstance(x, jax.Array))
+        return x * 2.0
+
+    jax.jit(f)(1.0)
+    jax.grad(f)(1.0)
+    jax.vmap(f)(jnp.ones(2))
+    jax.jvp(f, (1.0,), (1.0,))
+    out.append(repr(seen))
+    return out
+
+
+PROGRAMS = {"array_instances": array_instances, "stages": stages, "callbacks": callbacks,
+            "transposes": transposes,
             "custom_vmaps": custom_vmaps, "io_callbacks": io_callbacks,
             "config_options": config_options}
