@@ -20,7 +20,7 @@ from corejax.lax.reductions import (
     reduce_sum, reduce_max, reduce_min, reduce_prod, reduce_and, reduce_or, argmax, argmin,
     cumsum,
 )
-from corejax.lax.dot import dot_general, dot
+from corejax.lax.dot import dot_general, dot, Precision
 from corejax.lax.sorting import sort, sort_key_val, top_k
 from corejax.lax.control_flow import (
     cond, switch, while_loop, fori_loop, scan, map, associative_scan,
@@ -37,4 +37,5 @@ from corejax.lax.windowed import (
     reduce_window, reduce_window_sum, reduce_window_max, reduce_window_min,
 )
 from corejax.lax.prng import threefry2x32
+from corejax.lax import linalg
 

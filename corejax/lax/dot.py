@@ -6,6 +6,8 @@ dimensions are (batch..., lhs free..., rhs free...).
 """
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 
 from corejax import dtypes
@@ -152,7 +154,50 @@ batching.primitive_batchers[dot_general_p] = _dot_general_batch
 registry.def_kernel(dot_general_p, ("dot_general",))
 
 
+class Precision(enum.Enum):
+    """Matmul / convolution precision (lax.Precision). On CPU corejax always computes in the
+    operands' full precision, which satisfies every level; the argument is validated."""
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value):
+        names = {"default": cls.DEFAULT, "bfloat16": cls.DEFAULT, "fastest": cls.DEFAULT,
+                 "high": cls.HIGH, "bfloat16_3x": cls.HIGH, "tensorfloat32": cls.HIGH,
+                 "highest": cls.HIGHEST, "float32": cls.HIGHEST}
+        if isinstance(value, str) and value in names:
+            return names[value]
+        return None
+
+    def __str__(self):
+        return self.name
+
+    def __repr__(self):
+        return f"Precision.{self.name}"
+
+
+_PRECISION_STRINGS = ["highest", "float32", "high", "bfloat16_3x", "tensorfloat32", "default",
+                      "bfloat16", "fastest", None]
+
+
+def canonicalize_precision(precision):
+    """None, a Precision, or a pair of Precisions, from what lax / jnp functions accept."""
+    if precision is None or isinstance(precision, Precision):
+        return precision
+    if isinstance(precision, str) and precision in _PRECISION_STRINGS:
+        return Precision(precision)
+    if isinstance(precision, (tuple, list)) and len(precision) == 2 and all(
+            isinstance(p, Precision) for p in precision):
+        return tuple(precision)
+    raise ValueError(
+        "Precision argument must be one of:\n- None,\n- a string in "
+        f"{_PRECISION_STRINGS},\n- a lax.Precision value,\n- a tuple of two lax.Precision "
+        f"values;\nbut got {precision}.")
+
+
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    canonicalize_precision(precision)  # validated; CPU products are always full precision
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
           (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))

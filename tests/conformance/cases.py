@@ -1345,6 +1345,7 @@ SKIP_REASONS = {
            for n in ("ConvDimensionNumbers", "GatherDimensionNumbers", "GatherScatterMode",
                      "ScatterDimensionNumbers")},
         "threefry2x32": "covered bit-exactly by tests/golden/random.npz (test_random.py)",
+        "Precision": "an enum; its values are validated by dot_general (test_line_programs)",
         "reduce_window_sum": "corejax helper (jax.lax has no public reduce_window_sum)",
         "reduce_window_max": "corejax helper (jax.lax has no public reduce_window_max)",
         "reduce_window_min": "corejax helper (jax.lax has no public reduce_window_min)",

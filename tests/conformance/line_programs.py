@@ -273,7 +273,25 @@ def array_instances(jax, jnp):
     return out
 
 
-PROGRAMS = {"array_instances": array_instances, "stages": stages, "callbacks": callbacks,
+def precisions(jax, jnp):
+    """lax.Precision and the precision argument of dot / jnp.dot."""
+    lax = jax.lax
+    out = [repr((list(lax.Precision), lax.Precision("highest"), lax.Precision("bfloat16"),
+                 lax.Precision.HIGHEST.value, str(lax.Precision.HIGH)))]
+    for f in [lambda: lax.Precision("bad"),
+              lambda: lax.dot(jnp.ones(2), jnp.ones(2), precision="bad"),
+              lambda: lax.dot(jnp.ones(2), jnp.ones(2),
+                              precision=(lax.Precision.HIGHEST, lax.Precision.DEFAULT)),
+              lambda: jnp.dot(jnp.ones(2), jnp.ones(2), precision=lax.Precision.HIGHEST),
+              lambda: jnp.matmul(jnp.ones((2, 2)), jnp.ones(2), precision="highest")]:
+        try:
+            out.append(repr(np.asarray(f()).tolist()))
+        except Exception as e:  # noqa: BLE001
+            out.append(type(e).__name__)
+    return out
+
+
+PROGRAMS = {"precisions": precisions, "array_instances": array_instances, "stages": stages, "callbacks": callbacks,
             "transposes": transposes,
             "custom_vmaps": custom_vmaps, "io_callbacks": io_callbacks,
             "config_options": config_options}
