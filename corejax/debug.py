@@ -1,4 +1,5 @@
-"""Debugging inside transformed code: `corejax.debug.print` and `corejax.debug.callback`.
+"""Debugging inside transformed code: `corejax.debug.print`, `corejax.debug.callback` and
+`corejax.debug.breakpoint` (a prompt on the host, in corejax/_debugger.py).
 
 Both bind `debug_callback`, a primitive with no outputs whose impl calls a Python function on
 the concrete (NumPy) values of its operands. Under jit it is a host step of the compiled
@@ -15,7 +16,7 @@ from corejax.compiler import registry
 from corejax.transforms import ad, batching
 from corejax.tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["print", "callback"]
+__all__ = ["print", "callback", "breakpoint"]
 
 _builtin_print = print
 
@@ -77,3 +78,6 @@ def print(fmt: str, *args, **kwargs) -> None:  # noqa: A001  (jax.debug.print's 
         _builtin_print(fmt.format(*a, **kw))
 
     callback(_format, *args, **kwargs)
+
+
+from corejax._debugger import breakpoint  # noqa: E402  (uses callback above)

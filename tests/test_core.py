@@ -361,3 +361,33 @@ def test_eager_results_are_checked_against_abstract_evaluation():
         assert p.bind(jnp.ones(3)).shape == (2, 3)           # unchecked, as in a user's run
     finally:
         config.update("check_eager_avals", saved)
+
+
+def test_debug_breakpoint_prompt_shows_runtime_values_inside_jit_and_vmap():
+    import io
+    import corejax as jax
+
+    def f(x):
+        y = jnp.sin(x) * 2
+        jax.debug.breakpoint(stdin=io.StringIO("p y\np x.shape\nu\nd\nw\nc\n"), stdout=out)
+        return y + 1
+
+    out = io.StringIO()
+    res = jax.jit(f)(jnp.arange(3.0))
+    text = out.getvalue()
+    assert text.startswith("Entering jdb:")
+    assert "Array([0.       , 1.6829419, 1.8185948], dtype=float32)" in text
+    assert "(3,)" in text and "->  " in text and "f()" in text
+    np.testing.assert_allclose(np.asarray(res), np.sin(np.arange(3.0)) * 2 + 1, rtol=1e-6)
+    out = io.StringIO()
+
+    def g(x):
+        y = x * 3
+        jax.debug.breakpoint(stdin=commands, stdout=out)
+        return y
+
+    commands = io.StringIO("p y\nc\np y\nc\n")  # one prompt per element reads from it
+    jax.vmap(g)(jnp.arange(2.0))
+    assert out.getvalue().count("Entering jdb:") == 2  # once per batch element, in order
+    assert "Array(0., dtype=float32)" in out.getvalue()
+    assert "Array(3., dtype=float32)" in out.getvalue()
