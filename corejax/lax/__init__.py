@@ -38,4 +38,5 @@ from corejax.lax.windowed import (
 )
 from corejax.lax.prng import threefry2x32
 from corejax.lax import linalg
+from corejax.lax._linalg_solves import custom_linear_solve, custom_root
 

@@ -44,6 +44,7 @@ from corejax.numpy._indexing import (
     put, put_along_axis,
 )
 from corejax.numpy import _methods  # noqa: F401  (installs operators on Array and Tracer)
+from corejax.numpy import linalg  # noqa: E402
 
 pi = _np.pi
 e = _np.e

@@ -1,2 +1,3 @@
 """corejax.scipy: special functions."""
 from corejax.scipy import special
+from corejax.scipy import linalg
