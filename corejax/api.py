@@ -969,7 +969,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
             raise ValueError(f"vmap got axis_size={size} but mapped axes of sizes {sizes}.")
         out_store: list = []
         flat = _flatten_fun(fun, in_tree, out_store)
-        outs, out_dims = batching.vmap_flat(flat, size, dims, args=leaves)
+        outs, out_dims = batching.vmap_flat(flat, size, dims, args=leaves, axis_name=axis_name)
         out_tree = out_store[0]
         out_ax = _flatten_axes("vmap out_axes", tree_unflatten(out_tree, outs), out_axes)
         final = []

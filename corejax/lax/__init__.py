@@ -39,4 +39,7 @@ from corejax.lax.windowed import (
 from corejax.lax.prng import threefry2x32
 from corejax.lax import linalg
 from corejax.lax._linalg_solves import custom_linear_solve, custom_root
-
+from corejax.parallel import (
+    psum, pmean, pmax, pmin, all_gather, psum_scatter, all_to_all, ppermute, pshuffle,
+    pswapaxes, axis_index, axis_size,
+)

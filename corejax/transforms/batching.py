@@ -6,13 +6,14 @@ call of a primitive: `rule(args, dims, **params) -> (out, out_dim)`.
 """
 from __future__ import annotations
 
-from typing import Callable
+import threading
+from typing import Any, Callable, NamedTuple
 
 from corejax import core
 from corejax.core import Primitive, ShapedArray, Tracer, Trace, get_aval
 
 __all__ = ["primitive_batchers", "not_mapped", "defvectorized", "defbroadcasting", "vmap_flat",
-           "moveaxis", "bdim_at_front"]
+           "moveaxis", "bdim_at_front", "AxisData", "axis_primitives", "find_axis"]
 
 primitive_batchers: dict[Primitive, Callable] = {}
 not_mapped = None
@@ -41,10 +42,37 @@ class BatchTracer(Tracer):
         return self.val._origin() if isinstance(self.val, Tracer) else ""
 
 
+class AxisData(NamedTuple):
+    """A vmap's axis: its size and name (None unless vmap(axis_name=...) / a pmap)."""
+    size: int
+    name: Any = None
+
+
+# Primitives whose batching rule runs even when no operand is batched at this level: the
+# collectives over named axes (psum of an unbatched value over the axis is n times it).
+axis_primitives: set = set()
+
+
+class _RuleAxis(threading.local):
+    """The axis of the batching rule running now: a rule that batches a sub-program
+    (jit, scan, cond, custom rules) re-enters vmap_flat with the same axis, and its name
+    must come along for the collectives inside."""
+
+    def __init__(self):
+        self.stack: list = []
+
+
+_rule_axis = _RuleAxis()
+
+
 class BatchTrace(Trace):
     @property
     def axis_size(self) -> int:
-        return self.main.payload
+        return self.main.payload.size
+
+    @property
+    def axis_name(self):
+        return self.main.payload.name
 
     def pure(self, val):
         return BatchTracer(self, val, None)
@@ -54,7 +82,7 @@ class BatchTrace(Trace):
     def process_primitive(self, primitive, tracers, params):
         vals = [t.val for t in tracers]
         dims = [t.batch_dim for t in tracers]
-        if all(d is None for d in dims):
+        if all(d is None for d in dims) and primitive not in axis_primitives:
             out = primitive.bind(*vals, **params)
             if primitive.multiple_results:
                 return [BatchTracer(self, o, None) for o in out]
@@ -62,18 +90,32 @@ class BatchTrace(Trace):
         rule = primitive_batchers.get(primitive)
         if rule is None:
             raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented.")
-        if getattr(rule, "needs_axis_size", False):
-            out, out_dim = rule(self.axis_size, vals, dims, **params)
-        else:
-            out, out_dim = rule(vals, dims, **params)
+        _rule_axis.stack.append(self.main.payload)
+        try:
+            if getattr(rule, "needs_axis_name", False):
+                out, out_dim = rule(self.axis_size, self.axis_name, vals, dims, **params)
+            elif getattr(rule, "needs_axis_size", False):
+                out, out_dim = rule(self.axis_size, vals, dims, **params)
+            else:
+                out, out_dim = rule(vals, dims, **params)
+        finally:
+            _rule_axis.stack.pop()
         if primitive.multiple_results:
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
         return BatchTracer(self, out, out_dim)
 
 
-def vmap_flat(fun: Callable, axis_size: int, in_dims, args=()):
-    """Runs `fun` on flat `args` mapped along `in_dims`; returns `(outs, out_dims)`."""
-    with core.new_main(BatchTrace, axis_size) as main:
+_SAME_AXIS = object()
+
+
+def vmap_flat(fun: Callable, axis_size: int, in_dims, args=(), axis_name=_SAME_AXIS):
+    """Runs `fun` on flat `args` mapped along `in_dims`; returns `(outs, out_dims)`. Called
+    from a batching rule, the axis keeps the name of the rule's axis unless one is given."""
+    if axis_name is _SAME_AXIS:
+        rule_axis = _rule_axis.stack[-1] if _rule_axis.stack else None
+        axis_name = rule_axis.name if rule_axis is not None and rule_axis.size == axis_size \
+            else None
+    with core.new_main(BatchTrace, AxisData(axis_size, axis_name)) as main:
         trace = BatchTrace(main)
         tracers = [BatchTracer(trace, x, d) if d is not None else x for x, d in zip(args, in_dims)]
         outs = fun(*tracers)
@@ -117,3 +159,16 @@ def defbroadcasting(prim: Primitive) -> None:
         return prim.bind(*[bdim_at_front(v, d, size) for v, d in zip(vals, dims)], **params), 0
 
     primitive_batchers[prim] = rule
+
+
+def find_axis(name) -> core.MainTrace:
+    """The innermost vmap / pmap axis called `name` in scope; NameError if there is none."""
+    stack = core._trace_state.stack
+    for main in reversed(stack):
+        if issubclass(main.trace_type, BatchTrace) and main.payload.name == name:
+            return main
+    bound = [m.payload.name for m in stack if issubclass(m.trace_type, BatchTrace)
+             and m.payload.name is not None]
+    raise NameError(f"unbound axis name: {name}. The following axis names (e.g. defined by "
+                    f"pmap or vmap(axis_name=...)) are available to collective operations: "
+                    f"{bound}")

@@ -291,7 +291,68 @@ def precisions(jax, jnp):
     return out
 
 
-PROGRAMS = {"precisions": precisions, "array_instances": array_instances, "stages": stages, "callbacks": callbacks,
+def collectives(jax, jnp):
+    """lax collectives over vmap(axis_name=...) axes: values, nesting, jit / scan / cond inside,
+    derivatives, errors. (Partial ppermutes, pmax's gradient and invalid perms are left out:
+    JAX's vmap fails on them with internal AssertionErrors / NotImplementedError, corejax
+    computes the documented semantics.)"""
+    lax = jax.lax
+    out = []
+
+    def show(tag, f):
+        try:
+            r = f()
+            out.append(tag + " " + repr(jax.tree_util.tree_map(
+                lambda a: (np.asarray(a).dtype.name, np.round(np.asarray(a), 4).tolist()), r)))
+        except Exception as e:  # noqa: BLE001
+            out.append(tag + " " + type(e).__name__)
+
+    x = jnp.arange(12.).reshape(3, 4)
+    V = lambda f, **k: jax.vmap(f, axis_name='i', **k)  # noqa: E731
+    show("psum", lambda: V(lambda v: lax.psum(v, 'i'))(x))
+    show("psum_const", lambda: V(lambda v: lax.psum(2., 'i'))(x))
+    show("psum_bool", lambda: V(lambda v: lax.psum(True, 'i'))(x))
+    show("pmean", lambda: V(lambda v: lax.pmean(v, 'i'))(x))
+    show("pmean_int", lambda: V(lambda v: lax.pmean(v > 3, 'i'))(x))
+    show("pmax", lambda: V(lambda v: lax.pmax(v, 'i'))(x))
+    show("pmin", lambda: V(lambda v: lax.pmin(v, 'i'))(x))
+    show("idx", lambda: V(lambda v: lax.axis_index('i'))(x))
+    show("size", lambda: V(lambda v: v * lax.axis_size('i'))(x))
+    show("ag", lambda: V(lambda v: lax.all_gather(v, 'i'))(x))
+    show("ag1", lambda: V(lambda v: lax.all_gather(v, 'i', axis=1))(x))
+    show("agt", lambda: V(lambda v: lax.all_gather(v, 'i', tiled=True))(x))
+    y = jnp.arange(36.).reshape(3, 3, 4)
+    show("ps", lambda: V(lambda v: lax.psum_scatter(v, 'i'))(y))
+    show("pst", lambda: V(lambda v: lax.psum_scatter(v, 'i', scatter_dimension=1, tiled=True))(jnp.arange(36.).reshape(3, 4, 3)))
+    show("a2a", lambda: V(lambda v: lax.all_to_all(v, 'i', 0, 1))(y))
+    show("a2a_b", lambda: V(lambda v: lax.all_to_all(v, 'i', 1, 0))(jnp.arange(36.).reshape(3, 4, 3)))
+    show("a2at", lambda: V(lambda v: lax.all_to_all(v, 'i', 0, 1, tiled=True))(jnp.arange(72.).reshape(3, 6, 4)))
+    show("a2at2", lambda: V(lambda v: lax.all_to_all(v, 'i', 1, 0, tiled=True))(jnp.arange(72.).reshape(3, 4, 6)))
+    show("pswap", lambda: V(lambda v: lax.pswapaxes(v, 'i', 0))(y))
+    show("pperm", lambda: V(lambda v: lax.ppermute(v, 'i', [(0, 1), (1, 2), (2, 0)]))(x))
+    show("pshuffle", lambda: V(lambda v: lax.pshuffle(v, 'i', [2, 0, 1]))(x))
+    show("grad_psum", lambda: jax.grad(lambda z: V(lambda v: lax.psum(v ** 2, 'i') * v)(z).sum())(x))
+    show("grad_pmean", lambda: jax.grad(lambda z: V(lambda v: jnp.sin(lax.pmean(v, 'i')) * v)(z).sum())(x))
+    show("grad_ag", lambda: jax.grad(lambda z: V(lambda v: (lax.all_gather(v, 'i') * jnp.arange(3.)[:, None]).sum() * v)(z).sum())(x))
+    show("grad_ps", lambda: jax.grad(lambda z: V(lambda v: lax.psum_scatter(v, 'i') ** 2)(z).sum())(y))
+    show("grad_a2a", lambda: jax.grad(lambda z: V(lambda v: lax.all_to_all(v, 'i', 0, 1) * jnp.arange(12.).reshape(4, 3))(z).sum())(jnp.arange(36.).reshape(3, 3, 4)))
+    show("jit_in", lambda: V(jax.jit(lambda v: lax.psum(v, 'i') + lax.axis_index('i')))(x))
+    show("jit_out", lambda: jax.jit(V(lambda v: lax.psum(v, 'i')))(x))
+    show("nested", lambda: jax.vmap(V(lambda v: lax.psum(v, ('i', 'j'))), axis_name='j')(jnp.arange(24.).reshape(2, 3, 4)))
+    show("nested2", lambda: jax.vmap(V(lambda v: lax.psum(v, 'j') - lax.axis_index('j')), axis_name='j')(jnp.arange(24.).reshape(2, 3, 4)))
+    show("nested_idx", lambda: jax.vmap(V(lambda v: lax.axis_index(('j', 'i'))), axis_name='j')(jnp.arange(24.).reshape(2, 3, 4)))
+    show("unbound", lambda: lax.psum(1., 'i'))
+    show("unbound2", lambda: V(lambda v: lax.psum(v, 'k'))(x))
+    show("scan_in", lambda: V(lambda v: lax.scan(lambda c, a: (c + lax.psum(a, 'i'), c), 0., v))(x))
+    show("cond_in", lambda: V(lambda v: lax.cond(v[0] > 3, lambda u: lax.psum(u, 'i'), lambda u: u * 0, v))(x))
+    show("vjp_in", lambda: V(lambda v: jax.grad(lambda u: (lax.psum(u, 'i') ** 2).sum())(v))(x))
+    show("pmean_tree", lambda: V(lambda v: lax.pmean({'a': v, 'b': v[0]}, 'i'))(x))
+    show("in_axes", lambda: jax.vmap(lambda v, w: lax.psum(v * w, 'i'), in_axes=(1, None), axis_name='i')(x, 2.))
+    show("bad_ps", lambda: V(lambda v: lax.psum_scatter(v, 'i'))(x))
+    return out
+
+
+PROGRAMS = {"collectives": collectives, "precisions": precisions, "array_instances": array_instances, "stages": stages, "callbacks": callbacks,
             "transposes": transposes,
             "custom_vmaps": custom_vmaps, "io_callbacks": io_callbacks,
             "config_options": config_options}
