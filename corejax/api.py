@@ -13,6 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from corejax import core, dtypes, stages
+from corejax._traceback import api_boundary
 from corejax.array import Array, backend_for, operands_for
 from corejax.config import config
 from corejax.core import ClosedJaxpr, ShapedArray, Tracer, get_aval
@@ -136,6 +137,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape=False):
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
     @_wraps(fun)
+    @api_boundary
     def make(*args, **kwargs):
         dyn_args = [a for i, a in enumerate(args) if i not in static]
 
@@ -159,6 +161,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape=False):
     return make
 
 
+@api_boundary
 def eval_shape(fun: Callable, *args, **kwargs):
     """The output shapes and dtypes of `fun(*args)`, computed without running it."""
     _, shapes = make_jaxpr(fun, return_shape=True)(*args, **kwargs)
@@ -353,6 +356,7 @@ class _JittedFunction:
             self._last_key = key
         return entry
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         if _config_values["disable_jit"]:
             return self._fun(*args, **kwargs)
@@ -506,6 +510,7 @@ class disable_jit:
 
 # --- jvp / linearize / vjp / grad ------------------------------------------------------------
 
+@api_boundary
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     """Forward mode: `(fun(*primals), J(primals) @ tangents)`."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -533,6 +538,7 @@ def _as_tangent(t):
     return t
 
 
+@api_boundary
 def linearize(fun: Callable, *primals, has_aux: bool = False):
     """Returns `(fun(*primals), f_jvp)` where `f_jvp` evaluates the JVP at the same point
     without recomputing the primal computation."""
@@ -592,6 +598,7 @@ class _FlatWithAux:
         return main, aux
 
 
+@api_boundary
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """Returns `(fun(*primals), f_vjp)`; `f_vjp(cotangent)` returns cotangents of the primals."""
     p_leaves, p_tree = tree_flatten(primals)
@@ -720,6 +727,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
     name = f"value_and_grad({_fun_name(fun)})"
 
     @_wraps(fun)
+    @api_boundary
     def vg(*args, **kwargs):
         partial_fun, diff_args = _argnums_partial(fun, args, kwargs, argnums, name)
         for arg in diff_args:
@@ -759,6 +767,7 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
     @_wraps(fun)
+    @api_boundary
     def g(*args, **kwargs):
         if has_aux:
             (_, aux), gr = vg(*args, **kwargs)
@@ -825,6 +834,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     """The Jacobian by forward mode: one jvp per input basis vector, vectorized with vmap;
     `fun` runs once (the primal output is an unbatched output of the same vmap)."""
     @_wraps(fun)
+    @api_boundary
     def jac(*args, **kwargs):
         partial_fun, dyn = _argnums_partial(fun, args, kwargs, argnums, "jacfwd")
         leaves, tree = tree_flatten(dyn)
@@ -861,6 +871,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
            allow_int: bool = False):
     """The Jacobian by reverse mode: one vjp per output basis vector, vectorized with vmap."""
     @_wraps(fun)
+    @api_boundary
     def jac(*args, **kwargs):
         partial_fun, dyn = _argnums_partial(fun, args, kwargs, argnums, "jacrev")
         for x in tree_leaves(dyn):
@@ -930,6 +941,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
         in_axes = tuple(in_axes)
 
     @_wraps(fun)
+    @api_boundary
     def batched(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "

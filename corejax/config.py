@@ -24,6 +24,8 @@ def _default_cache_dir() -> str:
 
 
 _CHOICES = {
+    "traceback_filtering": ("off", "tracebackhide", "remove_frames", "quiet_remove_frames",
+                            "auto"),
     "numpy_rank_promotion": ("allow", "warn", "raise"),
     "numpy_dtype_promotion": ("standard", "strict"),
     "default_matmul_precision": (None, "default", "high", "highest", "bfloat16",
@@ -50,6 +52,8 @@ class Config:
         # Accepted for JAX's code: CPU matmuls run in full precision whatever it says, as
         # JAX's own CPU backend does.
         "default_matmul_precision": lambda: os.environ.get("JAX_DEFAULT_MATMUL_PRECISION"),
+        # Whether corejax's own frames are removed from tracebacks (corejax/_traceback.py).
+        "traceback_filtering": lambda: os.environ.get("JAX_TRACEBACK_FILTERING", "auto"),
         # jit logs each compilation (function, argument shapes) at WARNING level.
         "log_compiles": lambda: _env_bool("JAX_LOG_COMPILES", False),
         "explain_cache_misses": lambda: _env_bool("JAX_EXPLAIN_CACHE_MISSES", False),

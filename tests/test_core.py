@@ -391,3 +391,33 @@ def test_debug_breakpoint_prompt_shows_runtime_values_inside_jit_and_vmap():
     assert out.getvalue().count("Entering jdb:") == 2  # once per batch element, in order
     assert "Array(0., dtype=float32)" in out.getvalue()
     assert "Array(3., dtype=float32)" in out.getvalue()
+
+
+@pytest.mark.parametrize("mode", ["remove_frames", "quiet_remove_frames", "off"])
+def test_traceback_filtering_keeps_the_users_frames(mode):
+    import traceback
+    import corejax as jax
+
+    def f(x):
+        if x > 0:
+            return x
+        return -x
+
+    prev = jax.config.traceback_filtering
+    jax.config.update("jax_traceback_filtering", mode)
+    try:
+        with pytest.raises(jax.errors.TracerBoolConversionError) as info:
+            jax.grad(jax.jit(f))(1.0)
+    finally:
+        jax.config.update("jax_traceback_filtering", prev)
+    files = [fr.filename for fr in traceback.extract_tb(info.value.__traceback__)]
+    inside = [fn for fn in files if "/corejax/" in fn.replace("\\", "/")]
+    assert any(fn == __file__ for fn in files)
+    if mode == "off":
+        assert len(inside) > 3
+        assert not getattr(info.value, "__notes__", None)
+    else:
+        assert [fn.endswith("_traceback.py") for fn in inside] == [True] * len(inside) and \
+            len(inside) <= 1  # only the boundary's re-raise
+        notes = getattr(info.value, "__notes__", [])
+        assert bool(notes) == (mode == "remove_frames")
