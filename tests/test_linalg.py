@@ -403,3 +403,91 @@ def test_dtypes_follow_jax():
     assert not jnp.linalg.norm(3.0).weak_type
     lu, piv, perm = L.lu(np.eye(3, dtype=np.float32))
     assert (piv.dtype, perm.dtype) == (np.int32, np.int32)
+
+
+# --- custom_linear_solve, custom_root --------------------------------------------------------
+
+def _dense_solve(a, b, **kw):
+    return corejax.lax.custom_linear_solve(
+        lambda x: a @ x, b, lambda mv, y: jnp.linalg.solve(a, y),
+        transpose_solve=lambda vm, y: jnp.linalg.solve(a.T, y), **kw)
+
+
+def test_custom_linear_solve_derivatives(x64):
+    a, b = dominant(4), rand(4)
+    check_jvp(_dense_solve, [a, b])
+    check_vjp(_dense_solve, [a, b])
+    want = corejax.grad(lambda a, b: jnp.sum(jnp.linalg.solve(a, b) ** 2), (0, 1))(a, b)
+    got = corejax.jit(corejax.grad(lambda a, b: jnp.sum(_dense_solve(a, b) ** 2), (0, 1)))(a, b)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-10)
+    hess = corejax.hessian(lambda b: jnp.sum(_dense_solve(a, b) ** 3))(b)
+    x = np.linalg.solve(a, b)
+    inv = np.linalg.inv(a)
+    np.testing.assert_allclose(hess, 6 * inv.T @ np.diag(x) @ inv, rtol=1e-9)
+
+
+def test_custom_linear_solve_pytrees_aux_and_vmap(x64):
+    a = dominant(3)
+
+    def solve(mv, b):
+        return {"u": jnp.linalg.solve(a, b["u"])}, {"iterations": 1}
+
+    x, aux = corejax.lax.custom_linear_solve(lambda x: {"u": a @ x["u"]}, {"u": rand(3)}, solve,
+                                             symmetric=True, has_aux=True)
+    assert set(x) == {"u"} and aux == {"iterations": 1}
+    bs = rand(5, 3)
+    got = corejax.vmap(lambda b: _dense_solve(a, b))(bs)
+    np.testing.assert_allclose(got, np.linalg.solve(a, bs.T).T, rtol=1e-10)
+
+
+def test_custom_linear_solve_errors():
+    a = np.eye(2, dtype=np.float32) * 2
+
+    def no_transpose(b):
+        return corejax.lax.custom_linear_solve(lambda x: a @ x, b, lambda mv, y: y / 2)
+
+    with pytest.raises(TypeError, match="transpose_solve required"):
+        corejax.grad(lambda b: no_transpose(b).sum())(np.ones(2, np.float32))
+    with pytest.raises(TypeError, match="structure, shapes and dtypes of b"):
+        corejax.jit(lambda b: corejax.lax.custom_linear_solve(
+            lambda x: x[:1], b, lambda mv, y: y))(np.ones(2, np.float32))
+
+
+def test_custom_jvp_rules_may_solve_with_tangents():
+    """jnp.linalg.solve is linear in b wherever it is used, so a custom rule that solves with
+    tangents still transposes (reverse mode)."""
+    a = np.eye(2, dtype=np.float32) * 2
+
+    @corejax.custom_jvp
+    def f(x):
+        return x * 2
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        return f(primals[0]), jnp.linalg.solve(a, tangents[0])
+
+    np.testing.assert_allclose(corejax.grad(lambda x: f(x).sum())(np.ones(2, np.float32)), 0.5)
+
+
+def _sqrt(c):
+    def newton(f, x):
+        for _ in range(30):
+            x = x - f(x) / (2 * x)
+        return x
+    return corejax.lax.custom_root(lambda x: x * x - c, jnp.ones_like(c), newton,
+                                   lambda g, y: y / g(jnp.ones_like(y)))
+
+
+def test_custom_root_implicit_derivatives(x64):
+    c = np.array([2.0, 9.0, 0.25])
+    np.testing.assert_allclose(_sqrt(c), np.sqrt(c), rtol=1e-12)
+    np.testing.assert_allclose(corejax.jacfwd(_sqrt)(c), np.diag(0.5 / np.sqrt(c)), rtol=1e-10)
+    np.testing.assert_allclose(corejax.grad(lambda c: _sqrt(c).sum())(c), 0.5 / np.sqrt(c),
+                               rtol=1e-10)
+    np.testing.assert_allclose(corejax.vmap(corejax.grad(lambda c: _sqrt(c).sum()))(c[:, None]),
+                               0.5 / np.sqrt(c)[:, None], rtol=1e-10)
+    second = corejax.grad(lambda c: corejax.grad(lambda c: _sqrt(c).sum())(c).sum())(c)
+    np.testing.assert_allclose(second, -0.25 * c ** -1.5, rtol=1e-9)
+    np.testing.assert_allclose(corejax.jit(corejax.grad(lambda c: _sqrt(c).sum()))(c),
+                               0.5 / np.sqrt(c), rtol=1e-10)

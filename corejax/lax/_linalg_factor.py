@@ -21,7 +21,7 @@ from corejax.transforms.ad import Zero, is_undefined_primal
 from corejax.lax._factories import shape_str
 from corejax.lax._linalg_util import (
     check_batch, check_float, check_rank, check_square, define, batch_loop, no_derivative,
-    mT, matmul, tril, triu, eye, diag_mask, where_mask, permutation_matrix, resize,
+    mT, matmul, tril, triu, eye, diag_mask, where_mask, permute_rows, permute_columns, resize,
     zeros_tangent, scale_rows)
 
 __all__ = []
@@ -287,9 +287,8 @@ def _lu_jvp(primals, tangents):
     lax = _lax()
     m, n = get_aval(x).shape[-2:]
     k = min(m, n)
-    dtype = get_aval(x).dtype
     l_sq, u_sq = _unit_lower_square(lu, m), _upper_square(lu, m, n)
-    permuted = matmul(permutation_matrix(perm, dtype), x_dot)
+    permuted = permute_rows(x_dot, perm)
     y = triangular_solve_p.bind(l_sq, permuted, **_params(left_side=True, lower=True,
                                                           unit_diagonal=True))
     inner = triangular_solve_p.bind(u_sq, y, **_params(left_side=False, lower=False))
@@ -362,7 +361,7 @@ def _qr_jvp(primals, tangents, *, pivoting, full_matrices, use_magma):
     lax = _lax()
     m, n = get_aval(x).shape[-2:]
     if pivoting:   # A P = Q R: the tangent's columns move with A's
-        x_dot = matmul(x_dot, mT(permutation_matrix(outs[2], get_aval(x).dtype)))
+        x_dot = permute_columns(x_dot, outs[2])
     solve_r = _params(left_side=False, lower=False)
     if m >= n:
         q1, r1 = resize(q, m, n), resize(r, n, n)

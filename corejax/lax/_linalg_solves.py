@@ -41,6 +41,12 @@ class _SolveJaxprs(NamedTuple):
     transpose_solve: ClosedJaxpr | None
 
 
+def _eager() -> bool:
+    """No transformation is active, so no value anywhere can be a tracer: the solve can just
+    run (its implicit derivative rules would never be consulted)."""
+    return core.cur_level() == 0 and core._trace_state.dynamic_level == 0
+
+
 def _split(args, const_lengths):
     *consts, b = _split_list(list(args), const_lengths)
     return consts, b
@@ -161,6 +167,8 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
     derivatives flow to b and to values `matvec` closes over, not through `solve`.
     `transpose_solve(vecmat, b)` solves the transposed system for reverse mode (`symmetric`:
     solve does). With `has_aux`, the solves return `(x, aux)` and so does this."""
+    if _eager():
+        return solve(matvec, b)
     b_leaves, tree = tree_flatten(b)
     args_tree = tree_structure((b,))       # _trace calls fun(*unflattened args)
     b_leaves = [_canon(x) for x in b_leaves]
@@ -203,6 +211,8 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     respect to the values f closes over, dx = -(df/dx)^-1 df, where `tangent_solve(g, y)`
     solves the linear g(x) = y for the linearization g of f at the root (for instance
     `lambda g, y: y / g(1.0)` for scalars). With `has_aux`, solve returns `(x, aux)`."""
+    if _eager():
+        return solve(f, initial_guess)
     from corejax.custom_derivatives import custom_jvp
     lax = _lax()
     guess_leaves, tree = tree_flatten(initial_guess)

@@ -239,6 +239,22 @@ def permutation_matrix(perm, dtype):
     return lax.convert_element_type(lax.eq(rows, cols), dtype)
 
 
+def permute_rows(x, perm):
+    """x[..., perm, :], with perm (..., m) of x's batch shape: a gather, not a product."""
+    from corejax.lax.indexing import take_along_axis
+    if get_aval(x).size == 0:
+        return x
+    return take_along_axis(x, _lax().expand_dims(perm, (get_aval(perm).ndim,)), axis=-2)
+
+
+def permute_columns(x, perm):
+    """x[..., :, perm], with perm (..., n) of x's batch shape."""
+    from corejax.lax.indexing import take_along_axis
+    if get_aval(x).size == 0:
+        return x
+    return take_along_axis(x, _lax().expand_dims(perm, (get_aval(perm).ndim - 1,)), axis=-1)
+
+
 def resize(x, rows: int, cols: int):
     """The leading block of x (..., m, n) as (..., rows, cols): sliced or zero-padded."""
     lax = _lax()

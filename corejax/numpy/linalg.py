@@ -19,6 +19,7 @@ from corejax.core import get_aval
 from corejax.custom_derivatives import custom_jvp
 from corejax.lax import linalg as lax_linalg
 from corejax.lax import _linalg_util as _u
+from corejax.lax import _linalg_solves as lax_linalg_solves
 from corejax.numpy._core import asarray, check_arraylike, promote_dtypes_inexact, broadcast_shapes
 from corejax.numpy._linalg_norms import (
     norm, vector_norm, matrix_norm, cross, outer, trace, diagonal, vecdot, matmul,
@@ -169,26 +170,28 @@ def qr(a, mode: str = "reduced"):
 
 def _lu_solve(lu, perm, b):
     """x with A x = b for each column of b (..., n, k), from A's factors P A = L U."""
-    permuted = _u.matmul(_u.permutation_matrix(perm, get_aval(b).dtype), b)
+    permuted = _u.permute_rows(b, perm)
     y = lax_linalg.triangular_solve(lu, permuted, left_side=True, lower=True,
                                     unit_diagonal=True)
     return lax_linalg.triangular_solve(lu, y, left_side=True, lower=False)
 
 
-@custom_jvp
+def _lu_solve_transposed(lu, perm, b):
+    """x with A^T x = b, from A's factors P A = L U (A^T = U^T L^T P)."""
+    y = lax_linalg.triangular_solve(lu, b, left_side=True, lower=False, transpose_a=True)
+    y = lax_linalg.triangular_solve(lu, y, left_side=True, lower=True, transpose_a=True,
+                                    unit_diagonal=True)
+    return _u.permute_rows(y, jnp.argsort(perm, axis=-1).astype(np.int32))
+
+
 def _solve(a, b):
+    """As JAX does: a custom_linear_solve around one LU factorization of a, so derivatives
+    (to b, and to a through the matvec) come from the linear system, and the solve is linear
+    in b (transposable) wherever it appears, tangents included."""
     lu, _, perm = lax_linalg.lu(lax.stop_gradient(a))
-    return _lu_solve(lu, perm, b)
-
-
-@_solve.defjvp
-def _solve_jvp(primals, tangents):
-    """x' = A^-1 (b' - A' x), reusing one LU factorization of A."""
-    a, b = primals
-    a_dot, b_dot = tangents
-    lu, _, perm = lax_linalg.lu(a)
-    x = _lu_solve(lu, perm, b)
-    return x, _lu_solve(lu, perm, lax.sub(b_dot, _u.matmul(a_dot, x)))
+    return lax_linalg_solves.custom_linear_solve(
+        lambda x: _u.matmul(a, x), b, lambda matvec, y: _lu_solve(lu, perm, y),
+        transpose_solve=lambda vecmat, y: _lu_solve_transposed(lu, perm, y))
 
 
 def solve(a, b):
@@ -256,7 +259,7 @@ def _det_jvp(primals, tangents):
     u1_diag = lax.select(last, ones, diag)
     row_scale = lax.select(last, ones, jnp.broadcast_to(u_nn[..., None], get_aval(diag).shape))
     u1 = lax.add(_u.triu(lu, 1), _u.diag_embed(u1_diag))
-    y = _u.matmul(_u.permutation_matrix(perm, dtype), a_dot)
+    y = _u.permute_rows(a_dot, perm)
     y = lax_linalg.triangular_solve(lu, y, left_side=True, lower=True, unit_diagonal=True)
     y = lax_linalg.triangular_solve(u1, _u.scale_rows(y, row_scale), left_side=True,
                                     lower=False)

@@ -133,16 +133,15 @@ def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False,
     perm = lax_linalg.lu_pivots_to_permutation(pivots, m)
 
     def solve(lu_, b):
-        p = _u.permutation_matrix(jnp.broadcast_to(perm, get_aval(lu_).shape[:-1]),
-                                  get_aval(b).dtype)
-        if trans == 0:
-            y = lax_linalg.triangular_solve(lu_, _u.matmul(p, b), left_side=True, lower=True,
-                                            unit_diagonal=True)
+        rows = jnp.broadcast_to(perm, get_aval(lu_).shape[:-1])
+        if trans == 0:      # a = P^T L U: x = U^-1 L^-1 (b in P's row order)
+            y = lax_linalg.triangular_solve(lu_, _u.permute_rows(b, rows), left_side=True,
+                                            lower=True, unit_diagonal=True)
             return lax_linalg.triangular_solve(lu_, y, left_side=True, lower=False)
         y = lax_linalg.triangular_solve(lu_, b, left_side=True, lower=False, transpose_a=True)
         y = lax_linalg.triangular_solve(lu_, y, left_side=True, lower=True, transpose_a=True,
                                         unit_diagonal=True)
-        return _u.matmul(_u.mT(p), y)
+        return _u.permute_rows(y, jnp.argsort(rows, axis=-1).astype(np.int32))
 
     return _solve_vectors(solve, lu_, b)
 

@@ -92,7 +92,22 @@ cases.ARRAY_OPS.update({
     # reconstructions: the invariant part of decompositions with rotation freedom
     "linalg_schur_rebuild": lambda f, x: (lambda t, z: z @ t @ z.mT)(*f(x)),
     "linalg_tridiagonal_eigvals": lambda f, d, e, **kw: f(d, e, eigvals_only=True, **kw),
+    # implicit derivatives: a dense solve behind custom_linear_solve (derivatives flow to the
+    # matrix through the matvec's closure), Newton's square root behind custom_root
+    "linalg_custom_linear_solve": lambda custom_linear_solve, solve, a, b, symmetric=False:
+        custom_linear_solve(lambda x: a @ x, b, lambda mv, y: solve(a, y),
+                            transpose_solve=None if symmetric else lambda vm, y: solve(a.T, y),
+                            symmetric=symmetric),
+    "linalg_sqrt_root": lambda custom_root, c: custom_root(
+        lambda x: x * x - c, c * 0 + 1, _newton,
+        lambda g, y: y / g(np.ones(y.shape, y.dtype))),
 })
+
+
+def _newton(f, x):
+    for _ in range(25):
+        x = x - f(x) / (2 * x)
+    return x
 
 
 def wrap(kind, fn, *args, label=None, **kw):
@@ -211,6 +226,20 @@ add(case(L + "symmetric_product", "f32[4,2]", "f32[4,4]", ulp=8),
          kwargs={"left": False, "transpose": True}, ulp=16, label="right_t"),
     case(L + "qdwh", "f32[4,2]", transforms=("eager", "jit", "vmap", "jvp"), ulp=256),
     case(L + "qdwh", "f32[2,4]", transforms=("eager",), label="wide"))
+
+add(wrap("custom_linear_solve", "lax.custom_linear_solve", Ref("numpy.linalg.solve"),
+         "f32[4,4]", "f32[4]", transforms=FULL, ulp=64, label="dense"),
+    wrap("custom_linear_solve", "lax.custom_linear_solve", Ref("numpy.linalg.solve"),
+         "f32[4,4]", "f32[4,2]", kwargs={"symmetric": True}, transforms=NOHVP, ulp=64,
+         label="symmetric"),
+    case("lax.custom_linear_solve", lambda x: x * 2.0, "f32[4]", lambda mv, b: b / 2.0,
+         static=(0, 2), kwargs={"symmetric": True}, transforms=FULL, label="scaling"),
+    case("lax.custom_linear_solve", lambda x: x * 2.0, "f32[4]", lambda mv, b: b / 2.0,
+         static=(0, 2), transforms=("eager", "jit", "jvp", "grad"), label="no_transpose"),
+    wrap("sqrt_root", "lax.custom_root", "f32[4]:pos", transforms=FULL, ulp=16),
+    case("lax.custom_root", lambda x: x * x - 2.0, "f32[]:pos", _newton,
+         lambda g, y: y / g(1.0), static=(0, 2, 3), transforms=("eager", "jit", "vmap", "grad"),
+         ulp=16, label="sqrt2"))
 
 # ------------------------------------------------------------------ jax.numpy.linalg
 
