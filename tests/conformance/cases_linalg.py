@@ -536,7 +536,9 @@ _COMPLEX = "complex results for real input: raises NotImplementedError (corejax 
            "dtype yet)"
 _ENUM = "an enum of algorithm choices (passed as arguments in the svd / eigh cases)"
 SKIP_REASONS["lax.linalg"] = {"eig": _COMPLEX, "SvdAlgorithm": _ENUM,
-                              "EighImplementation": _ENUM, "EigImplementation": _ENUM}
+                              "EighImplementation": _ENUM, "EigImplementation": _ENUM,
+                              "cholesky_update": "covered as array.linalg_upper (its input must "
+                                                 "be an upper Cholesky factor)"}
 SKIP_REASONS["numpy.linalg"] = {
     "eig": _COMPLEX, "eigvals": _COMPLEX,
     **{n: "a result type (NamedTuple), checked through the functions returning it" for n in (
