@@ -491,3 +491,11 @@ def test_custom_root_implicit_derivatives(x64):
     np.testing.assert_allclose(second, -0.25 * c ** -1.5, rtol=1e-9)
     np.testing.assert_allclose(corejax.jit(corejax.grad(lambda c: _sqrt(c).sum()))(c),
                                0.5 / np.sqrt(c), rtol=1e-10)
+
+
+def test_non_convergence_gives_nan_for_that_matrix_only():
+    batch = np.stack([np.eye(3, dtype=np.float32), np.full((3, 3), np.nan, np.float32)])
+    for out in (L.eigh(batch), L.svd(batch), L.schur(batch), [L.svd(batch, compute_uv=False)]):
+        for leaf in out:
+            leaf = np.asarray(leaf)
+            assert np.isfinite(leaf[0]).all() and np.isnan(leaf[1]).all()

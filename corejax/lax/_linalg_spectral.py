@@ -17,8 +17,9 @@ from corejax.core import ShapedArray, get_aval
 from corejax.transforms import ad
 from corejax.transforms.ad import Zero
 from corejax.lax._linalg_util import (
-    check_float, check_rank, check_square, define, batch_loop, no_derivative, mT, matmul,
-    diag_mask, where_mask, diagonal, scale_columns, scale_rows, zeros_tangent)
+    check_batch, check_float, check_rank, check_square, define, batch_loop, nan_on_failure,
+    no_derivative, mT, matmul, diag_mask, where_mask, diagonal, scale_columns, scale_rows,
+    symmetrize, zeros_tangent)
 from corejax.lax._factories import shape_str
 
 __all__ = ["SvdAlgorithm", "EighImplementation", "EigImplementation"]
@@ -69,7 +70,8 @@ def _eigh_impl(x, *, lower, sort_eigenvalues, subset_by_index, algorithm):
         w, v = np.zeros(x.shape[:-1], x.dtype), np.zeros(x.shape, x.dtype)
     else:
         with np.errstate(all="ignore"):
-            w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
+            w, v = nan_on_failure(lambda a: tuple(np.linalg.eigh(a, UPLO="L" if lower else "U")),
+                                  x)
     lo, hi = subset_by_index or (0, n)      # LAPACK's order is already ascending
     return [v[..., lo:hi], w[..., lo:hi]]
 
@@ -111,7 +113,6 @@ def _eigh_jvp(primals, tangents, *, lower, sort_eigenvalues, subset_by_index, al
     if type(x_dot) is Zero:
         v, w = outs = eigh_p.bind(x, **params)
         return outs, [zeros_tangent(v), zeros_tangent(w)]
-    from corejax.lax._linalg_util import symmetrize
     v, w = outs = eigh_p.bind(symmetrize(x), **params)
     if subset_by_index is not None and tuple(subset_by_index) != (0, get_aval(x).shape[-1]):
         raise NotImplementedError("eigh's derivative needs every eigenpair: differentiate "
@@ -145,13 +146,15 @@ def _svd_impl(x, *, full_matrices, compute_uv, subset_by_index, algorithm):
     else:
         with np.errstate(all="ignore"):
             if algorithm == SvdAlgorithm.QR:
-                outs = list(batch_loop(lambda a: _svd_one_gesvd(a, full_matrices, compute_uv), x,
-                                       core_ndims=(2,)))
+                outs = list(batch_loop(lambda a: nan_on_failure(
+                    lambda m: _svd_one_gesvd(m, full_matrices, compute_uv), a), x,
+                    core_ndims=(2,)))
             elif compute_uv:
-                u, s, vt = np.linalg.svd(x, full_matrices=full_matrices)
+                u, s, vt = nan_on_failure(
+                    lambda a: tuple(np.linalg.svd(a, full_matrices=full_matrices)), x)
                 outs = [s, u, vt]
             else:
-                outs = [np.linalg.svd(x, compute_uv=False)]
+                outs = [nan_on_failure(lambda a: np.linalg.svd(a, compute_uv=False), x)]
     if subset_by_index is not None:
         lo, hi = subset_by_index
         outs = [outs[0][..., lo:hi]] + ([outs[1][..., lo:hi], outs[2][..., lo:hi, :]]
@@ -279,9 +282,8 @@ def _schur_impl(x, *, compute_schur_vectors, sort_eig_vals, select_callable):
     if x.size == 0:
         outs = [np.array(x), np.broadcast_to(np.eye(x.shape[-1], dtype=x.dtype), x.shape)]
     else:
-        outs = list(batch_loop(lambda a: tuple(scipy.linalg.schur(a, output="real",
-                                                                  check_finite=False)),
-                               x, core_ndims=(2,)))
+        outs = list(batch_loop(lambda a: nan_on_failure(lambda m: tuple(scipy.linalg.schur(
+            m, output="real", check_finite=False)), a), x, core_ndims=(2,)))
     return outs if compute_schur_vectors else outs[:1]
 
 
@@ -320,7 +322,6 @@ def _sylvester_impl(a, b, c, *, tol):
 
 
 def _sylvester_abstract(a, b, c, *, tol):
-    from corejax.lax._linalg_util import check_batch
     for i, x in enumerate((a, b, c)):
         check_rank("solve_sylvester", i, x, 2)
         check_float("solve_sylvester", i, x)

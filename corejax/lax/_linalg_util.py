@@ -135,6 +135,27 @@ def batch_loop(fn: Callable, *arrays, core_ndims, out_core=None):
     return outs[0] if single else tuple(outs)
 
 
+def nan_on_failure(fn, x):
+    """fn(x) (a tuple or an array) for a batch of matrices x; where LAPACK fails on a matrix
+    (an iteration that does not converge, as on NaN input), that matrix's results are NaN,
+    which is how JAX reports it, instead of an exception for the whole batch."""
+    try:
+        return fn(x)
+    except np.linalg.LinAlgError:
+        pass
+
+    def one(matrix):
+        try:
+            return fn(matrix)
+        except np.linalg.LinAlgError:
+            shaped = fn(np.zeros_like(matrix))
+            if isinstance(shaped, tuple):
+                return tuple(np.full_like(o, np.nan) for o in shaped)
+            return np.full_like(shaped, np.nan)
+
+    return batch_loop(one, x, core_ndims=(2,))
+
+
 # --- batched matrix helpers for the rules ----------------------------------------------------
 
 def _lax():
