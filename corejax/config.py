@@ -59,6 +59,8 @@ class Config:
         "explain_cache_misses": lambda: _env_bool("JAX_EXPLAIN_CACHE_MISSES", False),
         "platform": lambda: os.environ.get("COREJAX_PLATFORM", "cpu"),
         "cache_dir": lambda: os.environ.get("COREJAX_CACHE_DIR") or _default_cache_dir(),
+        # The kernel cache's size limit in MiB; past it the least recently used kernels go.
+        "cache_max_mb": lambda: int(os.environ.get("COREJAX_CACHE_MAX_MB", "1024")),
         "disable_jit": lambda: _env_bool("JAX_DISABLE_JIT", False),
         # Eager evaluation also runs each primitive's abstract evaluation and checks the result
         # against it, so a program that runs eagerly also stages (the test suite turns it on).

@@ -311,6 +311,48 @@ def test_cache_dir_from_environment(tmp_path):
     assert r.stdout.strip() == str(tmp_path / "c")
 
 
+def test_unwritable_cache_compiles_in_memory_with_one_warning(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the cache folder would be")
+    code = textwrap.dedent("""
+        import json, warnings
+        import corejax as jax, corejax.numpy as jnp
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            a = jax.jit(lambda x: jnp.sum(jnp.exp(x) * 3.0 - x, axis=0))(jnp.ones((4, 3)))
+            b = jax.jit(lambda x: jnp.tanh(x) * 2.0)(jnp.ones(3))
+        print(json.dumps({"warnings": [str(x.message) for x in w],
+                          "a": [float(v) for v in a], "b": [float(v) for v in b]}))
+    """)
+    env = dict(os.environ, COREJAX_CACHE_DIR=str(blocker / "cache"), PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    import json
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert len(out["warnings"]) == 1 and "compiled in memory" in out["warnings"][0]
+    reference = _child(tmp_path / "writable")["out"]
+    assert out["a"] == reference                          # the same kernels, the same bits
+    assert out["b"] == pytest.approx([2 * np.tanh(1.0)] * 3, rel=1e-6)
+
+
+def test_cache_size_limit_evicts_least_recently_used_and_the_command(tmp_path, capsys):
+    _child(tmp_path)
+    kdir = tmp_path / "kernels"
+    sources = sorted(kdir.glob("k_*.py"))
+    assert sources
+    old = sources[0]
+    os.utime(old, (1, 1))                                  # the least recently used
+    info = diskcache.describe(str(tmp_path))
+    assert info["kernels"] == len(sources) and info["bytes"] > 0
+    removed = diskcache.evict(str(kdir), info["bytes"] - 1)
+    assert removed >= 1 and not old.exists()
+    assert not list((kdir / "__pycache__").glob(old.stem + ".*"))
+    assert diskcache.main(["--cache-dir", str(tmp_path)]) == 0
+    assert "kernels" in capsys.readouterr().out
+    assert diskcache.main(["--cache-dir", str(tmp_path), "--clear"]) == 0
+    assert diskcache.describe(str(tmp_path))["kernels"] == 0
+
+
 def test_kernel_stats_counts():
     stats = kernel_stats()
     assert set(stats) >= {"kernels_compiled", "kernels_loaded", "rebuilt"}
