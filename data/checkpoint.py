@@ -149,6 +149,11 @@ def save(path, tree) -> None:
 
 
 def _read(path: str):
+    with open(path, "rb") as f:           # FileNotFoundError propagates as itself
+        head = f.read(4)
+    if head != b"PK\x03\x04":
+        raise CheckpointError(f"{path}: not a corejax checkpoint: a checkpoint is a NumPy .npz "
+                              f"(zip) archive, this file starts with {head!r}.")
     try:
         with np.load(path, allow_pickle=False) as archive:
             meta = json.loads(archive[_TREE_ENTRY].tobytes().decode("utf-8"))

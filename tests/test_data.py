@@ -351,6 +351,13 @@ def test_checkpoint_crash_mid_write_keeps_old(tmp_path, monkeypatch):
 def test_checkpoint_unreadable(tmp_path):
     path = tmp_path / "ckpt.npz"
     path.write_bytes(b"not a zip file")
+    with pytest.raises(CheckpointError, match="not a corejax checkpoint: .*npz.*starts with"):
+        checkpoint.restore(path)
+    path.write_bytes(os.urandom(4096))                   # random bytes: not "pickled data"
+    with pytest.raises(CheckpointError, match="not a corejax checkpoint") as info:
+        checkpoint.restore(path)
+    assert "pickle" not in str(info.value)
+    path.write_bytes(b"PK\x03\x04" + b"\0" * 100)        # a broken zip
     with pytest.raises(CheckpointError, match="not a readable corejax checkpoint"):
         checkpoint.restore(path)
     with pytest.raises(FileNotFoundError):
