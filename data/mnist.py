@@ -125,6 +125,12 @@ def find_idx_files(data_dir: str, split: str) -> tuple[str, str] | None:
     return found[0], found[1]
 
 
+def split_file_names(split: str) -> str:
+    """The IDX file names a folder must hold for `split` (for messages)."""
+    prefix = _IDX_PREFIX[split]
+    return (f"{prefix}-images-idx3-ubyte[.gz] and {prefix}-labels-idx1-ubyte[.gz]")
+
+
 def _check_split(split: str) -> str:
     if split not in SPLITS:
         raise ValueError(f"Unknown MNIST split {split!r}; expected one of {SPLITS}.")
@@ -216,6 +222,8 @@ def load(split: str, source: str = "auto", data_dir: str | None = None):
     if idx_dir is not None and (not os.path.isdir(idx_dir)
                                 or find_idx_files(idx_dir, split) is not None):
         return _load_idx(idx_dir, split)
+    where = (f"the folder {idx_dir!r} has no MNIST IDX files for split {split!r} (expected "
+             f"{split_file_names(split)})" if idx_dir else "no data folder was given")
     tfds = _import_tfds()
     if tfds is not None:
         if _tfds_prepared(tfds, None):
@@ -223,9 +231,13 @@ def load(split: str, source: str = "auto", data_dir: str | None = None):
         try:
             return _load_tfds(tfds, split, download=True)
         except Exception as e:  # noqa: BLE001 - report every failure the same way below
-            raise DataNotFoundError(f"tensorflow-datasets could not download MNIST ({e}).\n"
+            if isinstance(e, ImportError):
+                why = (f"tensorflow-datasets is installed but cannot run: it needs the module "
+                       f"{getattr(e, 'name', None) or e} (pip install it, or provide the IDX "
+                       "files)")
+            else:
+                why = f"tensorflow-datasets could not download MNIST ({type(e).__name__}: {e})"
+            raise DataNotFoundError(f"MNIST not found: {where}, and {why}.\n"
                                     + _HOW_TO_PROVIDE) from e
-    where = (f"the folder {idx_dir!r} has no MNIST IDX files for split {split!r}" if idx_dir
-             else "no data folder was given")
     raise DataNotFoundError(f"MNIST not found: {where}, and tensorflow-datasets is not "
                             "installed.\n" + _HOW_TO_PROVIDE)

@@ -362,3 +362,25 @@ def test_checkpoint_unreadable(tmp_path):
         checkpoint.restore(path)
     with pytest.raises(FileNotFoundError):
         checkpoint.restore(tmp_path / "missing.npz")
+
+
+def test_empty_folder_with_a_broken_tfds_names_what_is_missing(tmp_path, monkeypatch):
+    from data import mnist
+
+    class BrokenTfds:
+        @staticmethod
+        def builder(*args, **kwargs):
+            raise RuntimeError("not prepared")
+
+        @staticmethod
+        def data_source(*args, **kwargs):
+            raise ModuleNotFoundError("No module named 'importlib_resources'",
+                                      name="importlib_resources")
+
+    monkeypatch.setattr(mnist, "_import_tfds", lambda: BrokenTfds)
+    with pytest.raises(mnist.DataNotFoundError) as info:
+        mnist.load("train", data_dir=str(tmp_path))
+    text = str(info.value)
+    assert "has no MNIST IDX files for split 'train'" in text
+    assert "train-images-idx3-ubyte" in text and "importlib_resources" in text
+    assert "installed but cannot run" in text
