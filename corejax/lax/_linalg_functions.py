@@ -92,7 +92,9 @@ def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_ind
     `s` without `compute_uv`."""
     subset = None if subset_by_index is None else tuple(int(i) for i in subset_by_index)
     if algorithm is not None and not isinstance(algorithm, SvdAlgorithm):
-        raise TypeError(f"svd: algorithm must be a lax.linalg.SvdAlgorithm, got {algorithm!r}.")
+        # (JAX raises NotImplementedError here too: no CPU algorithm by that name)
+        raise NotImplementedError(f"svd: algorithm must be a lax.linalg.SvdAlgorithm (the CPU "
+                                  f"has DEFAULT, QR and DIVIDE_AND_CONQUER), got {algorithm!r}.")
     outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
                       subset_by_index=subset, algorithm=algorithm)
     if not compute_uv:

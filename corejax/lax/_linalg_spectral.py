@@ -82,6 +82,10 @@ def _eigh_abstract(x, *, lower, sort_eigenvalues, subset_by_index, algorithm):
         raise ValueError(f"Argument to symmetric eigendecomposition must have shape [..., n, n], "
                          f"got shape {shape_str(x.shape)}")
     check_float("eigh", 0, x)
+    if algorithm == EighImplementation.JACOBI:
+        raise NotImplementedError("Jacobi implementation is not supported on CPU")
+    if algorithm == EighImplementation.QDWH:
+        raise NotImplementedError("QDWH implementation is only supported on TPU")
     n = x.shape[-1]
     lo, hi = _check_subset("eigh", subset_by_index, n) or (0, n)
     return [ShapedArray(x.shape[:-1] + (hi - lo,), x.dtype),

@@ -135,7 +135,12 @@ add(case(L + "eigh", "f32[4,4]", transforms=BASIC, ulp=32),
     wrap("vw_fixed", L + "eigh", "f32[4,4]", kwargs={"symmetrize_input": False, "lower": False},
          transforms=NOHVP, ulp=32, label="upper_nosym"),
     wrap("vw_fixed", L + "eigh", "f64[5,5]", x64=True, transforms=DIFF, ulp=32),
-    case(L + "eigh", "f32[2,4]", transforms=("eager",), label="not_square"))
+    case(L + "eigh", "f32[2,4]", transforms=("eager",), label="not_square"),
+    case(L + "eigh", "f32[4,4]", kwargs={"implementation": Call(
+        "lax.linalg.EighImplementation", "jacobi")}, transforms=("eager",), label="jacobi"),
+    case(L + "eigh", "f32[4,4]", kwargs={"implementation": Call(
+        "lax.linalg.EighImplementation", "qr"), "sort_eigenvalues": False}, transforms=BASIC,
+         ulp=32, label="qr_unsorted"))
 add(case(L + "lu", "f32[4,4]", transforms=FULL, ulp=16),
     case(L + "lu", "f32[4,2]", transforms=NOHVP, ulp=16),
     case(L + "lu", "f32[2,4]", transforms=NOHVP, ulp=16),
