@@ -37,6 +37,10 @@ from corejax.lax.windowed import (
     reduce_window, reduce_window_sum, reduce_window_max, reduce_window_min,
 )
 from corejax.lax.prng import threefry2x32
+from corejax.lax.special import (
+    digamma, polygamma, igamma, igammac, igamma_grad_a, random_gamma_grad, zeta, betainc,
+    bessel_i0e, bessel_i1e,
+)
 from corejax.lax import linalg
 from corejax.lax._linalg_solves import custom_linear_solve, custom_root
 from corejax.parallel import (

@@ -166,11 +166,10 @@ def _erfc_np(x):
     return _erf_and_erfc(x)[1].astype(x.dtype)
 
 
-_lgamma_ufunc = np.frompyfunc(math.lgamma, 1, 1)
-
-
 def _lgamma_np(x):
-    return np.asarray(_lgamma_ufunc(x.astype(np.float64)), np.float64).astype(x.dtype)
+    from scipy.special import gammaln  # inf at the poles, where math.lgamma raises
+    wide = x.astype(np.float64)
+    return np.where(wide == -np.inf, np.inf, gammaln(wide)).astype(x.dtype)
 
 
 # M. Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011): single-precision
@@ -373,7 +372,14 @@ defjvp(erf_inv_p, lambda t, ans, x: mul(t, mul(_const(x, math.sqrt(math.pi) / 2)
                                                   exp(mul(ans, ans)))))
 
 lgamma_p = unop("lgamma", _lgamma_np, ("floating",), _math("lgamma"))
-# d/dx lgamma is digamma, which corejax does not provide yet: lgamma is not differentiable.
+
+
+def _digamma(x):
+    from corejax.lax.special import digamma  # lax/special.py builds on this module
+    return digamma(x)
+
+
+defjvp(lgamma_p, lambda t, ans, x: mul(t, _digamma(x)))
 
 abs_p = unop("abs", np.abs, NUMERIC, _math("abs"))
 # The derivative of |x| at 0 is taken as +1 (x >= 0 picks t), as JAX's is.

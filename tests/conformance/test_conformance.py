@@ -30,28 +30,6 @@ FW = cases.Framework(corejax)
 # "<case id>|<transform>" -> why it fails (each runs as xfail(strict=True): fixing the bug
 # turns it into a failure that asks for the entry to be removed).
 KNOWN_FAILURES = {
-    'lax.lgamma/f322x3|grad':
-        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: lax.lgamma(x).sum())(x)',
-    'lax.lgamma/f322x3|jvp':
-        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: lax.lgamma(x).sum())(x)',
-    'lax.lgamma/f322x3|vjp':
-        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: lax.lgamma(x).sum())(x)',
-    'lax.lgamma/f322x3|hvp':
-        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: lax.lgamma(x).sum())(x)',
-    'lax.lgamma/f322x3|jit_grad':
-        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: lax.lgamma(x).sum())(x)',
-    'scipy.special.gammaln/f322x3|grad':
-        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: gammaln(x).sum())(x)',
-    'scipy.special.gammaln/f322x3|jvp':
-        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: gammaln(x).sum())(x)',
-    'scipy.special.gammaln/f322x3|vjp':
-        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: gammaln(x).sum())(x)',
-    'scipy.special.gammaln/f322x3|hvp':
-        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: gammaln(x).sum())(x)',
-    'scipy.special.gammaln/f322x3|jit_grad':
-        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: gammaln(x).sum())(x)',
-    'scipy.special.gammaln/f32|grad':
-        'lgamma has no jvp rule (needs a digamma primitive): jax.grad(lambda x: gammaln(x).sum())(x)',
 }
 
 # a transformation's result goes through more operations than the function alone
