@@ -30,6 +30,9 @@ NOT_DIFFERENTIABLE = {
     "lgamma": "its derivative (digamma) is not provided yet",
     "custom_lin": "the linear part of a custom_vjp function: forward mode through it is an error "
                   "by design, as in JAX",
+    "pmax": "as in JAX, pmax / pmin have no derivative ('Differentiation rule for 'pmax' not "
+            "implemented')",
+    "pmin": "as in JAX, pmax / pmin have no derivative",
 }
 NOT_BATCHABLE = {
     "iota": "takes no operands, so no batched operand ever reaches it",
