@@ -10,10 +10,14 @@ bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64 = map(_dtypes.sc
     _np.uint64))
 float16, float32, float64, complex64, complex128 = map(_dtypes.scalar_type, (
     _np.float16, _np.float32, _np.float64, _np.complex64, _np.complex128))
+bool, single, double, csingle, cdouble, complex_, uint = (
+    bool_, float32, float64, complex64, complex128, complex128, uint64)
+generic, character, flexible, object_ = _np.generic, _np.character, _np.flexible, _np.object_
+ComplexWarning = _np.exceptions.ComplexWarning
 from corejax.numpy._core import asarray, array, broadcast_shapes
 from corejax.numpy._creation import (
     zeros, ones, empty, full, zeros_like, ones_like, empty_like, full_like, arange, linspace,
-    logspace, eye, identity, tri,
+    logspace, geomspace, eye, identity, tri,
 )
 from corejax.numpy._ufuncs import (
     exp, exp2, log, log1p, expm1, tanh, sin, cos, tan, arcsin, arccos, arctan, sinh, cosh,
@@ -28,7 +32,7 @@ from corejax.numpy._ufuncs import (
 )
 from corejax.numpy._reductions import (
     sum, prod, max, min, amax, amin, all, any, mean, var, std, argmax, argmin, cumsum, ptp,
-    count_nonzero, nonzero, argwhere,
+    count_nonzero, nonzero, argwhere, cumprod, cumulative_sum, cumulative_prod,
 )
 from corejax.numpy._shape import (
     reshape, ravel, transpose, matrix_transpose, swapaxes, moveaxis, expand_dims, squeeze,
@@ -37,11 +41,57 @@ from corejax.numpy._shape import (
     flip, fliplr, flipud, roll, pad, tril, triu, diagonal, diag, trace, meshgrid, shape, ndim,
     size,
 )
-from corejax.numpy._linalg_ops import dot, matmul, vdot, inner, outer, tensordot, einsum
-from corejax.numpy._sorting import sort, argsort, median
+from corejax.numpy._linalg_ops import (
+    dot, matmul, vdot, inner, outer, tensordot, einsum, kron, cross, vecdot, matvec, vecmat,
+)
+from corejax.numpy._sorting import (
+    sort, argsort, partition, argpartition, lexsort, searchsorted, digitize,
+)
 from corejax.numpy._indexing import (
     unravel_index, ravel_multi_index, ix_, indices, diag_indices, tril_indices, triu_indices,
     put, put_along_axis,
+)
+from corejax.numpy._math import (
+    log2, log10, hypot, ldexp, frexp, gcd, lcm, logaddexp2, fabs, fmax, fmin, modf, spacing,
+    bitwise_count, bitwise_invert, bitwise_left_shift, bitwise_right_shift, acos, acosh, asin,
+    asinh, atan, atanh, atan2, imag, angle, iscomplex, isreal, iscomplexobj, isrealobj, i0,
+)
+from corejax.numpy._logic import (
+    isclose, allclose, array_equal, array_equiv, isdtype, can_cast, iterable,
+)
+from corejax.numpy._arrangement import (
+    copy, astype, rot90, rollaxis, permute_dims, unstack, dsplit, block, diagflat, trim_zeros,
+    resize, append, delete, insert,
+)
+from corejax.numpy._index_tricks import (
+    r_, c_, mgrid, ogrid, s_, index_exp, fill_diagonal, diag_indices_from, tril_indices_from,
+    triu_indices_from, mask_indices,
+)
+from corejax.numpy._functional import vectorize, apply_along_axis, apply_over_axes, fromfunction
+from corejax.numpy._selection import (
+    select, choose, piecewise, extract, compress, place, flatnonzero,
+)
+from corejax.numpy._nan import (
+    nansum, nanprod, nanmax, nanmin, nanmean, nanvar, nanstd, nanargmax, nanargmin, nancumsum,
+    nancumprod,
+)
+from corejax.numpy._statistics import (
+    average, quantile, nanquantile, percentile, nanpercentile, median, nanmedian, cov, corrcoef,
+    bincount, histogram_bin_edges, histogram, histogram2d, histogramdd,
+)
+from corejax.numpy._differences import diff, ediff1d, gradient, trapezoid, interp, unwrap
+from corejax.numpy._sets import (
+    unique, unique_all, unique_counts, unique_inverse, unique_values, isin, setdiff1d, union1d,
+    intersect1d, setxor1d,
+)
+from corejax.numpy._polynomial import (
+    poly, polyval, polyfit, polyadd, polysub, polymul, polydiv, polyder, polyint, vander,
+    convolve, correlate,
+)
+from corejax.numpy._windows import bartlett, blackman, hamming, hanning, kaiser
+from corejax.numpy._io import (
+    save, savez, load, array_repr, array_str, get_printoptions, set_printoptions, printoptions,
+    frombuffer, fromstring, fromfile, fromiter, from_dlpack, einsum_path, packbits, unpackbits,
 )
 from corejax.numpy import _methods  # noqa: F401  (installs operators on Array and Tracer)
 from corejax.numpy import linalg  # noqa: E402

@@ -180,6 +180,30 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     return out if dtype is None else lax.convert_element_type(out, dtypes.canonicalize_dtype(dtype))
 
 
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """Numbers spaced evenly on a log scale from start to stop (both of the same sign): their
+    magnitudes are 10 ** linspace(log10|start|, log10|stop|), with start's sign."""
+    from corejax.numpy._math import log10
+    from corejax.numpy._ufuncs import sign
+    start, stop = asarray(start), asarray(stop)
+    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else \
+        dtypes.result_type(start, stop, dtypes.default_float_dtype())
+    calc_dt = dt if dt.kind in "fc" else dtypes.default_float_dtype()
+    from corejax.numpy._shape import broadcast_to
+    shape = np.broadcast_shapes(get_aval(start).shape, get_aval(stop).shape)
+    start_f = broadcast_to(lax.convert_element_type(start, calc_dt), shape)
+    stop_f = broadcast_to(lax.convert_element_type(stop, calc_dt), shape)
+    s = sign(start_f)
+    mags = logspace(log10(lax.div(start_f, s)), log10(lax.div(stop_f, s)), num, endpoint,
+                    base=10.0, dtype=calc_dt, axis=0)
+    out = lax.mul(lax.broadcast_in_dim(s, get_aval(mags).shape,
+                                       tuple(range(1, get_aval(mags).ndim))), mags)
+    if axis != 0:
+        from corejax.numpy._shape import moveaxis
+        out = moveaxis(out, 0, axis)
+    return lax.convert_element_type(out, dt)
+
+
 def eye(N, M=None, k=0, dtype=None, *, device=None):
     return place_new(_eye(N, M, k, dtype), device)
 

@@ -223,3 +223,92 @@ def _to_output(x, spec, output):
         x = lax.reduce_sum(x, extra)
         spec = "".join(c for c in spec if c in output)
     return lax.transpose(x, tuple(spec.index(c) for c in output))
+
+
+def kron(a, b):
+    """The Kronecker product: every element of a times the whole of b, tiled blockwise."""
+    a, b = _operands("kron", a, b)
+    nd = builtins.max(get_aval(a).ndim, get_aval(b).ndim)
+    a = lax.reshape(a, (1,) * (nd - get_aval(a).ndim) + get_aval(a).shape)
+    b = lax.reshape(b, (1,) * (nd - get_aval(b).ndim) + get_aval(b).shape)
+    sa, sb = get_aval(a).shape, get_aval(b).shape
+    # a's axes at even positions, b's at odd: their product's reshape interleaves the blocks
+    full = tuple(n for pair in zip(sa, sb) for n in pair)
+    a_b = lax.broadcast_in_dim(a, full, tuple(range(0, 2 * nd, 2)))
+    b_b = lax.broadcast_in_dim(b, full, tuple(range(1, 2 * nd, 2)))
+    return lax.reshape(lax.mul(a_b, b_b), tuple(x * y for x, y in zip(sa, sb)))
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """Cross products of 2- or 3-vectors along axisa / axisb (2-vectors have a zero third
+    component; two 2-vectors give the scalar z component)."""
+    from corejax.numpy._shape import moveaxis
+    a, b = _operands("cross", a, b)
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = moveaxis(a, axisa, -1), moveaxis(b, axisb, -1)
+    na, nb = get_aval(a).shape[-1], get_aval(b).shape[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ValueError(f"Dimension must be either 2 or 3 for cross product, got {na} and {nb}")
+    comp = lambda x, i: lax.index_in_dim(x, i, get_aval(x).ndim - 1, keepdims=False)
+    a0, a1, b0, b1 = comp(a, 0), comp(a, 1), comp(b, 0), comp(b, 1)
+    sub, mul = _elementwise("subtract"), _elementwise("multiply")
+    z = sub(mul(a0, b1), mul(a1, b0))
+    if na == 2 and nb == 2:
+        return z
+    zero = lax.full_like(a0, 0)
+    a2 = comp(a, 2) if na == 3 else zero
+    b2 = comp(b, 2) if nb == 3 else lax.full_like(b0, 0)
+    x = sub(mul(a1, b2), mul(a2, b1))
+    y = sub(mul(a2, b0), mul(a0, b2))
+    from corejax.numpy._shape import stack
+    return moveaxis(stack([x, y, z], -1), -1, axisc)
+
+
+def _elementwise(name):
+    from corejax.numpy import _ufuncs
+    return getattr(_ufuncs, name)
+
+
+def _batched_contraction(x, y, x_core, y_core, contract):
+    """dot_general of x and y whose leading (batch) dims broadcast together; x_core / y_core
+    trailing dims are core dims, `contract` = (x core index, y core index)."""
+    xa, ya = get_aval(x), get_aval(y)
+    batch = broadcast_shapes(xa.shape[:xa.ndim - x_core], ya.shape[:ya.ndim - y_core])
+    x = broadcast_to_shape(x, batch + xa.shape[xa.ndim - x_core:])
+    y = broadcast_to_shape(y, batch + ya.shape[ya.ndim - y_core:])
+    nb = len(batch)
+    bd = tuple(range(nb))
+    return lax.dot_general(x, y, (((nb + contract[0],), (nb + contract[1],)), (bd, bd)))
+
+
+def _core_size_check(name, sig, dim, n1, n2):
+    if n1 != n2:
+        raise ValueError(f"inconsistent size for core dimension {dim!r}: {n1} vs {n2} on "
+                         f"jnp.{name} with signature {sig!r}")
+
+
+def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
+    """The dot product of vectors along `axis`, broadcasting the other dimensions."""
+    from corejax.numpy._shape import moveaxis
+    x1, x2 = _operands("vecdot", x1, x2)
+    s1, s2 = get_aval(x1).shape, get_aval(x2).shape
+    if not s1 or not s2 or s1[axis] != s2[axis]:
+        raise ValueError(f"axes must match; got shapes {s1} and {s2} with axis={axis}")
+    return _batched_contraction(moveaxis(x1, axis, -1), moveaxis(x2, axis, -1), 1, 1, (0, 0))
+
+
+def matvec(x1, x2, /):
+    """Matrix-vector products over broadcast batch dimensions: (..., m, n), (..., n) -> (..., m)."""
+    x1, x2 = _operands("matvec", x1, x2)
+    _core_size_check("matvec", "(n,m),(m)->(n)", "m", get_aval(x1).shape[-1],
+                     get_aval(x2).shape[-1])
+    return _batched_contraction(x1, x2, 2, 1, (1, 0))
+
+
+def vecmat(x1, x2, /):
+    """Vector-matrix products over broadcast batch dimensions: (..., m), (..., m, n) -> (..., n)."""
+    x1, x2 = _operands("vecmat", x1, x2)
+    _core_size_check("vecmat", "(n),(n,m)->(m)", "n", get_aval(x1).shape[-1],
+                     get_aval(x2).shape[-2])
+    return _batched_contraction(x1, x2, 1, 2, (0, 0))

@@ -167,17 +167,76 @@ argmax = _arg("argmax", lax.argmax)
 argmin = _arg("argmin", lax.argmin)
 
 
-def cumsum(a, axis=None, dtype=None):
+def cumsum(a, axis=None, dtype=None, out=None):
+    """Cumulative sum along `axis` (flattened when None); unlike sum, small integers keep
+    their dtype (only bool becomes int)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.cumsum is not supported.")
+    return _cumulative(lax.add, a, axis, dtype, upcast=False)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    """Cumulative product along `axis` (flattened when None); small integers keep their dtype,
+    booleans become int."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.cumprod is not supported.")
+    check_arraylike("cumprod", a)
+    return _cumulative(lax.mul, a, axis, dtype, upcast=False)
+
+
+def _cumulative(combine, a, axis, dtype, upcast):
+    from corejax.lax import associative_scan
     a = asarray(a)
     aval = get_aval(a)
     if axis is None:
         a = lax.reshape(a, (aval.size,))
         axis = 0
-    # Unlike sum, JAX's cumulative sum keeps small integer dtypes; only bool becomes int.
-    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else (
-        dtypes.default_int_dtype() if aval.dtype == np.bool_ else aval.dtype)
-    a = lax.convert_element_type(a, dt)  # strongly typed, as every jnp reduction
-    return lax.cumsum(a, canonicalize_axis(axis, get_aval(a).ndim))
+    if dtype is not None:
+        dt = dtypes.canonicalize_dtype(dtype)
+    elif upcast:
+        dt = _upcast_small_ints(aval.dtype)
+    else:
+        dt = dtypes.default_int_dtype() if aval.dtype == np.bool_ else aval.dtype
+    a = lax.convert_element_type(a, dt)
+    axis = canonicalize_axis(axis, get_aval(a).ndim)
+    if combine is lax.add:
+        return lax.cumsum(a, axis)
+    if get_aval(a).shape[axis] == 0:
+        return a
+    return associative_scan(combine, a, axis=axis)
+
+
+def _cumulative_api(name, combine, identity):
+    def fn(x, /, *, axis=None, dtype=None, include_initial=False):
+        check_arraylike(name, x)
+        x = asarray(x)
+        ndim = get_aval(x).ndim
+        if ndim == 0:
+            raise ValueError(f"The input must be non-scalar to take a cumulative "
+                             f"{'sum' if combine is lax.add else 'product'}, however a scalar "
+                             "value or scalar array was given.")
+        if axis is None:
+            if ndim > 1:
+                raise ValueError(f"The input array has rank {ndim}, however axis was not set to "
+                                 "an explicit value. The axis argument is only optional for "
+                                 "one-dimensional arrays.")
+            axis = 0
+        axis = canonicalize_axis(axis, ndim)
+        out = _cumulative(combine, x, axis, dtype, upcast=True)
+        if include_initial:
+            pads = [(0, 0, 0)] * ndim
+            pads[axis] = (1, 0, 0)
+            out = lax.pad(out, lax.full((), identity, get_aval(out).dtype), pads)
+        return out
+    fn.__name__ = name
+    fn.__doc__ = (f"Array-API {name} along `axis` (required beyond one dimension); small "
+                  "integers accumulate in the default int width; include_initial prepends "
+                  f"{identity}.")
+    return fn
+
+
+cumulative_sum = _cumulative_api("cumulative_sum", lax.add, 0)
+cumulative_prod = _cumulative_api("cumulative_prod", lax.mul, 1)
 
 
 def ptp(a, axis=None, keepdims=False):

@@ -463,8 +463,9 @@ def diag(v, k=0):
         rows = lax.broadcasted_iota(np.int32, (n, n), 0)
         cols = lax.broadcasted_iota(np.int32, (n, n), 1)
         mask = lax.eq(lax.add(rows, lax.full((), k, np.int32)), cols)
-        padded = lax.pad(v, lax.full((), 0, aval.dtype),
-                         [(builtins.max(-k, 0), builtins.max(k, 0), 0)])
+        # entry (r, c) on the diagonal holds v[min(r, c)]: v shifted by |k| along the longer
+        # of the two
+        padded = lax.pad(v, lax.full((), 0, aval.dtype), [(builtins.abs(k), 0, 0)])
         src = lax.broadcast_in_dim(padded, (n, n), (1,) if k >= 0 else (0,))
         return lax.select(mask, src, lax.full((n, n), 0, aval.dtype))
     if aval.ndim == 2:
