@@ -320,6 +320,19 @@ def _cotangent_like_input(ct, ct_dim, in_dim, val, axis_size):
         return ct if ct_dim is None else lax.reduce_sum(ct, (ct_dim,))
     return batching.moveaxis(batching.bdim_at_front(ct, ct_dim, axis_size), 0, in_dim)
 ad.primitive_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
+
+
+def _custom_call_transpose(cts, *args, call_jaxpr, **_):
+    """A custom_jvp / custom_vjp function applied to linear values (a jvp rule applying the
+    function to its tangents, linear_transpose of one): no derivative is taken here, so its
+    body is transposed as it is, the custom rule playing no part (as in JAX)."""
+    cts = [ad.instantiate_zeros(ct) for ct in cts]
+    cts_in = ad.backward_pass(call_jaxpr.jaxpr, call_jaxpr.consts, list(args), cts)
+    return [ct if ad.is_undefined_primal(a) else None for ct, a in zip(cts_in, args)]
+
+
+ad.primitive_transposes[custom_jvp_call_p] = _custom_call_transpose
+ad.primitive_transposes[custom_vjp_call_p] = _custom_call_transpose
 ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
 batching.primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
 

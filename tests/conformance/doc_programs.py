@@ -206,5 +206,16 @@ def build(jax, jnp, lax, random):
         (a, acc), ys = lax.scan(body, (a0, jnp.zeros((), jnp.float32)), jnp.arange(2.) / 2)
         return acc + 0.5 * ys[-1]
     rec("grad_scan_weak_carry", lambda: jax.grad(scan_weak)(0.691))
+    # a custom_jvp rule that applies a custom function to its tangents: reverse mode then
+    # transposes that function's body (the custom rule plays no part there, as in JAX)
+    @jax.custom_jvp
+    def double(x): return x * 2.0
+    double.defjvp(lambda p, t: (double(p[0]), double(t[0])))
+    rec("custom_jvp_on_tangents", lambda: (
+        jax.grad(double)(1.5), jax.grad(lambda x: jax.jvp(double, (x,), (x,))[1])(1.5),
+        jax.grad(lambda x: jax.jvp(lambda y: double(y) ** 2, (x,), (1.0,))[1])(1.5),
+        jax.vjp(lambda t: jax.jvp(double, (1.0,), (t,))[1], 2.0)[1](1.0),
+        jax.linear_transpose(double, 1.0)(1.0),
+        jax.jit(jax.grad(lambda x: double(x) * x))(0.5)))
 
     return programs
