@@ -42,9 +42,10 @@ def log2(x, /):
 
 
 def log10(x, /):
-    """Base-10 logarithm, as log(x) / log(10)."""
+    """Base-10 logarithm, as log(x) times 1 / log(10) (rounded to x's dtype), as JAX computes
+    it."""
     (x,) = _strong_inexact("log10", x)
-    return lax.div(lax.log(x), lax.log(_const(10, get_aval(x).dtype)))
+    return lax.mul(lax.log(x), _const(1 / math.log(10), get_aval(x).dtype))
 
 
 def hypot(x1, x2, /):
@@ -174,7 +175,7 @@ def _logaddexp2(x, y):
     dt = get_aval(x).dtype
     amax = lax.max(x, y)
     delta = lax.sub(x, y)
-    tail = lax.div(lax.log1p(lax.exp2(lax.neg(lax.abs(delta)))), _const(math.log(2), dt))
+    tail = lax.mul(_const(1 / math.log(2), dt), lax.log1p(lax.exp2(lax.neg(lax.abs(delta)))))
     return lax.select(isnan(delta), lax.add(x, y), lax.add(amax, tail))
 
 

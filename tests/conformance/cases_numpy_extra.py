@@ -161,6 +161,36 @@ add(case("numpy.isclose", "f32[2,3]", "f32[3]"),
     case("numpy.iterable", "f32[]", transforms=EAGER),
     case("numpy.iterable", "f32[2]", transforms=EAGER, label="vector"))
 
+# ---------------------------------------------------------------- products and spacing
+
+add(case("numpy.kron", "f32[2,2]", "f32[2,3]", transforms=FULL),
+    case("numpy.kron", "f32[2]", "f32[2,1]", label="ranks", transforms=GRAD),
+    case("numpy.kron", "i32[2]", 2.0, label="scalar"),
+    case("numpy.cross", "f32[4,3]", "f32[3]", transforms=FULL, ulp=4),
+    case("numpy.cross", "f32[2,2]", "f32[2,2]", label="two_d", transforms=GRAD),
+    case("numpy.cross", "f32[2]", "f32[3]", label="mixed"),
+    case("numpy.cross", "f32[3,2]", "f32[3,2]", kwargs={"axisa": 0, "axisb": 0}, label="axes"),
+    case("numpy.cross", "f32[3,2]", "f32[3,2]", kwargs={"axis": 0}, label="axis"),
+    case("numpy.cross", "i32[2,3]", "i32[3]", label="int"),
+    case("numpy.cross", "f32[4]", "f32[4]", label="size_error", transforms=EAGER),
+    case("numpy.vecdot", "f32[2,3]", "f32[3]", transforms=FULL, ulp=8),
+    case("numpy.vecdot", "f32[3,2]", "f32[3,1]", kwargs={"axis": 0}, label="axis0", ulp=8),
+    case("numpy.vecdot", "i32[2,3]", "i32[3]", label="int"),
+    case("numpy.vecdot", "f32[2,3]", "f32[2]", label="size_error", transforms=EAGER),
+    case("numpy.matvec", "f32[2,2,3]", "f32[2,3]", transforms=FULL, ulp=8),
+    case("numpy.matvec", "f32[2,3]", "f32[2]", label="size_error", transforms=EAGER),
+    case("numpy.vecmat", "f32[2]", "f32[2,3]", transforms=FULL, ulp=8),
+    case("numpy.vecmat", "f32[4,1,2]", "f32[3,2,3]", label="broadcast", ulp=8),
+    case("numpy.geomspace", 1.0, 1000.0, 4, static=(2,), transforms=BASIC, ulp=8),
+    case("numpy.geomspace", -1.0, -16.0, 5, static=(2,), transforms=BASIC, ulp=8,
+         label="negative"),
+    case("numpy.geomspace", 1, 16, 5, static=(2,), kwargs={"dtype": "int32"},
+         transforms=BASIC, label="int"),
+    case("numpy.geomspace", "f32[2]:pos", "f32[2]:gt1", 3, static=(2,), ulp=8,
+         transforms=("eager", "jit", "vmap", "grad"), label="arrays"),
+    case("numpy.geomspace", "f32[2]:pos", "f32[2]:gt1", 3, static=(2,), ulp=8,
+         kwargs={"axis": 1, "endpoint": False}, label="axis1"))
+
 # ---------------------------------------------------------------- rearranging
 
 add(case("numpy.copy", "f32[2,3]", transforms=FULL), case("numpy.copy", 1.5, label="weak"),
