@@ -8,9 +8,11 @@ After each epoch three lines go to stdout, as in the seed:
     Test set accuracy 0.92710000
 
 Everything else (progress bar, notes) goes to stderr. The output folder receives config.yaml
-(the resolved config), metrics.jsonl, checkpoint.npz and, with matplotlib, metrics.png.
-Exit codes: 0 done, 1 failure (data, checkpoint, model), 2 bad command line or config,
-130 interrupted (after saving a checkpoint that --resume continues from).
+(the resolved config), metrics.jsonl, checkpoint.npz and metrics.png.
+Exit codes: 0 done, 1 failure (data, checkpoint, output folder, a non-finite loss), 2 bad
+command line or config (or an output folder that already holds a run: --resume or --overwrite),
+130 interrupted by Ctrl-C and 143 by SIGTERM (each after saving a checkpoint that --resume
+continues from).
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ import yaml
 
 import nn
 from data import DataFormatError, DataNotFoundError, CheckpointError, Preprocess
-from data import batches, checkpoint, mnist
+from data import batches, checkpoint, mnist, rundir
 
 NONE = type(None)
 
@@ -169,9 +171,17 @@ def load_config(path: str | None = None, overrides=(), data_dir: str | None = No
     elif cfg["data.dir"] is None:
         cfg["data.dir"] = os.environ.get(mnist.ENV_VAR) or None
     for key in ("train.batch_size", "train.epochs", "train.eval_every", "train.eval_batch_size",
-                "train.checkpoint_every", "train.log_every"):
-        if cfg[key] <= 0:
+                "train.checkpoint_every", "train.log_every", "data.limit", "data.test_limit",
+                "train.stop_after_steps"):
+        if cfg[key] is not None and cfg[key] <= 0:
             raise ConfigError(f"config key {key!r} must be positive, got {cfg[key]}.")
+    if cfg["data.prefetch"] < 0:
+        raise ConfigError(f"config key 'data.prefetch' must be 0 or more, got "
+                          f"{cfg['data.prefetch']}.")
+    lr = cfg["optimizer.learning_rate"]
+    if not np.isfinite(lr):
+        raise ConfigError(f"config key 'optimizer.learning_rate' must be a finite number, got "
+                          f"{lr}.")
     return cfg
 
 
@@ -259,8 +269,9 @@ MODELS = {"mlp": MLP, "cnn": CNN}
 
 # --------------------------------------------------------------------------- building blocks
 
-def _call_checked(fn, kwargs: dict, what: str):
-    """Calls fn(**kwargs); an unknown keyword becomes a ConfigError naming it."""
+def _call_checked(fn, kwargs: dict, what: str, key: str = "args"):
+    """Calls fn(**kwargs); an unknown keyword, a value of the wrong type, or arguments `fn`
+    rejects become a ConfigError naming the config key."""
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -272,12 +283,40 @@ def _call_checked(fn, kwargs: dict, what: str):
                 hint = f"; did you mean {close[0]!r}?" if close else \
                     f"; valid: {', '.join(params)}"
                 raise ConfigError(f"{what} has no argument {name!r}{hint}")
-    return fn(**kwargs)
+            _check_argument_type(params[name], kwargs[name], what, key)
+    try:
+        return fn(**kwargs)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{what} rejects its arguments {kwargs!r} ({key}): {e}") from e
+
+
+def _check_argument_type(param, value, what: str, key: str) -> None:
+    """A value whose type cannot be what the parameter's default says (a string for a
+    number, a number for a list) is named with its config key before anything is built."""
+    default = param.default
+    if default is inspect.Parameter.empty or default is None or value is None:
+        return
+    number = (int, float)
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, number):
+        ok = isinstance(value, number) and not isinstance(value, bool) or callable(value)
+    elif isinstance(default, (list, tuple)):
+        ok = isinstance(value, (list, tuple))
+    elif isinstance(default, str):
+        ok = isinstance(value, str)
+    else:
+        return
+    if not ok:
+        raise ConfigError(f"{key}.{param.name}: {what} expects a value like "
+                          f"{default!r} for {param.name!r}, got {type(value).__name__} "
+                          f"{value!r}.")
 
 
 def build_model(cfg: dict):
     cls = MODELS[cfg["model.name"]]
-    return _call_checked(cls, dict(cfg["model.args"]), f"model {cfg['model.name']!r}")
+    return _call_checked(cls, dict(cfg["model.args"]), f"model {cfg['model.name']!r}",
+                         "model.args")
 
 
 def _optim_fn(name: str, what: str):
@@ -296,10 +335,11 @@ def build_optimizer(cfg: dict):
     if cfg["optimizer.schedule.name"] is not None:
         sched = _optim_fn(cfg["optimizer.schedule.name"], "optimizer.schedule.name")
         args = {"init_value": learning_rate, **cfg["optimizer.schedule.args"]}
-        learning_rate = _call_checked(sched, args, f"schedule {cfg['optimizer.schedule.name']!r}")
+        learning_rate = _call_checked(sched, args, f"schedule {cfg['optimizer.schedule.name']!r}",
+                                      "optimizer.schedule.args")
     make = _optim_fn(cfg["optimizer.name"], "optimizer.name")
     return _call_checked(make, {"learning_rate": learning_rate, **cfg["optimizer.args"]},
-                         f"optimizer {cfg['optimizer.name']!r}")
+                         f"optimizer {cfg['optimizer.name']!r}", "optimizer.args")
 
 
 def make_loss(name: str):
@@ -355,7 +395,7 @@ class Metrics:
         self._f = open(path, "a" if append else "w")
 
     def write(self, **record):
-        self._f.write(json.dumps(record) + "\n")
+        self._f.write(json.dumps(record, allow_nan=False) + "\n")
         self._f.flush()
 
     def close(self):
@@ -372,7 +412,7 @@ def plot(records: list[dict], path: str) -> str:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return "matplotlib is not installed: no plot (pip install '.[plot]')."
+        return "matplotlib is not installed: no plot (pip install matplotlib)."
     epochs = [r["epoch"] for r in records]
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4))
     ax_loss.plot(epochs, [r["train_loss"] for r in records], marker="o")
@@ -393,38 +433,66 @@ class _StopRequested(Exception):
     """train.stop_after_steps was reached."""
 
 
+class _NonFinite(Exception):
+    """A step's loss was NaN or infinite: the run stops, its last checkpoint untouched."""
+
+    def __init__(self, loss, step, epoch, batch):
+        super().__init__(loss)
+        self.loss, self.step, self.epoch, self.batch = loss, step, epoch, batch
+
+
+def _checkpoint_step(path: str):
+    try:
+        return checkpoint.restore(path)["step"]
+    except Exception:  # noqa: BLE001 - only for the message
+        return "?"
+
+
+class _Interrupted(KeyboardInterrupt):
+    """SIGINT (Ctrl-C) or SIGTERM (kill, schedulers) arrived; `signum` says which."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
 class _StepGuard:
-    """Ctrl-C while a step runs is taken once the step has returned and the state holds its
-    results: the step consumes (donates) the parameters and optimizer state it is given, so
-    in between there is nothing valid to checkpoint. Anywhere else Ctrl-C interrupts at once.
-    (Only the main thread receives signals; elsewhere the guard changes nothing.)"""
+    """Ctrl-C or SIGTERM while a step runs is taken once the step has returned and the state
+    holds its results: the step consumes (donates) the parameters and optimizer state it is
+    given, so in between there is nothing valid to checkpoint. Anywhere else the signal
+    interrupts at once. (Only the main thread receives signals; elsewhere the guard changes
+    nothing.)"""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self):
         self.in_step = False
-        self.pending = False
-        self._previous = None
+        self.pending = None
+        self._previous = {}
 
     def _handler(self, signum, frame):
         if self.in_step:
-            self.pending = True
+            self.pending = signum
         else:
-            raise KeyboardInterrupt
+            raise _Interrupted(signum)
 
     def install(self):
-        try:
-            self._previous = signal.signal(signal.SIGINT, self._handler)
-        except ValueError:          # not the main thread
-            self._previous = None
+        for sig in self.SIGNALS:
+            try:
+                self._previous[sig] = signal.signal(sig, self._handler)
+            except ValueError:          # not the main thread
+                pass
 
     def restore(self):
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous = {}
 
     def step_done(self):
         self.in_step = False
-        if self.pending:
-            self.pending = False
-            raise KeyboardInterrupt
+        if self.pending is not None:
+            signum, self.pending = self.pending, None
+            raise _Interrupted(signum)
 
 
 def _progress(total, initial, desc, enabled):
@@ -433,22 +501,84 @@ def _progress(total, initial, desc, enabled):
                 leave=False, file=sys.stderr)
 
 
-def train(cfg: dict, resume: bool = False, quiet: bool = False) -> int:
+def _checked_init(model, tx, key, sample, cfg):
+    """The model's parameters; the model and the optimizer are tried once on them (an
+    initialization, and an update with zero gradients), so that arguments they cannot use
+    are reported as config errors naming their keys."""
+    import corejax as jax
+    try:
+        params = model.init(key, sample)
+    except (TypeError, ValueError) as e:
+        if isinstance(e, ConfigError):
+            raise
+        given = [f"model.args.{k}={v!r}" for k, v in cfg["model.args"].items()]
+        raise ConfigError(f"model {cfg['model.name']!r} cannot be built with "
+                          f"{', '.join(given) or 'its default arguments'}: {e}") from e
+    try:
+        zeros = jax.tree_util.tree_map(jax.numpy.zeros_like, params)
+        tx.update(zeros, tx.init(params), params)
+    except (TypeError, ValueError) as e:
+        given = [f"optimizer.args.{k}={v!r}" for k, v in cfg["optimizer.args"].items()] + [
+            f"optimizer.schedule.args.{k}={v!r}" for k, v in cfg["optimizer.schedule.args"].items()]
+        raise ConfigError(f"optimizer {cfg['optimizer.name']!r} cannot run with "
+                          f"{', '.join(given) or 'its arguments'}: {type(e).__name__}: {e}") from e
+    return params
+
+
+class RunExistsError(Exception):
+    """The output folder holds a run, and neither --resume nor --overwrite was given."""
+
+
+class OutputError(Exception):
+    """The output folder cannot be created or written."""
+
+
+def _prepare_output(out_dir: str, cfg: dict, resume: bool, overwrite: bool) -> None:
+    existing = rundir.holds_run(out_dir) if os.path.isdir(out_dir) else []
+    if existing and not resume and not overwrite:
+        raise RunExistsError(
+            f"the output folder {out_dir} already holds a run ({', '.join(existing)}); pass "
+            "--resume to continue it, --overwrite to replace it, or choose another folder "
+            "with --output-dir.")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        for name in rundir.remove_stale_temporaries(out_dir):
+            print(f"removed {name}, left by an interrupted write", file=sys.stderr)
+        if overwrite and not resume:
+            for name in existing:
+                os.unlink(os.path.join(out_dir, name))
+        changes = rundir.record_config(out_dir, nested(cfg), resume)
+    except OSError as e:
+        raise OutputError(f"cannot write to the output folder {out_dir!r}: "
+                          f"{e.strerror or e}.") from e
+    if changes:
+        print("--resume with a changed config (the previous one is kept as config.<n>.yaml):\n  "
+              + "\n  ".join(changes), file=sys.stderr)
+
+
+def train(cfg: dict, resume: bool = False, quiet: bool = False, overwrite: bool = False) -> int:
     import corejax as jax
     from corejax import random
     import optim
 
     jax.config.update("platform", cfg["backend"])
     out_dir = cfg["output.dir"]
-    os.makedirs(out_dir, exist_ok=True)
     ckpt_path = os.path.join(out_dir, "checkpoint.npz")
-    with open(os.path.join(out_dir, "config.yaml"), "w") as f:
-        yaml.safe_dump(nested(cfg), f, sort_keys=False)
-
-    train_x, train_y, test_x, test_y = load_data(cfg)
+    if resume and not os.path.exists(ckpt_path):
+        raise CheckpointError(f"--resume: no checkpoint at {ckpt_path}; run without --resume "
+                              "to start training.")
     pre = Preprocess(flatten=cfg["data.flatten"], scale=cfg["data.scale"], one_hot=10)
     model = build_model(cfg)
     tx = build_optimizer(cfg)
+    # parameters from the input's shape alone (MNIST's 28x28 images), so that a bad model or
+    # optimizer argument is reported before any data is read or folder written
+    init_key, shuffle_key = random.split(random.PRNGKey(cfg["train.seed"]))
+    sample, _ = batches_preprocess(np.zeros((1, 28, 28), np.uint8), np.zeros(1, np.uint8), pre)
+    params = _checked_init(model, tx, init_key, sample, cfg)
+    opt_state = tx.init(params)
+    _prepare_output(out_dir, cfg, resume, overwrite)
+
+    train_x, train_y, test_x, test_y = load_data(cfg)
     loss_of = make_loss(cfg["loss"])
     bs = cfg["train.batch_size"]
 
@@ -467,20 +597,15 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False) -> int:
     def predict(params, x):
         return jax.numpy.argmax(model.apply(params, x), axis=-1)
 
-    init_key, shuffle_key = random.split(random.PRNGKey(cfg["train.seed"]))
-    sample, _ = batches_preprocess(train_x[:1], train_y[:1], pre)
-    params = model.init(init_key, sample)
-    opt_state = tx.init(params)
     state = {"params": params, "opt_state": opt_state, "key": shuffle_key, "step": 0,
              "epoch": 0, "batch": 0, "epoch_loss_sum": 0.0, "epoch_examples": 0,
              "epoch_time": 0.0}
     if resume:
-        if not os.path.exists(ckpt_path):
-            raise CheckpointError(f"--resume: no checkpoint at {ckpt_path}; run without --resume "
-                                  "to start training.")
         state = checkpoint.restore(ckpt_path, target=state)
         print(f"resuming from {ckpt_path}: epoch {state['epoch']}, batch {state['batch']}, "
               f"step {state['step']}", file=sys.stderr)
+        # records of steps after the checkpoint (a run killed without saving) are redone
+        rundir.trim_metrics(os.path.join(out_dir, "metrics.jsonl"), state["step"])
     metrics = Metrics(os.path.join(out_dir, "metrics.jsonl"), append=resume)
     show_bar = not quiet and sys.stderr.isatty()
     steps_this_run = 0
@@ -506,6 +631,9 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False) -> int:
                     guard.in_step = True
                     params, opt_state, loss = train_step(state["params"], state["opt_state"], x, y)
                     loss = float(loss)
+                    if not np.isfinite(loss):
+                        guard.in_step = False
+                        raise _NonFinite(loss, state["step"] + 1, epoch, state["batch"])
                     state.update(params=params, opt_state=opt_state, step=state["step"] + 1,
                                  batch=state["batch"] + 1,
                                  epoch_loss_sum=state["epoch_loss_sum"] + loss * x.shape[0],
@@ -550,11 +678,20 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False) -> int:
         print(f"stopped after {steps_this_run} steps (train.stop_after_steps); checkpoint "
               f"{ckpt_path} at step {state['step']}; continue with --resume", file=sys.stderr)
         return 0
-    except KeyboardInterrupt:
+    except _NonFinite as e:
+        kept = (f"the checkpoint {ckpt_path} (step {_checkpoint_step(ckpt_path)}) is kept"
+                if os.path.exists(ckpt_path) else "no checkpoint was written")
+        print(f"train.py: error: the loss is {e.loss} at step {e.step} (epoch {e.epoch}, batch "
+              f"{e.batch}); stopping. {kept}. Lower optimizer.learning_rate or check the "
+              "data.", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as e:
         save()
-        print(f"\ninterrupted; checkpoint {ckpt_path} at step {state['step']}; continue with "
+        signum = getattr(e, "signum", signal.SIGINT)
+        what = "terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted"
+        print(f"\n{what}; checkpoint {ckpt_path} at step {state['step']}; continue with "
               "--resume", file=sys.stderr)
-        return 130
+        return 128 + int(signum)
     finally:
         guard.restore()
         metrics.close()
@@ -575,7 +712,9 @@ def _parser() -> argparse.ArgumentParser:
                "  COREJAX_DATA_DIR=../shared/data/mnist python train.py --config configs/mlp.yaml\n"
                "  python train.py --config configs/cnn.yaml --set train.epochs=1 "
                "--set optimizer.learning_rate=3e-4\n"
-               "exit codes: 0 done, 1 failed, 2 bad config or arguments, 130 interrupted")
+               "exit codes: 0 done, 1 failed (data, checkpoint, output folder, non-finite "
+               "loss), 2 bad config or arguments (or an output folder holding a run), 130 "
+               "interrupted (Ctrl-C), 143 terminated (SIGTERM); both save a checkpoint first")
     p.add_argument("--config", help="YAML config file (configs/*.yaml); defaults if omitted")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key; VALUE is parsed as YAML (repeatable)")
@@ -584,6 +723,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--output-dir", help="output folder (same as --set output.dir=...)")
     p.add_argument("--resume", action="store_true",
                    help="continue from the checkpoint in the output folder")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the run already in the output folder")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -595,11 +736,14 @@ def main(argv=None) -> int:
         if args.output_dir:
             overrides.append(f"output.dir={args.output_dir}")
         cfg = load_config(args.config, overrides, data_dir=args.data_dir)
-        return train(cfg, resume=args.resume, quiet=args.quiet)
+        return train(cfg, resume=args.resume, quiet=args.quiet, overwrite=args.overwrite)
     except ConfigError as e:
         print(f"train.py: config error: {e}", file=sys.stderr)
         return 2
-    except (DataNotFoundError, DataFormatError, CheckpointError) as e:
+    except RunExistsError as e:
+        print(f"train.py: error: {e}", file=sys.stderr)
+        return 2
+    except (DataNotFoundError, DataFormatError, CheckpointError, OutputError) as e:
         print(f"train.py: error: {e}", file=sys.stderr)
         return 1
 

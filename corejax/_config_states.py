@@ -1,8 +1,8 @@
 """Config options as objects of the top-level API, as JAX has them: `corejax.enable_x64`,
 `debug_nans`, `debug_infs`, `threefry_partitionable`, `explain_cache_misses`, `log_compiles`,
-`numpy_rank_promotion`, `numpy_dtype_promotion`, `default_matmul_precision`. `option.value` reads the
-option; `with option(new_value):` (or `@option(new_value)` on a function) sets it for the
-duration. Their public path is corejax.
+`numpy_rank_promotion`, `numpy_dtype_promotion`, `default_matmul_precision`. `option.value`
+reads the option; `with option(new_value):` (or `@option(new_value)` on a function) sets it for
+the duration. Their public path is corejax.
 
 The options are process-wide (corejax.config): a `with` block changes the value every
 thread sees until it exits, where JAX's blocks are per thread.

@@ -139,8 +139,8 @@ class _Debugger(cmd.Cmd):
         self.stdout.write("Entering jdb:\n")
 
 
-def breakpoint(*, backend=None, filter_frames: bool = True, num_frames: int | None = None,  # noqa: A001
-               ordered: bool = False, token=None, **kwargs):
+def breakpoint(*, backend=None, filter_frames: bool = True,  # noqa: A001 (JAX's name)
+               num_frames: int | None = None, ordered: bool = False, token=None, **kwargs):
     """Stops the program at this line with a `(jdb)` prompt on the host, showing the values of
     the caller's arrays at runtime (also inside jit, vmap and grad)."""
     from corejax import debug

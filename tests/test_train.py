@@ -315,6 +315,115 @@ def test_plot_writes_png_or_says_why(tmp_path):
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        assert "pip install '.[plot]'" in note
+        assert "pip install matplotlib" in note
         return
     assert (tmp_path / "m.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --------------------------------------------------------------------------- faults (#33)
+
+def test_a_run_folder_is_never_overwritten_unless_asked(tmp_path, capsys):
+    _require_stack()
+    out = tmp_path / "run"
+    assert _run(out, "train.epochs=1", "train.stop_after_steps=2") == 0
+    before = (out / "metrics.jsonl").read_bytes(), (out / "checkpoint.npz").read_bytes()
+    capsys.readouterr()
+    assert _run(out, "train.epochs=1") == 2
+    err = capsys.readouterr().err
+    assert "--resume" in err and "--overwrite" in err and "already holds a run" in err
+    assert ((out / "metrics.jsonl").read_bytes(), (out / "checkpoint.npz").read_bytes()) == before
+    assert train.main(["--config", os.path.join(REPO, "configs", "mlp.yaml"), "--data-dir",
+                       _mnist_dir(), "--output-dir", str(out), "--quiet", "--overwrite"]
+                      + sum((["--set", s] for s in TINY + ["train.epochs=1",
+                                                           "train.stop_after_steps=1"]), [])) == 0
+    assert _params(out)["step"] == 1
+
+
+def test_resume_reports_a_changed_config_and_keeps_the_old_one(tmp_path, capsys):
+    _require_stack()
+    out = tmp_path / "run"
+    assert _run(out, "train.epochs=1", "train.stop_after_steps=2") == 0
+    original = (out / "config.yaml").read_text()
+    capsys.readouterr()
+    assert _run(out, "train.epochs=1", "optimizer.learning_rate=0.05",
+                "train.stop_after_steps=1", resume=True) == 0
+    err = capsys.readouterr().err
+    assert "optimizer.learning_rate: 0.1 -> 0.05" in err or \
+        "optimizer.learning_rate" in err and "0.05" in err
+    assert (out / "config.1.yaml").read_text() == original
+    assert "0.05" in (out / "config.yaml").read_text()
+
+
+def test_resume_drops_metrics_after_the_checkpoint_and_stale_temporaries(tmp_path, capsys):
+    _require_stack()
+    out = tmp_path / "run"
+    assert _run(out, "train.epochs=1", "train.stop_after_steps=3") == 0
+    with open(out / "metrics.jsonl", "a") as f:      # as a run killed at step 7 leaves it
+        f.write(json.dumps({"type": "step", "epoch": 0, "step": 6, "loss": 1.0}) + "\n")
+        f.write('{"type": "step", "ep')
+    (out / ".checkpoint.npz.abc123.tmp").write_bytes(b"partial")
+    assert _run(out, "train.epochs=1", resume=True) == 0
+    assert not (out / ".checkpoint.npz.abc123.tmp").exists()
+    steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()
+             if json.loads(line)["type"] == "step"]
+    assert steps == sorted(set(steps)), steps       # no step recorded twice
+
+
+def test_sigterm_saves_a_checkpoint_and_exits_143(tmp_path, capsys, monkeypatch):
+    import signal
+    import threading
+    import optim
+    _require_stack()
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    real_apply = optim.apply_updates
+
+    def apply_updates_then_sigterm(params, updates):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return real_apply(params, updates)
+
+    monkeypatch.setattr(optim, "apply_updates", apply_updates_then_sigterm)
+    out = tmp_path / "run"
+    assert _run(out, "train.epochs=1") == 143
+    assert "terminated (SIGTERM)" in capsys.readouterr().err
+    assert _params(out)["step"] == 1
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_a_non_finite_loss_stops_the_run_and_keeps_the_checkpoint(tmp_path, capsys):
+    _require_stack()
+    out = tmp_path / "run"
+    assert _run(out, "train.epochs=1", "train.stop_after_steps=2") == 0
+    saved = (out / "checkpoint.npz").read_bytes()
+    capsys.readouterr()
+    assert _run(out, "train.epochs=1", "optimizer.learning_rate=1e30", resume=True) == 1
+    err = capsys.readouterr().err
+    assert "the loss is" in err and "at step" in err and "is kept" in err
+    assert (out / "checkpoint.npz").read_bytes() == saved
+    for line in (out / "metrics.jsonl").read_text().splitlines():
+        json.loads(line, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+
+
+@pytest.mark.parametrize("override,message", [
+    ("optimizer.args.momentum=abc", "optimizer.args.momentum"),
+    ("model.args.features=abc", "model.args.features"),
+    ("data.limit=-5", "'data.limit' must be positive"),
+    ("data.limit=0", "'data.limit' must be positive"),
+    ("train.stop_after_steps=0", "'train.stop_after_steps' must be positive"),
+    ("optimizer.learning_rate=.nan", "finite"),
+])
+def test_bad_values_are_named_with_exit_2(override, message, tmp_path, capsys):
+    argv = ["--output-dir", str(tmp_path / "o"), "--data-dir", str(tmp_path), "--set",
+            "optimizer.name=sgd", "--set", override]
+    assert train.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_an_unwritable_output_folder_is_named(tmp_path, capsys):
+    _require_stack()
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    assert _run(blocker / "run", "train.epochs=1") == 1
+    err = capsys.readouterr().err
+    assert "cannot write to the output folder" in err and "Traceback" not in err
