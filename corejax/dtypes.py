@@ -13,6 +13,7 @@ where i*, f*, c* are the weak int, float and complex types.
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 
@@ -132,6 +133,26 @@ def dtype(x) -> np.dtype:
         return _np_dtype(x)
     except TypeError:
         raise TypeError(f"Cannot determine dtype of {x!r}.") from None
+
+
+def check_user_dtype_supported(dt, fun_name: str | None = None) -> None:
+    """Warns, as JAX does, when a dtype the user asked for (`dtype=` of a jnp or random
+    function) is narrowed to 32 bits because jax_enable_x64 is off. Python's own scalar types
+    (float, int, complex) stand for the default dtypes and never warn."""
+    if dt is None or dt in (int, float, complex, bool) or _X64.enabled:
+        return
+    try:
+        requested = dtype(dt)
+    except TypeError:
+        return  # the function's own dtype check names a bad dtype
+    narrowed = _X32_CANONICAL.get(requested)
+    if narrowed is None:
+        return
+    where = f" requested in {fun_name}" if fun_name else ""
+    warnings.warn(f"Explicitly requested dtype {requested.name}{where} is not available, and "
+                  f"will be truncated to dtype {narrowed.name}. To enable more dtypes, set the "
+                  "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell environment "
+                  "variable.", UserWarning, stacklevel=3)
 
 
 def default_float_dtype() -> np.dtype:
