@@ -15,7 +15,10 @@ Algorithms (all textbook; none is a port of another library's source):
 - digamma: upward recurrence to x >= 10, then the asymptotic (Stirling) series in 1/x^2 with
   Bernoulli-number coefficients; reflection psi(x) = psi(1 - x) - pi / tan(pi x) below 0.
 - zeta (Hurwitz) and polygamma: direct sum to q + N >= 9, then Euler-Maclaurin with up to 13
-  Bernoulli terms; psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x).
+  Bernoulli terms (differentiated term by term for d/ds zeta); psi^(n)(x) = (-1)^(n+1) n!
+  zeta(n + 1, x).
+- betaln: log Gamma sums, with Stirling's series and log1p taking the large terms apart
+  where an argument is >= 10 (no cancellation between huge log Gammas).
 - igamma family: the power series of P(a, x) where x <= 1 or x <= a, else Legendre's continued
   fraction of Q(a, x), evaluated by Wallis' recurrences together with its derivative in `a`,
   which gives d/da P (igamma_grad_a) and random_gamma_grad = -(dP/da) / (dP/dx) without
@@ -106,8 +109,8 @@ def digamma(x):
 
 
 @_jit
-def zeta(s, q):
-    """The Hurwitz zeta function sum_k (q + k)^-s."""
+def _zeta_domain(s, q):
+    """zeta's value where it is special (poles, nan, out of domain), else 0."""
     if s == 1.0:
         return _INF
     if math.isnan(s) or math.isnan(q):
@@ -121,24 +124,62 @@ def zeta(s, q):
         return _NAN
     if q < 0.0 and s != math.floor(s):
         return _NAN
+    return 0.0
+
+
+@_jit
+def _zeta_sum(s, q, with_ds):
+    """(zeta(s, q), d/ds zeta(s, q) if with_ds else 0): direct terms up to w = q + N >= 9,
+    then Euler-Maclaurin, T = w^(1-s)/(s-1) + w^-s/2 + sum_j B_2j/(2j)! (s)_(2j-1) w^(-s-2j+1),
+    differentiated term by term."""
     total = 0.0
+    ds = 0.0
     w = q
     n = 0
     while n < 9 or w < 9.0:
-        total += w ** -s
+        term = w ** -s
+        total += term
+        if with_ds:
+            ds -= math.log(w) * term
         w += 1.0
         n += 1
     wp = w ** -s
-    total += w * wp / (s - 1.0) + 0.5 * wp
+    log_w = math.log(w) if with_ds else 0.0
+    tail = w * wp / (s - 1.0) + 0.5 * wp
+    total += tail
+    ds -= log_w * tail + w * wp / ((s - 1.0) * (s - 1.0))
     fac = s * wp / w
+    rising = 1.0 / s          # d/ds log of the rising factorial in fac
     w2 = w * w
     for j in range(len(_EM)):
         term = fac * _EM[j]
         total += term
+        ds += term * (rising - log_w)
         if abs(term) <= _EPS * abs(total):
             break
         fac *= (s + 2 * j + 1.0) * (s + 2 * j + 2.0) / w2
-    return total
+        rising += 1.0 / (s + 2 * j + 1.0) + 1.0 / (s + 2 * j + 2.0)
+    return total, ds
+
+
+@_jit
+def zeta(s, q):
+    """The Hurwitz zeta function sum_k (q + k)^-s."""
+    special = _zeta_domain(s, q)
+    if special != 0.0:
+        return special
+    return _zeta_sum(s, q, False)[0]
+
+
+@_jit
+def zeta_ds(s, q):
+    """d/ds zeta(s, q) = -sum_k log(q + k) (q + k)^-s (nan for q < 0)."""
+    special = _zeta_domain(s, q)
+    if special != 0.0:
+        return -_INF if s == 1.0 else _NAN
+    if q < 0.0:
+        return _NAN
+    return _zeta_sum(s, q, True)[1]
 
 
 @_jit
@@ -344,6 +385,44 @@ def random_gamma_grad(a, x):
 _ZETA_INT = tuple(zeta.py_func(float(k), 1.0) for k in range(2, 60))
 
 
+# log Gamma(x) - Stirling's approximation, sum_k B_2k / (2k (2k-1) x^(2k-1)), for x >= 10
+_STIRLING_CORRECTION = tuple(float(b / (2 * k * (2 * k - 1)))
+                             for k, b in enumerate(_B2K[:8], start=1))[::-1]
+
+
+@_jit
+def _stirling_correction(x):
+    z = 1.0 / (x * x)
+    total = 0.0
+    for c in _STIRLING_CORRECTION:
+        total = total * z + c
+    return total / x
+
+
+@_jit
+def betaln(a, b):
+    """log B(a, b) = log Gamma(a) + log Gamma(b) - log Gamma(a + b), with the large terms
+    cancelled analytically (Stirling) where an argument is >= 10."""
+    if math.isnan(a) or math.isnan(b) or a < 0.0 or b < 0.0:
+        return _NAN
+    if math.isinf(a) or math.isinf(b):
+        return _NAN
+    if a == 0.0 or b == 0.0:
+        return _NAN if a == b else _INF
+    if a > b:
+        a, b = b, a
+    if b < 10.0:
+        return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+    corr = _stirling_correction(b) - _stirling_correction(a + b)
+    if a < 10.0:
+        # log Gamma(b) - log Gamma(a + b) by Stirling
+        return (math.lgamma(a) + corr - (b - 0.5) * math.log1p(a / b)
+                - a * math.log(a + b) + a)
+    corr += _stirling_correction(a)
+    return (0.5 * math.log(2.0 * _PI) - 0.5 * math.log(b) - (a - 0.5) * math.log1p(b / a)
+            - b * math.log1p(a / b) + corr)
+
+
 # --- incomplete beta -----------------------------------------------------------------------------
 
 @_jit
@@ -542,7 +621,8 @@ def ndtri(p):
 # --- eager evaluation --------------------------------------------------------------------------
 
 UNARY = ("digamma", "bessel_i0e", "bessel_i1e", "erfcx", "ndtri")
-BINARY = ("zeta", "polygamma", "igamma", "igammac", "igamma_grad_a", "random_gamma_grad")
+BINARY = ("zeta", "polygamma", "igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
+          "zeta_ds", "betaln")
 TERNARY = ("betainc",)
 
 
@@ -576,8 +656,12 @@ def _binary_loop(code, x, y, out):
             out[i] = igammac(u, v)
         elif code == 4:
             out[i] = igamma_grad_a(u, v)
-        else:
+        elif code == 5:
             out[i] = random_gamma_grad(u, v)
+        elif code == 6:
+            out[i] = zeta_ds(u, v)
+        else:
+            out[i] = betaln(u, v)
 
 
 @_jit

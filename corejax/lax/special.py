@@ -1,7 +1,8 @@
 """Special-function primitives: digamma, polygamma, the incomplete gamma family (igamma,
 igammac, igamma_grad_a, random_gamma_grad), the Hurwitz zeta function, the regularized
 incomplete beta function, exponentially scaled modified Bessel functions of orders 0 and 1, and
-two that jax.lax does not export but jax.scipy.special needs (erfcx, ndtri).
+four that jax.lax does not export but jax.scipy.special needs (zeta_ds, the derivative of zeta
+in its exponent; betaln; erfcx; ndtri).
 
 Each is elementwise over operands of one floating dtype, with its differentiation rule right
 after its definition. Evaluation, eager and compiled alike, runs the float64 scalar algorithms
@@ -128,9 +129,16 @@ defjvp(random_gamma_grad_p,
 
 zeta_p = _special_naryop("zeta", 2)
 defjvp(zeta_p,
-       _unsupported(NotImplementedError,
-                    "zeta is not differentiable with respect to its exponent x"),
+       lambda t, ans, s, q: mul(t, zeta_ds(s, q)),
        lambda t, ans, s, q: mul(t, neg(mul(s, zeta(add(s, _one(s)), q)))))
+
+zeta_ds_p = _special_naryop("zeta_ds", 2)
+# d/dq zeta_s(s, q) = d/ds (-s zeta(s + 1, q)) = -zeta(s + 1, q) - s zeta_s(s + 1, q)
+defjvp(zeta_ds_p,
+       _unsupported(NotImplementedError, "zeta's second derivative in its exponent x is not "
+                                         "provided"),
+       lambda t, ans, s, q: neg(mul(t, add(zeta(add(s, _one(s)), q),
+                                           mul(s, zeta_ds(add(s, _one(s)), q))))))
 
 
 # --- regularized incomplete beta ------------------------------------------------------------
@@ -148,6 +156,14 @@ def _betainc_jvp_x(t, ans, a, b, x):
 
 _betainc_ab = _unsupported(ValueError, "Betainc gradient with respect to a and b not supported.")
 defjvp(regularized_incomplete_beta_p, _betainc_ab, _betainc_ab, _betainc_jvp_x)
+
+
+# --- log B(a, b) (jax.scipy.special.betaln) ----------------------------------------------------
+
+betaln_p = _special_naryop("betaln", 2)
+defjvp(betaln_p,
+       lambda t, ans, a, b: mul(t, sub(digamma(a), digamma(add(a, b)))),
+       lambda t, ans, a, b: mul(t, sub(digamma(b), digamma(add(a, b)))))
 
 
 # --- modified Bessel functions of orders 0 and 1, exponentially scaled ------------------------
@@ -219,6 +235,16 @@ def random_gamma_grad(a, x):
 def zeta(x, q):
     """The Hurwitz zeta function sum_k (q + k)^-x (lax.zeta)."""
     return zeta_p.bind(*_prepare(x, q, name="zeta"))
+
+
+def zeta_ds(x, q):
+    """d/dx zeta(x, q) (the derivative of lax.zeta in its exponent; not a jax.lax name)."""
+    return zeta_ds_p.bind(x, q)
+
+
+def betaln(a, b):
+    """log B(a, b) (the primitive behind jax.scipy.special.betaln)."""
+    return betaln_p.bind(a, b)
 
 
 def betainc(a, b, x):

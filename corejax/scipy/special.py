@@ -109,3 +109,23 @@ def softmax(x, /, *, axis=None):
 def log_softmax(x, /, *, axis=None):
     from corejax.nn import log_softmax as _log_softmax
     return _log_softmax(x, axis=axis)
+
+
+# The rest of jax.scipy.special, by theme.
+from corejax.scipy._special_gamma import (  # noqa: E402
+    bernoulli, beta, betainc, betaln, comb, digamma, factorial, gamma, gammainc, gammaincc,
+    gammasgn, loggamma, multigammaln, poch, polygamma, zeta,
+)
+from corejax.scipy._special_error import (  # noqa: E402
+    dawsn, erfcx, fresnel, log_ndtr, ndtr, ndtri, owens_t,
+)
+from corejax.scipy._special_misc import (  # noqa: E402
+    bessel_jn, boxcox, boxcox1p, entr, exp1, expi, expn, hyp1f1, hyp2f1, i0, i0e, i1, i1e,
+    kl_div, rel_entr, sici, spence,
+)
+
+__all__ += ["bernoulli", "beta", "betainc", "betaln", "comb", "digamma", "factorial", "gamma",
+            "gammainc", "gammaincc", "gammasgn", "loggamma", "multigammaln", "poch", "polygamma",
+            "zeta", "dawsn", "erfcx", "fresnel", "log_ndtr", "ndtr", "ndtri", "owens_t",
+            "bessel_jn", "boxcox", "boxcox1p", "entr", "exp1", "expi", "expn", "hyp1f1",
+            "hyp2f1", "i0", "i0e", "i1", "i1e", "kl_div", "rel_entr", "sici", "spence"]
