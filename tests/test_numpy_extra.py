@@ -590,3 +590,32 @@ def test_cumulative_functions():
     np.testing.assert_array_equal(np.asarray(out), [0, 100, 200])
     with pytest.raises(ValueError, match="axis"):
         jnp.cumulative_prod(x)
+
+
+def test_ufunc_objects():
+    assert isinstance(jnp.add, jnp.ufunc) and jnp.add.identity == 0 and jnp.add.nin == 2
+    x = np.arange(1.0, 5.0)
+    np.testing.assert_array_equal(np.asarray(jnp.add.reduce(x)), 10.0)
+    np.testing.assert_array_equal(np.asarray(jnp.multiply.accumulate(x)), np.multiply.accumulate(x))
+    np.testing.assert_array_equal(np.asarray(jnp.subtract.outer(x, x)), np.subtract.outer(x, x))
+    np.testing.assert_array_equal(np.asarray(jnp.add.reduceat(np.arange(6), np.array([0, 4, 2]))),
+                                  np.add.reduceat(np.arange(6), [0, 4, 2]))
+    want = x.copy()
+    np.add.at(want, [0, 0, 2], 1.0)
+    np.testing.assert_array_equal(np.asarray(jnp.add.at(x, np.array([0, 0, 2]), 1.0,
+                                                        inplace=False)), want)
+    with pytest.raises(NotImplementedError, match="inplace=False"):
+        jnp.add.at(x, np.array([0]), 1.0)
+    # a Python function: folds start from the identity, skip where=False, and differentiate
+    f = jnp.frompyfunc(lambda a, b: a * b + 1, 2, 1, identity=1)
+    assert float(f.reduce(x)) == 65.0          # ((((1*1+1)*2+1)*3+1)*4+1)
+    assert float(f.reduce(x, where=np.array([True, False, True, True]))) == 29.0
+    np.testing.assert_array_equal(np.asarray(f.accumulate(x)), [1.0, 3.0, 10.0, 41.0])
+    np.testing.assert_array_equal(np.asarray(f.at(x, np.array([0, 0, 2]), 3.0, inplace=False)),
+                                  [13.0, 2.0, 10.0, 4.0])
+    np.testing.assert_array_equal(np.asarray(jit(f.reduce)(x)), 65.0)
+    np.testing.assert_array_equal(np.asarray(grad(f.reduce)(x)), [24.0, 24.0, 20.0, 16.0])
+    with pytest.raises(ValueError, match="no identity"):
+        jnp.frompyfunc(lambda a, b: a + b, 2, 1).reduce(jnp.zeros(0))
+    with pytest.raises(ValueError, match="binary"):
+        jnp.frompyfunc(lambda a: a, 1, 1).reduce(x)

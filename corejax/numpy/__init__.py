@@ -93,6 +93,11 @@ from corejax.numpy._io import (
     save, savez, load, array_repr, array_str, get_printoptions, set_printoptions, printoptions,
     frombuffer, fromstring, fromfile, fromiter, from_dlpack, einsum_path, packbits, unpackbits,
 )
+# the functions JAX makes ufunc objects (add.reduce, multiply.outer, ...) replace the plain ones
+from corejax.numpy._ufunc_objects import (
+    ufunc, frompyfunc, add, subtract, multiply, maximum, minimum, logaddexp, logaddexp2,
+    logical_and, logical_or, logical_xor, bitwise_and, bitwise_or, bitwise_xor, negative,
+)
 from corejax.numpy import _methods  # noqa: F401  (installs operators on Array and Tracer)
 from corejax.numpy import linalg  # noqa: E402
 

@@ -22,6 +22,9 @@ EAGER = ("eager",)
 cases.ARRAY_OPS.update({
     "npx_vectorized": lambda vectorize, f, *args, **kw: vectorize(f, **kw)(*args),
     "npx_index": lambda obj, key: obj[key],
+    "npx_ufunc": lambda uf, method, *args, **kw: getattr(uf, method)(*args, **kw),
+    "npx_frompyfunc": lambda frompyfunc, f, nin, identity, method, *args, **kw: getattr(
+        frompyfunc(f, nin, 1, identity=identity), method)(*args, **kw),
 })
 SKIP_REASONS["numpy"].update({
     "vectorize": "covered through array.npx_vectorized (a call of the vectorized function)",
@@ -35,6 +38,9 @@ SKIP_REASONS["numpy"].update({
         "bool", "single", "double", "csingle", "cdouble", "complex_", "uint", "generic",
         "character", "flexible", "object_")},
     "ComplexWarning": "NumPy's warning class, re-exported",
+    "ufunc": "a class: its instances are covered through array.npx_ufunc (jnp.add & co.) "
+             "and array.npx_frompyfunc",
+    "frompyfunc": "covered through array.npx_frompyfunc (methods of the ufunc it returns)",
 })
 
 
@@ -320,6 +326,62 @@ add(case("numpy.apply_along_axis", Ref("numpy.sum"), 0, "f32[2,3]", static=(0, 1
     case("numpy.fromfunction", _ij, (2, 3), static=(0, 1), transforms=EAGER),
     case("numpy.fromfunction", _ij, (2, 3), static=(0, 1), kwargs={"dtype": "int32"},
          transforms=EAGER, label="int"))
+
+# ---------------------------------------------------------------- ufunc objects
+
+
+def _mul_add_one(a, b):
+    return a * b + 1.0
+
+
+for _method, _args, _kw, _tr in [
+        ("__call__", ("f32[2,3]", "f32[3]"), {}, FULL),
+        ("reduce", ("f32[3,4]",), {}, FULL),
+        ("reduce", ("f32[3,4]",), {"axis": None, "keepdims": True}, GRAD),
+        ("reduce", ("f32[4]",), {"where": "bool[4]"}, GRAD),
+        ("reduce", ("f32[4]",), {"initial": 2.0}, GRAD),
+        ("accumulate", ("f32[2,3]",), {"axis": 1}, FULL),
+        ("accumulate", ("f32[4]",), {"dtype": "int32"}, NOGRAD),
+        ("at", ("f32[4]", "i32[3]:idx4", 3.0), {"inplace": False}, GRAD),
+        ("outer", ("f32[2]", "f32[3]"), {}, FULL),
+        ("reduceat", ("f32[5]", np.array([0, 2, 2, 3], np.int32)), {}, GRAD)]:
+    for _identity in (None, 1.0):
+        add(case("array.npx_frompyfunc", Ref("numpy.frompyfunc"), _mul_add_one, 2, _identity,
+                 _method, *_args, kwargs=_kw, static=(0, 1, 2, 3, 4) + (
+                     (6,) if _method == "reduceat" else ()), transforms=_tr, ulp=8,
+                 label=f"{_method}_{'identity' if _identity else 'none'}_{'_'.join(_kw)}"))
+add(case("array.npx_frompyfunc", Ref("numpy.frompyfunc"), _mul_add_one, 2, None, "reduce",
+         "f32[0]", static=(0, 1, 2, 3, 4), label="empty_error", transforms=EAGER),
+    case("array.npx_frompyfunc", Ref("numpy.frompyfunc"), _sq, 1, None, "reduce", "f32[3]",
+         static=(0, 1, 2, 3, 4), label="unary_error", transforms=EAGER),
+    case("array.npx_frompyfunc", Ref("numpy.frompyfunc"), _sq, 1, None, "__call__", "f32[3]",
+         static=(0, 1, 2, 3, 4), label="unary", transforms=FULL))
+for _uf, _method, _args, _kw in [
+        ("add", "reduce", ("f32[2,3]",), {}), ("add", "reduce", ("i32[2,3]",), {"axis": None}),
+        ("add", "accumulate", ("f32[4]",), {}), ("add", "outer", ("f32[2]", "f32[3]"), {}),
+        ("add", "at", ("f32[3]", "i32[4]:idx3", "f32[4]"), {"inplace": False}),
+        ("add", "reduceat", ("i32[6]", np.array([0, 2, 5], np.int32)), {}),
+        ("multiply", "reduce", ("f32[3]",), {}), ("multiply", "accumulate", ("f32[2,3]",),
+                                                  {"axis": 1}),
+        ("multiply", "at", ("f32[3]", "i32[2]:idx3", 2.0), {"inplace": False}),
+        ("subtract", "reduce", ("f32[4]",), {}), ("subtract", "accumulate", ("f32[4]",), {}),
+        ("subtract", "at", ("f32[3]", "i32[2]:idx3", 2.0), {"inplace": False}),
+        ("maximum", "reduce", ("f32[2,3]",), {"axis": 1, "initial": 0.5}),
+        ("minimum", "at", ("f32[3]", "i32[2]:idx3", 0.0), {"inplace": False}),
+        ("logical_and", "reduce", ("bool[2,3]",), {}), ("logical_or", "reduce", ("i32[2,3]",),
+                                                        {"axis": 1}),
+        ("logical_xor", "reduce", ("bool[4]",), {}),
+        ("bitwise_and", "reduce", ("i32[3]",), {}), ("bitwise_or", "accumulate", ("i32[3]",),
+                                                     {}),
+        ("logaddexp", "reduce", ("f32[3]",), {}), ("logaddexp2", "accumulate", ("f32[3]",), {}),
+        ("negative", "reduce", ("f32[2]",), {}),
+        ("negative", "at", ("f32[3]", "i32[2]:idx3"), {"inplace": False}),
+        ("add", "at", ("f32[3]", "i32[2]:idx3", 1.0), {})]:
+    add(case("array.npx_ufunc", Ref("numpy." + _uf), _method, *_args, kwargs=_kw,
+             static=(0, 1) + ((3,) if _method == "reduceat" else ()), ulp=8,
+             transforms=GRAD if _args[0].startswith("f") and _method != "at" or
+             "inplace" in _kw and _args[0].startswith("f") else NOGRAD,
+             label=f"{_uf}_{_method}_{'_'.join(_kw)}"))
 
 # ---------------------------------------------------------------- selection
 
