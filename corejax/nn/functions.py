@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from corejax import dtypes, lax
 from corejax.core import get_aval
 from corejax.custom_derivatives import custom_jvp

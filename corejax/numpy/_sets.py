@@ -4,7 +4,6 @@ sort; under jit the output length must be given as `size` (shorter results are p
 fill_value)."""
 from __future__ import annotations
 
-import builtins
 import operator
 from typing import NamedTuple
 

@@ -11,7 +11,7 @@ from corejax import core, dtypes, lax
 from corejax.core import get_aval
 from corejax.lax import indexing, sorting
 from corejax.numpy import _reductions as red
-from corejax.numpy._core import (asarray, canonicalize_axes, canonicalize_axis, check_arraylike,
+from corejax.numpy._core import (asarray, canonicalize_axes, check_arraylike,
                                  promote_dtypes_inexact)
 from corejax.numpy._ufuncs import isnan, where
 
