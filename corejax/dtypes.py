@@ -139,7 +139,7 @@ def check_user_dtype_supported(dt, fun_name: str | None = None) -> None:
     """Warns, as JAX does, when a dtype the user asked for (`dtype=` of a jnp or random
     function) is narrowed to 32 bits because jax_enable_x64 is off. Python's own scalar types
     (float, int, complex) stand for the default dtypes and never warn."""
-    if dt is None or dt in (int, float, complex, bool) or _X64.enabled:
+    if dt is None or _X64.enabled or any(dt is t for t in (int, float, complex, bool)):
         return
     try:
         requested = dtype(dt)

@@ -28,6 +28,7 @@ def copy(a, order=None):
 def astype(x, dtype, /, *, copy=False, device=None):
     """`x` converted to `dtype` (the default float dtype when dtype is None)."""
     check_arraylike("astype", x)
+    dtypes.check_user_dtype_supported(dtype, "astype")
     x = asarray(x)
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.default_float_dtype()
     return lax.convert_element_type(x, dt)

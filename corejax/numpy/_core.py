@@ -38,6 +38,11 @@ def _canonical_np(x: np.ndarray, dtype=None) -> np.ndarray:
 def asarray(a, dtype=None, copy=None, *, device=None) -> Array:
     """Converts `a` (array, scalar, nested lists) to an Array, without copying an Array; host
     data goes to `device` (default: the default device)."""
+    dtypes.check_user_dtype_supported(dtype, "asarray")
+    return _placed_asarray(a, dtype, device)
+
+
+def _placed_asarray(a, dtype, device) -> Array:
     if device is not None or _Placement.cuda_in_use:
         out = _asarray(a, dtype)
         return out if out is a else place_new(out, device)
@@ -78,7 +83,8 @@ def _asarray(a, dtype=None) -> Array:
 
 def array(object, dtype=None, copy=True, order=None, ndmin=0, *, device=None) -> Array:
     """Creates an Array from `object` (always a copy of NumPy data, as in JAX)."""
-    out = asarray(object, dtype, device=device)
+    dtypes.check_user_dtype_supported(dtype, "array")
+    out = _placed_asarray(object, dtype, device)
     if ndmin > get_aval(out).ndim:
         out = lax.reshape(out, (1,) * (ndmin - get_aval(out).ndim) + get_aval(out).shape)
     return out

@@ -34,18 +34,22 @@ def _dtype(dtype, default_fn):
 
 
 def zeros(shape, dtype=None, *, device=None):
+    dtypes.check_user_dtype_supported(dtype, 'zeros')
     return place_new(lax.full(_shape(shape), 0, _dtype(dtype, dtypes.default_float_dtype)), device)
 
 
 def ones(shape, dtype=None, *, device=None):
+    dtypes.check_user_dtype_supported(dtype, 'ones')
     return place_new(lax.full(_shape(shape), 1, _dtype(dtype, dtypes.default_float_dtype)), device)
 
 
 def empty(shape, dtype=None, *, device=None):
-    return zeros(shape, dtype, device=device)
+    dtypes.check_user_dtype_supported(dtype, 'empty')
+    return place_new(lax.full(_shape(shape), 0, _dtype(dtype, dtypes.default_float_dtype)), device)
 
 
 def full(shape, fill_value, dtype=None, *, device=None):
+    dtypes.check_user_dtype_supported(dtype, 'full')
     return place_new(_full(shape, fill_value, dtype), device)
 
 
@@ -77,11 +81,13 @@ def _like(a, shape, dtype):
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None):
+    dtypes.check_user_dtype_supported(dtype, 'zeros_like')
     shape, dt, weak = _like(a, shape, dtype)
     return place_new(lax.full(shape, 0, dt, weak), device, like=a)
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None):
+    dtypes.check_user_dtype_supported(dtype, 'ones_like')
     shape, dt, weak = _like(a, shape, dtype)
     return place_new(lax.full(shape, 1, dt, weak), device, like=a)
 
@@ -91,6 +97,7 @@ def empty_like(a, dtype=None, shape=None, *, device=None):
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
+    dtypes.check_user_dtype_supported(dtype, 'full_like')
     shape, dt, weak = _like(a, shape, dtype)
     out = _full(shape, fill_value, dt)
     if weak:  # weakly typed like `a` (the fill's own type never decides)
@@ -100,6 +107,7 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None):
     """Evenly spaced values in [start, stop); the bounds must be concrete (static)."""
+    dtypes.check_user_dtype_supported(dtype, 'arange')
     return place_new(_arange(start, stop, step, dtype), device)
 
 
@@ -131,6 +139,7 @@ def _arange(start, stop, step, dtype):
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
+    dtypes.check_user_dtype_supported(dtype, 'linspace')
     out = _linspace(start, stop, num, endpoint, retstep, dtype, axis)
     if retstep:
         return place_new(out[0], device), out[1]
@@ -174,6 +183,7 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
 
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    dtypes.check_user_dtype_supported(dtype, 'logspace')
     lin = linspace(start, stop, num, endpoint, dtype=None, axis=axis)
     from corejax.numpy._ufuncs import power
     out = power(base, lin)
@@ -183,6 +193,7 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     """Numbers spaced evenly on a log scale from start to stop (both of the same sign): their
     magnitudes are 10 ** linspace(log10|start|, log10|stop|), with start's sign."""
+    dtypes.check_user_dtype_supported(dtype, 'geomspace')
     from corejax.numpy._math import log10
     from corejax.numpy._ufuncs import sign
     start, stop = asarray(start), asarray(stop)
@@ -205,6 +216,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 
 
 def eye(N, M=None, k=0, dtype=None, *, device=None):
+    dtypes.check_user_dtype_supported(dtype, 'eye')
     return place_new(_eye(N, M, k, dtype), device)
 
 
@@ -224,6 +236,7 @@ def identity(n, dtype=None, *, device=None):
 
 
 def tri(N, M=None, k=0, dtype=None):
+    dtypes.check_user_dtype_supported(dtype, 'tri')
     N = concrete_int(N, "N")
     M = N if M is None else concrete_int(M, "M")
     rows = lax.broadcasted_iota(np.int32, (N, M), 0)

@@ -26,6 +26,7 @@ def _defer(fn):
 
 def _astype(self, dtype, copy=False, device=None):
     from corejax import dtypes
+    dtypes.check_user_dtype_supported(dtype, "astype")
     return lax.convert_element_type(self, dtypes.canonicalize_dtype(dtype))
 
 

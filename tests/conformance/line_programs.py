@@ -352,7 +352,30 @@ def collectives(jax, jnp):
     return out
 
 
-PROGRAMS = {"collectives": collectives, "precisions": precisions, "array_instances": array_instances, "stages": stages, "callbacks": callbacks,
+def dtype_warnings(jax, jnp):
+    """The warning for an explicitly requested 64-bit dtype while jax_enable_x64 is off (and
+    none for Python's float or a 32-bit dtype)."""
+    import warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        jnp.array([1.], dtype=jnp.float64)
+        jnp.zeros(3, jnp.float64)
+        jnp.ones(2, "float64")
+        jnp.arange(3, dtype=jnp.int64)
+        jnp.asarray(1., jnp.float64)
+        jnp.full(2, 1., jnp.float64)
+        jnp.ones(2).astype(jnp.float64)
+        jnp.array([1.], dtype=float)
+        jnp.zeros(2, dtype=jnp.uint64)
+        jnp.eye(2, dtype=jnp.float64)
+        jnp.linspace(0, 1, 3, dtype=jnp.float64)
+        jnp.astype(jnp.ones(2), jnp.float64)
+        jnp.zeros_like(jnp.ones(2), dtype=jnp.float64)
+        jnp.array([1.], dtype=jnp.float32)
+    return [f"{x.category.__name__} {str(x.message).split('. To enable')[0]}" for x in w]
+
+
+PROGRAMS = {"dtype_warnings": dtype_warnings, "collectives": collectives, "precisions": precisions, "array_instances": array_instances, "stages": stages, "callbacks": callbacks,
             "transposes": transposes,
             "custom_vmaps": custom_vmaps, "io_callbacks": io_callbacks,
             "config_options": config_options}
