@@ -638,11 +638,13 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False, overwrite: bool 
                                  batch=state["batch"] + 1,
                                  epoch_loss_sum=state["epoch_loss_sum"] + loss * x.shape[0],
                                  epoch_examples=state["epoch_examples"] + x.shape[0])
-                    guard.step_done()
                     seen += x.shape[0]
                     steps_this_run += 1
                     if state["step"] % cfg["train.log_every"] == 0:
                         metrics.write(type="step", epoch=epoch, step=state["step"], loss=loss)
+                    # a signal during the step (or its record) is taken here, once the state
+                    # and the metrics both hold the step
+                    guard.step_done()
                     if show_bar:
                         bar.update(1)
                         rate = seen / max(time.perf_counter() - start, 1e-9)

@@ -427,3 +427,49 @@ def test_an_unwritable_output_folder_is_named(tmp_path, capsys):
     assert _run(blocker / "run", "train.epochs=1") == 1
     err = capsys.readouterr().err
     assert "cannot write to the output folder" in err and "Traceback" not in err
+
+
+def test_sigterm_from_outside_mid_epoch_then_resume_is_bit_identical(tmp_path):
+    """train.py as a subprocess, terminated by SIGTERM while it trains (as a scheduler does):
+    exit 143 with a checkpoint, and --resume ends where an uninterrupted run ends, bit for
+    bit."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    _require_stack()
+    settings = TINY + ["train.epochs=40", "train.log_every=1"]
+
+    def command(out, *extra):
+        argv = [sys.executable, os.path.join(REPO, "train.py"), "--config",
+                os.path.join(REPO, "configs", "mlp.yaml"), "--data-dir", _mnist_dir(),
+                "--output-dir", str(out), "--quiet", *extra]
+        for item in settings:
+            argv += ["--set", item]
+        return argv
+
+    env = dict(os.environ, PYTHONPATH=REPO)
+    full, killed = tmp_path / "full", tmp_path / "killed"
+    assert subprocess.run(command(full), env=env, capture_output=True).returncode == 0
+    proc = subprocess.Popen(command(killed), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    metrics = killed / "metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if metrics.exists() and metrics.stat().st_size > 0:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run finished before it could be terminated"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err.decode()
+    assert b"terminated (SIGTERM)" in err
+    stopped_at = _params(killed)["step"]
+    assert 0 < stopped_at < 400
+    resumed = subprocess.run(command(killed, "--resume"), env=env, capture_output=True)
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    _assert_bitwise_equal(_params(full)["params"], _params(killed)["params"])
+    _assert_bitwise_equal(_params(full)["opt_state"], _params(killed)["opt_state"])
+    steps = [json.loads(line)["step"] for line in metrics.read_text().splitlines()
+             if json.loads(line)["type"] == "step"]
+    assert steps == list(range(1, 401))                   # no step lost, none repeated
