@@ -315,11 +315,38 @@ def wrap(out, weak_type: bool) -> Array:
     return Array(out, weak_type)
 
 
+# Eager elementwise operations on arrays at least this large run the compiled one-equation
+# program (the kernels jit uses, so eager and jitted results agree bit for bit, as in JAX)
+# instead of the NumPy impl, which computes float32 transcendentals in float64 to round them
+# correctly and is several times slower there.
+# (Arithmetic, comparisons and selections stay on NumPy: it runs them at memory speed.)
+_COMPILED_EAGER_MIN_SIZE = 4096
+_FLOAT_KINDS = (np.dtype(np.float32), np.dtype(np.float64))
+_TRANSCENDENTAL = frozenset({
+    "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin",
+    "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "pow",
+    "atan2", "cbrt", "rsqrt"})
+
+
+def _compiled_eager(primitive, args) -> bool:
+    from corejax.compiler import registry
+    if primitive.name not in _TRANSCENDENTAL or primitive not in registry.elementwise_lowerings:
+        return False
+    big = False
+    for a in args:
+        if type(a) is not Array or a._value.dtype not in _FLOAT_KINDS:
+            return False
+        big = big or a._value.size >= _COMPILED_EAGER_MIN_SIZE
+    return big
+
+
 def apply_primitive(primitive, args, params):
     if _Placement.cuda_in_use:
         device = _placement(args)
         if device is not None:
             return _apply_on_device(primitive, args, params, device)
+    if args and _compiled_eager(primitive, args):
+        return _apply_compiled(primitive, args, params, "cpu")
     vals = [to_numpy(a) for a in args]
     out = primitive.impl(*vals, **params)
     weak = primitive.weak_type_rule(*args, **params)
@@ -471,6 +498,12 @@ def _params_key(params):
 def _apply_on_device(primitive, args, params, device: Device):
     """Eager evaluation on a CUDA device: the primitive as a one-equation program compiled
     for the device (cached per primitive, parameters and operand types)."""
+    return _apply_compiled(primitive, args, params, "cuda", device)
+
+
+def _apply_compiled(primitive, args, params, backend: str, device: Device = CPU):
+    """The primitive as a one-equation program compiled for `backend` (cached per primitive,
+    parameters, operand types and device)."""
     from corejax.compiler import compile_jaxpr
     from corejax.transforms.jit import stage
     avals = tuple(core.get_aval(a) for a in args)
@@ -484,7 +517,7 @@ def _apply_on_device(primitive, args, params, device: Device):
         closed = stage(one_op, list(avals), name=primitive.name)
         if key is not None:
             _one_op_programs[key] = closed
-    outs = compile_jaxpr(closed, "cuda")(*args)
+    outs = compile_jaxpr(closed, backend)(*args)
     weak = primitive.weak_type_rule(*args, **params)
     if isinstance(weak, bool):
         weak = [weak] * len(outs)

@@ -421,3 +421,15 @@ def test_traceback_filtering_keeps_the_users_frames(mode):
             len(inside) <= 1  # only the boundary's re-raise
         notes = getattr(info.value, "__notes__", [])
         assert bool(notes) == (mode == "remove_frames")
+
+
+def test_large_eager_transcendentals_run_the_jit_kernels_bit_for_bit():
+    import corejax as jax
+    x = jnp.asarray(np.linspace(-3, 3, 10000, dtype=np.float32))
+    for f in (jnp.exp, jnp.tanh, jnp.sin, lambda v: jnp.log(jnp.abs(v) + 1), jax.nn.sigmoid,
+              lambda v: jnp.abs(v) ** 1.5):
+        eager, jitted = f(x), jax.jit(f)(x)
+        assert eager.dtype == jitted.dtype and eager.weak_type == jitted.weak_type
+        np.testing.assert_array_equal(np.asarray(eager), np.asarray(jitted))
+    small = jnp.asarray(np.linspace(-3, 3, 10, dtype=np.float32))   # small arrays: NumPy
+    np.testing.assert_allclose(np.asarray(jnp.exp(small)), np.exp(np.asarray(small)), rtol=1e-6)
