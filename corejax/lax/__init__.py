@@ -18,7 +18,7 @@ from corejax.lax.structural import (
 )
 from corejax.lax.reductions import (
     reduce_sum, reduce_max, reduce_min, reduce_prod, reduce_and, reduce_or, argmax, argmin,
-    cumsum,
+    cumsum, cumprod, cummax, cummin, cumlogsumexp,
 )
 from corejax.lax.dot import dot_general, dot, Precision
 from corejax.lax.sorting import sort, sort_key_val, top_k
@@ -31,7 +31,9 @@ from corejax.lax.indexing import (
 )
 from corejax.lax.conv import (
     ConvDimensionNumbers, conv_dimension_numbers, conv_general_dilated, conv,
-    conv_with_general_padding, conv_transpose, padtype_to_pads,
+    conv_with_general_padding, conv_transpose, padtype_to_pads, conv_general_permutations,
+    conv_shape_tuple, conv_general_shape_tuple, conv_transpose_shape_tuple,
+    reduce_window_shape_tuple, conv_general_dilated_patches, conv_general_dilated_local,
 )
 from corejax.lax.windowed import (
     reduce_window, reduce_window_sum, reduce_window_max, reduce_window_min,
@@ -40,6 +42,15 @@ from corejax.lax.prng import threefry2x32
 from corejax.lax.special import (
     digamma, polygamma, igamma, igammac, igamma_grad_a, random_gamma_grad, zeta, betainc,
     bessel_i0e, bessel_i1e,
+)
+from corejax.lax.reductions import reduce_xor
+from corejax.lax.bits import clz, mulhi, reduce_precision
+from corejax.lax._composed import (
+    reduce, batch_matmul, broadcast_shapes, broadcast_to_rank, broadcast_like, collapse,
+    index_take, dynamic_update_index_in_dim, split, tile, unstack, stack, empty, scatter_sub,
+    scatter_apply, optimization_barrier, approx_max_k, approx_min_k, RoundingMethod, dtype,
+    with_sharding_constraint, platform_dependent, DotDimensionNumbers,
+    ConvGeneralDilatedDimensionNumbers, PrecisionLike,
 )
 from corejax.lax import linalg
 from corejax.lax._linalg_solves import custom_linear_solve, custom_root

@@ -30,7 +30,9 @@ from corejax.lax.structural import _pad_impl
 
 __all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_dilated", "conv",
            "conv_with_general_padding", "conv_transpose", "padtype_to_pads",
-           "conv_general_dilated_p"]
+           "conv_general_dilated_p", "conv_general_permutations", "conv_shape_tuple",
+           "conv_general_shape_tuple", "conv_transpose_shape_tuple", "reduce_window_shape_tuple",
+           "conv_general_dilated_patches", "conv_general_dilated_local"]
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -511,5 +513,148 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
                                 precision=precision, preferred_element_type=preferred_element_type)
 
 
+# --- shape arithmetic ------------------------------------------------------------------------
+
+def conv_general_permutations(dimension_numbers):
+    """For string specs like ('NHWC', 'HWIO', 'NHWC'): the axis permutations taking each array
+    to (batch, feature, *spatial) / (out, in, *spatial) order, spatial axes in the kernel's
+    order."""
+    try:
+        lhs, rhs, out = dimension_numbers
+    except (TypeError, ValueError):
+        raise TypeError(f"conv_general_permutations expects three spec strings such as "
+                        f"('NHWC', 'HWIO', 'NHWC'), got {dimension_numbers!r}.") from None
+    for i, (spec, chars) in enumerate(((lhs, "NC"), (rhs, "OI"), (out, "NC"))):
+        if not isinstance(spec, str) or any(spec.count(c) != 1 for c in chars):
+            raise TypeError(f"convolution dimension_numbers[{i}] must contain the characters "
+                            f"{chars[0]!r} and {chars[1]!r} exactly once, got {spec}.")
+        if len(set(spec)) != len(spec):
+            raise TypeError(f"convolution dimension_numbers[{i}] cannot have duplicate "
+                            f"characters, got {spec}.")
+    if not len(lhs) == len(rhs) == len(out):
+        raise TypeError(f"convolution dimension_numbers must have the same length, got "
+                        f"{len(lhs)}, {len(rhs)} and {len(out)}.")
+    spatial = [c for c in rhs if c not in "OI"]
+    for spec in (lhs, out):
+        if sorted(c for c in spec if c not in "NC") != sorted(spatial):
+            raise TypeError(f"convolution dimension_numbers: the spatial characters of {spec} "
+                            f"do not match the kernel's {''.join(spatial)}.")
+    perm = lambda spec, a, b: (spec.index(a), spec.index(b)) + tuple(spec.index(c)
+                                                                     for c in spatial)
+    return perm(lhs, "N", "C"), perm(rhs, "O", "I"), perm(out, "N", "C")
+
+
+def _window_out(n, k, stride, lo, hi, base_dilation=1, window_dilation=1):
+    padded = _dilate(n, base_dilation) + lo + hi
+    return max(0, (padded - _dilate(k, window_dilation)) // stride + 1)
+
+
+def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
+    """The output shape of a convolution of NC... `lhs_shape` with OI... `rhs_shape`."""
+    if isinstance(pads, str):
+        pads = padtype_to_pads(lhs_shape[2:], rhs_shape[2:], strides, pads)
+    if len(pads) != len(lhs_shape) - 2:
+        raise TypeError(f"Wrong number of explicit pads for convolution: expected "
+                        f"{len(lhs_shape) - 2}, got {len(pads)}.")
+    spatial = tuple(_window_out(n, k, s, lo, hi) for n, k, s, (lo, hi) in
+                    zip(lhs_shape[2:], rhs_shape[2:], strides, pads))
+    return (lhs_shape[0] // batch_group_count, rhs_shape[0]) + spatial
+
+
+def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
+    """The output shape of a convolution with string dimension numbers."""
+    lhs_perm, rhs_perm, out_perm = conv_general_permutations(dimension_numbers)
+    out = conv_shape_tuple(_logical(lhs_shape, lhs_perm), _logical(rhs_shape, rhs_perm),
+                           window_strides, padding)
+    return _physical(out, out_perm)
+
+
+def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
+                               dimension_numbers):
+    """The output shape of lax.conv_transpose with string dimension numbers."""
+    lhs_perm, rhs_perm, out_perm = conv_general_permutations(dimension_numbers)
+    lhs_l, rhs_l = _logical(lhs_shape, lhs_perm), _logical(rhs_shape, rhs_perm)
+    if isinstance(padding, str):
+        padding = [_conv_transpose_pads(k, s, padding.upper())
+                   for k, s in zip(rhs_l[2:], window_strides)]
+    spatial = tuple((n - 1) * s + 1 - k + 1 + lo + hi for n, k, s, (lo, hi) in
+                    zip(lhs_l[2:], rhs_l[2:], window_strides, padding))
+    return _physical((lhs_l[0], rhs_l[0]) + spatial, out_perm)
+
+
+def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, padding,
+                              base_dilation=None, window_dilation=None):
+    """The output shape of lax.reduce_window with explicit (low, high) padding pairs."""
+    n = len(operand_shape)
+    base_dilation = base_dilation or (1,) * n
+    window_dilation = window_dilation or (1,) * n
+    if isinstance(padding, str):
+        dilated = [_dilate(k, d) for k, d in zip(window_dimensions, window_dilation)]
+        padding = padtype_to_pads([_dilate(x, d) for x, d in zip(operand_shape, base_dilation)],
+                                  dilated, window_strides, padding)
+    return tuple(_window_out(*a) for a in zip(operand_shape, window_dimensions, window_strides,
+                                              [p[0] for p in padding], [p[1] for p in padding],
+                                              base_dilation, window_dilation))
+
+
+# --- patches and unshared (locally connected) convolutions ---------------------------------
+
+def _canonical_spec(n):
+    return tuple(range(n))
+
+
+def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs_dilation=None,
+                                 rhs_dilation=None, dimension_numbers=None, precision=None,
+                                 preferred_element_type=None):
+    """The patches a convolution with a kernel of spatial shape `filter_shape` sees, as the
+    feature axis of the output (size C * prod(filter_shape), channel-major): a convolution
+    with an identity kernel, one group per input channel."""
+    la = get_aval(lhs)
+    nsp = la.ndim - 2
+    filter_shape = tuple(operator.index(k) for k in filter_shape)
+    if len(filter_shape) != nsp:
+        raise ValueError(f"conv_general_dilated_patches: filter_shape {filter_shape} must have "
+                         f"one entry per spatial dimension ({nsp}).")
+    taps = int(np.prod(filter_shape, dtype=np.int64))
+    rhs_shape = (taps, 1) + filter_shape
+    if dimension_numbers is None:
+        dimension_numbers = ConvDimensionNumbers(_canonical_spec(la.ndim),
+                                                 _canonical_spec(la.ndim),
+                                                 _canonical_spec(la.ndim))
+    dnums = conv_dimension_numbers(la.shape, la.shape, dimension_numbers)
+    dnums = ConvDimensionNumbers(dnums.lhs_spec, _canonical_spec(la.ndim), dnums.out_spec)
+    channels = _logical(la.shape, dnums.lhs_spec)[1]
+    eye = np.eye(taps, dtype=la.dtype).reshape(rhs_shape)
+    kernel = np.tile(eye, (channels,) + (1,) * (la.ndim - 1))
+    return conv_general_dilated(lhs, convert_element_type(kernel, la.dtype), window_strides,
+                                padding, lhs_dilation, rhs_dilation, dnums,
+                                feature_group_count=channels, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
+                               lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                               precision=None):
+    """A locally connected ("unshared") convolution: a separate kernel at every output
+    position. `rhs` has the output's spatial shape and C * prod(filter_shape) input features
+    (channel-major, the order of conv_general_dilated_patches)."""
+    la, ra = get_aval(lhs), get_aval(rhs)
+    ndim = la.ndim
+    if dimension_numbers is None:
+        dimension_numbers = ConvDimensionNumbers(*(_canonical_spec(ndim),) * 3)
+    dnums = conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)
+    canon = _canonical_spec(ndim)
+    patches = conv_general_dilated_patches(
+        lhs, filter_shape, window_strides, padding, lhs_dilation, rhs_dilation,
+        ConvDimensionNumbers(dnums.lhs_spec, canon, canon), precision=precision)
+    kernel = transpose(rhs, dnums.rhs_spec)  # (O, C*taps, *spatial)
+    spatial = tuple(range(2, ndim))
+    # one contraction per output position: the spatial axes are batch axes of dot_general
+    out = dot_general(patches, kernel, (((1,), (1,)), (spatial, spatial)), precision=precision)
+    out = transpose(out, (ndim - 2, ndim - 1) + tuple(range(ndim - 2)))  # (N, O, *spatial)
+    return transpose(out, tuple(int(i) for i in np.argsort(dnums.out_spec)))
+
+
+from corejax.lax.dot import dot_general  # noqa: E402
 from corejax.lax.elementwise import convert_element_type  # noqa: E402
 from corejax.lax.structural import reshape, rev, transpose  # noqa: E402

@@ -1,4 +1,5 @@
-"""Reductions over axes (sum, max, min, prod, and, or), argmax/argmin and cumulative sums."""
+"""Reductions over axes (sum, max, min, prod, and, or), argmax/argmin and cumulative sums,
+products, maxima, minima and log-sum-exps."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,7 @@ from corejax.core import Primitive, ShapedArray, get_aval
 from corejax.compiler import registry
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero, deflinear
-from corejax.lax._factories import ANY, NUMERIC, check_dtype
+from corejax.lax._factories import ANY, FLOATING, NUMERIC, check_dtype
 
 __all__ = []
 
@@ -186,6 +187,24 @@ def reduce_or(x, axes=None):
     return reduce_or_p.bind(x, axes=axes) if axes else x
 
 
+# --- xor ------------------------------------------------------------------------------------
+
+reduce_xor_p = _reduction("reduce_xor", np.bitwise_xor.reduce, ("bool", "integer"), "xor")
+ad.defjvp_zero(reduce_xor_p)
+
+
+def reduce_xor(operand, axes):
+    """The bitwise (logical, for bools) exclusive or of `operand` over `axes`."""
+    aval = get_aval(operand)
+    if aval.dtype.kind not in "biu":
+        raise TypeError(f"logical reduction requires operand dtype bool or int, got "
+                        f"{aval.dtype.name}.")
+    axes = _canon(axes, aval.ndim)
+    if not axes:
+        return convert_element_type(operand, aval.dtype)
+    return reduce_xor_p.bind(operand, axes=axes)
+
+
 # --- argmax / argmin -------------------------------------------------------------------------
 
 def _arg_reduction(name, np_fn):
@@ -264,6 +283,134 @@ def cumsum(x, axis: int = 0, reverse: bool = False):
     return cumsum_p.bind(x, axis=axis, reverse=bool(reverse))
 
 
-from corejax.lax.elementwise import convert_element_type, div, eq, full, mul  # noqa: E402
+# --- cumulative products, maxima, minima and log-sum-exps ------------------------------------
+
+def _cumulative(name, np_accumulate, accepted, monoid):
+    """A scan primitive `name(x, axis, reverse)` with cumsum's shape, dtype and batching rules;
+    its jvp (set by the caller) differentiates the same associative scan JAX differentiates."""
+    prim = Primitive(name)
+
+    def impl(x, axis, reverse):
+        if reverse:
+            x = np.flip(x, axis)
+        with np.errstate(all="ignore"):
+            out = np_accumulate(x, axis)
+        return np.flip(out, axis) if reverse else out
+
+    def abstract_eval(x, axis, reverse):
+        check_dtype(name, x, accepted)
+        if not 0 <= axis < x.ndim:
+            raise ValueError(f"{name}: axis {axis} is out of bounds for array of dimension "
+                             f"{x.ndim}.")
+        return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+    prim.def_impl(impl)
+    prim.def_abstract_eval(abstract_eval)
+    prim.weak_type_rule = lambda x, **p: dtypes.is_weakly_typed(x)
+    batching.primitive_batchers[prim] = lambda vals, dims, axis, reverse: (
+        prim.bind(vals[0], axis=axis + (axis >= dims[0]), reverse=reverse), dims[0])
+    registry.def_kernel(prim, ("scan", monoid))
+    return prim
+
+
+def _accumulate_in(ufunc):
+    def accumulate(x, axis):
+        return ufunc.accumulate(x, axis=axis, dtype=x.dtype)
+    return accumulate
+
+
+def _logaddexp_accumulate(x, axis):
+    # float16 / bfloat16 accumulate in float32 and round once per element
+    wide = x.astype(np.float32) if x.dtype.itemsize < 4 else x
+    return np.logaddexp.accumulate(wide, axis=axis).astype(x.dtype)
+
+
+cumprod_p = _cumulative("cumprod", _accumulate_in(np.multiply), NUMERIC, "mul")
+cummax_p = _cumulative("cummax", _accumulate_in(np.maximum), NUMERIC, "max")
+cummin_p = _cumulative("cummin", _accumulate_in(np.minimum), NUMERIC, "min")
+cumlogsumexp_p = _cumulative("cumlogsumexp", _logaddexp_accumulate, FLOATING, "logaddexp")
+
+
+def _finite_or_zero(x):
+    """x with its infinities replaced by 0, so that exp(x - out) is exp(0) = 1 for x = out."""
+    return select(eq(x, full_like(x, np.inf)), full_like(x, 0), x)
+
+
+def _logaddexp_pair(a, b):
+    """(log(exp(a) + exp(b)), and its jvp) over pairs (value, tangent), as JAX's logaddexp."""
+    (x, tx), (y, ty) = a, b
+    big = maximum(x, y)
+    delta = sub(x, y)
+    out = add(big, log1p(exp(neg(absolute(delta)))))
+    out = select(ne(delta, delta), add(x, y), out)  # inf - inf: the sum carries the sign
+    fin = _finite_or_zero(out)
+    t = add(mul(tx, exp(sub(_finite_or_zero(x), fin))),
+            mul(ty, exp(sub(_finite_or_zero(y), fin))))
+    return out, t
+
+
+def _cumulative_jvp(prim, combine):
+    """The jvp of `prim` is that of the associative scan of `combine` (as in JAX), so ties of
+    cummax/cummin split the tangent in halves at each pairwise step of JAX's scan tree."""
+    def jvp(primals, tangents, axis, reverse):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, axis=axis, reverse=reverse)
+        if type(t) is Zero:
+            return ans, Zero(get_aval(ans).to_tangent_aval())
+        from corejax.lax.control_flow import associative_scan
+
+        def scan(v):
+            return associative_scan(combine, v, reverse=reverse, axis=axis)
+        _, (t_out,) = ad.jvp_flat(lambda v: [scan(v)], [x], [t])
+        return ans, t_out
+    return jvp
+
+
+def _pair_jvp(combine_pairs):
+    def jvp(primals, tangents, axis, reverse):
+        (x,), (t,) = primals, tangents
+        ans = cumlogsumexp_p.bind(x, axis=axis, reverse=reverse)
+        if type(t) is Zero:
+            return ans, Zero(get_aval(ans).to_tangent_aval())
+        from corejax.lax.control_flow import associative_scan
+        _, t_out = associative_scan(combine_pairs, (x, t), reverse=reverse, axis=axis)
+        return ans, t_out
+    return jvp
+
+
+ad.primitive_jvps[cumprod_p] = _cumulative_jvp(cumprod_p, lambda a, b: mul(a, b))
+ad.primitive_jvps[cummax_p] = _cumulative_jvp(cummax_p, lambda a, b: maximum(a, b))
+ad.primitive_jvps[cummin_p] = _cumulative_jvp(cummin_p, lambda a, b: minimum(a, b))
+ad.primitive_jvps[cumlogsumexp_p] = _pair_jvp(_logaddexp_pair)
+
+
+def _cumulative_api(prim, accepted):
+    def fn(operand, axis: int = 0, reverse: bool = False):
+        aval = get_aval(operand)
+        check_dtype(prim.name, aval, accepted)
+        if prim is cumlogsumexp_p and aval.dtype.kind in "iu":
+            # JAX fails here building the -inf identity in the integer dtype
+            raise OverflowError(f"cumlogsumexp: cannot use the identity -inf in the integer "
+                                f"dtype {aval.dtype.name}; convert the operand to a floating "
+                                f"dtype first.")
+        if not -aval.ndim <= int(axis) < aval.ndim:
+            raise ValueError(f"axis {axis} is out of bounds for array of shape {aval.shape}")
+        return prim.bind(operand, axis=int(axis) % aval.ndim, reverse=bool(reverse))
+    fn.__name__ = fn.__qualname__ = prim.name
+    fn.__doc__ = (f"The {prim.name[3:]} of `operand`'s elements up to each position along "
+                  f"`axis` (from the end when `reverse`).")
+    return fn
+
+
+cumprod = _cumulative_api(cumprod_p, NUMERIC)
+cummax = _cumulative_api(cummax_p, NUMERIC)
+cummin = _cumulative_api(cummin_p, NUMERIC)
+cumlogsumexp = _cumulative_api(cumlogsumexp_p, NUMERIC)
+
+
+from corejax.lax.elementwise import (add, convert_element_type, div, eq, exp,  # noqa: E402
+                                     full, full_like, log1p, mul, ne, neg, select, sub)
+from corejax.lax.elementwise import (abs as absolute, max as maximum,  # noqa: E402
+                                     min as minimum)
 from corejax.lax.structural import (broadcast_in_dim, pad, reshape, rev,  # noqa: E402
                                     transpose)

@@ -13,7 +13,8 @@ import corejax.numpy as jnp
 __all__ = ["relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "soft_sign", "silu", "swish",
            "gelu", "elu", "selu", "celu", "leaky_relu", "hard_tanh", "hard_sigmoid",
            "hard_silu", "hard_swish", "glu", "tanh", "softmax", "log_softmax", "logsumexp",
-           "one_hot", "standardize", "sparse_plus", "squareplus", "mish"]
+           "one_hot", "standardize", "sparse_plus", "squareplus", "mish", "identity",
+           "log1mexp", "logmeanexp", "sparse_sigmoid", "dot_product_attention"]
 
 
 @custom_jvp
@@ -187,3 +188,133 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
     if variance is None:
         variance = jnp.mean(jnp.square(x), axis, keepdims=True) - jnp.square(mean)
     return (x - mean) * lax.rsqrt(variance + epsilon)
+
+
+def identity(x):
+    """x itself, as an array (Python scalars become weakly typed arrays)."""
+    from corejax.numpy._core import check_arraylike
+    check_arraylike("identity", x)
+    return asarray(x)
+
+
+def log1mexp(x):
+    """log(1 - exp(-x)), accurate for small and large x (-inf at 0, nan below)."""
+    (x,) = promote_dtypes_inexact(x)
+    # below log(2) 1 - exp(-x) = -expm1(-x) keeps its digits; above, log1p does
+    return jnp.where(x < math.log(2), jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
+    """log(mean(exp(x))) over `axis`, computed stably (over the `where` elements only)."""
+    (x,) = promote_dtypes_inexact(x)
+    lse = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
+    if where is None:
+        axes = canonicalize_axes(axis, get_aval(x).ndim)
+        count = math.prod(get_aval(x).shape[a] for a in axes)
+    else:
+        count = jnp.sum(jnp.broadcast_to(where, get_aval(x).shape), axis=axis,
+                        keepdims=keepdims, dtype=get_aval(x).dtype)
+    return lse - jnp.log(count)
+
+
+def sparse_sigmoid(x):
+    """The sparse sigmoid: (x + 1) / 2 clipped to [0, 1] (0 below -1, 1 above 1)."""
+    return 0.5 * jnp.clip(x + 1.0, 0.0, 2.0)
+
+
+def _attention_mask(b, t, s, *, mask, is_causal, query_seq_lengths, key_value_seq_lengths,
+                    local_window_size):
+    """The (B, 1|N, T, S) boolean mask of allowed (query, key) pairs, or None."""
+    out = None if mask is None else asarray(mask).astype(bool)
+
+    def both(m):
+        return m if out is None else jnp.logical_and(out, m)
+
+    rows = lax.broadcasted_iota(jnp.int32, (t, s), 0)
+    cols = lax.broadcasted_iota(jnp.int32, (t, s), 1)
+    if is_causal:
+        out = both((cols <= rows)[None, None])
+    if local_window_size is not None:
+        left, right = ((local_window_size, local_window_size)
+                       if isinstance(local_window_size, int) else local_window_size)
+        out = both(((cols >= rows - left) & (cols <= rows + right))[None, None])
+    if query_seq_lengths is not None or key_value_seq_lengths is not None:
+        q_ok = jnp.ones((b, t), bool) if query_seq_lengths is None else (
+            jnp.arange(t)[None, :] < asarray(query_seq_lengths)[:, None])
+        k_ok = jnp.ones((b, s), bool) if key_value_seq_lengths is None else (
+            jnp.arange(s)[None, :] < asarray(key_value_seq_lengths)[:, None])
+        out = both((q_ok[:, :, None] & k_ok[:, None, :])[:, None])
+    return out
+
+
+def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None,
+                          is_causal: bool = False, query_seq_lengths=None,
+                          key_value_seq_lengths=None, local_window_size=None,
+                          implementation=None, return_residual: bool = False):
+    """softmax(Q K^T * scale + bias, masked) V per head, for (B, T, N, H) queries and (B, S, K, H)
+    keys and values (or without the batch axis); K must divide N (grouped-query attention).
+    Logits and softmax are float32 (masked logits are -0.7 * float32 max, as in JAX's 'xla'
+    implementation); the probabilities are cast to the value dtype for the second product."""
+    if implementation not in (None, "xla"):
+        if implementation == "cudnn":
+            raise RuntimeError("cuDNN is not detected.")
+        raise ValueError(f"Unsupported implementation option: {implementation}")
+    query, key, value = asarray(query), asarray(key), asarray(value)
+    qa, ka, va = get_aval(query), get_aval(key), get_aval(value)
+    if qa.ndim not in (3, 4) or ka.ndim != qa.ndim or va.ndim != qa.ndim:
+        raise ValueError(f"dot_product_attention: query, key and value must all be 4D (BTNH) or "
+                         f"3D (TNH), got shapes {qa.shape}, {ka.shape} and {va.shape}.")
+    for name, a in (("key", ka), ("value", va)):
+        if a.dtype != qa.dtype:
+            raise ValueError(f"{name} dtype should be {qa.dtype}, but got {a.dtype}")
+    unbatched = qa.ndim == 3
+    if unbatched:
+        query, key, value = query[None], key[None], value[None]
+        for name, arr in (("bias", bias), ("mask", mask)):
+            if arr is not None and jnp.ndim(arr) == 4:
+                raise ValueError(f"{name} must be at most 3D for 3D query/key/value.")
+        bias = None if bias is None else jnp.expand_dims(asarray(bias), 0) \
+            if jnp.ndim(bias) == 3 else bias
+        mask = None if mask is None else jnp.expand_dims(asarray(mask), 0) \
+            if jnp.ndim(mask) == 3 else mask
+    b, t, n, h = get_aval(query).shape
+    _, s, k, _ = get_aval(key).shape
+    if get_aval(key).shape[0] != b or get_aval(key).shape[3] != h:
+        raise ValueError(f"key shape should be {[b, s, k, h]}: but got {get_aval(key).shape}")
+    if get_aval(value).shape != get_aval(key).shape:
+        raise ValueError(f"value shape should be {list(get_aval(key).shape)}: but got "
+                         f"{get_aval(value).shape}")
+    if n % k:
+        raise ValueError(f"The number of query heads must be a multiple of key/value heads, "
+                         f"but got {n} vs {k}")
+    g = n // k
+    scale = 1.0 / math.sqrt(h) if scale is None else scale
+    q5 = jnp.reshape(query, (b, t, k, g, h))
+    # logits (B, K, G, T, S) in float32
+    logits = jnp.einsum("btkgh,bskh->bkgts", q5, key, preferred_element_type=jnp.float32)
+    logits = logits * jnp.asarray(scale, jnp.float32)
+    if bias is not None:
+        bias = jnp.broadcast_to(asarray(bias), (b, n, t, s) if jnp.ndim(bias) == 4 else
+                                jnp.shape(bias))
+        logits = logits + jnp.reshape(bias, (b, k, g, t, s)).astype(jnp.float32)
+    allowed = _attention_mask(b, t, s, mask=mask, is_causal=is_causal,
+                              query_seq_lengths=query_seq_lengths,
+                              key_value_seq_lengths=key_value_seq_lengths,
+                              local_window_size=local_window_size)
+    if allowed is not None:
+        allowed = jnp.broadcast_to(allowed, (b, n, t, s)).reshape(b, k, g, t, s)
+        big_negative = -0.7 * float(jnp.finfo(jnp.float32).max)
+        logits = jnp.where(allowed, logits, jnp.float32(big_negative))
+    probs = softmax(logits, axis=-1).astype(qa.dtype)
+    out = jnp.einsum("bkgts,bskh->btkgh", probs, value, preferred_element_type=qa.dtype)
+    if query_seq_lengths is not None:
+        valid = jnp.arange(t)[None, :] < asarray(query_seq_lengths)[:, None]
+        out = out * valid[:, :, None, None, None].astype(qa.dtype)
+    out = jnp.reshape(out, (b, t, n, h))
+    if unbatched:
+        out = out[0]
+    if not return_residual:
+        return out
+    residual = logsumexp(logits, axis=-1)  # (B, K, G, T)
+    residual = jnp.transpose(jnp.reshape(residual, (b, n, t)), (0, 2, 1))
+    return out, residual[0] if unbatched else residual
