@@ -2,10 +2,10 @@
 
 Every function here takes and returns floats and uses only `math`: each is
 `njit(cache=True, error_model="numpy")`, so fused CPU kernels call it by name (generated kernels
-import it, see `special._kernel_rule`), and `evaluate` runs the very same compiled code over
-arrays as the primitives' eager implementation. One algorithm per function: eager and compiled
-results are the same bits. Narrower dtypes are
-computed in float64 and rounded once.
+import it, see `special._kernel_rule`), and `evaluate` runs the very same code over arrays as
+the primitives' eager implementation. One algorithm per function: eager and compiled results
+agree to within rounding (LLVM may vectorize the inlined copy's libm calls differently).
+Narrower dtypes are computed in float64 and rounded once.
 
 Special values (poles, infinities, out-of-domain arguments) follow what JAX 0.10.2's XLA
 kernels return, which is not always SciPy's choice (digamma at a pole is nan, not -inf;
@@ -195,37 +195,47 @@ def polygamma(n, x):
 
 @_jit
 def _gamma_series(a, x):
-    """(S, G): P(a, x) = K S and dP/da = K G, K = x^a e^-x / Gamma(a), where
-    S = sum_n t_n, G = sum_n t_n (log x - psi(a + n + 1)), t_n = x^n / (a (a+1) ... (a+n)).
-    nan when the series has not converged in _MAX_TERMS terms (a beyond ~1e6 near x = a)."""
+    """(S, G, H): P(a, x) = K S, dP/da = K G and d2P/da2 = K H, K = x^a e^-x / Gamma(a), where
+    t_n = x^n / (a (a+1) ... (a+n)), S = sum_n t_n, G = sum_n t_n (log x - psi(a + n + 1)),
+    H = sum_n t_n ((log x - psi(a + n + 1))^2 - psi'(a + n + 1)). nan when the series has not
+    converged in _MAX_TERMS terms (a beyond ~1e6 near x = a)."""
     log_x = math.log(x)
     t = 1.0 / a
     psi = digamma(a + 1.0)
+    psi1 = zeta(2.0, a + 1.0)
     s = t
     g = t * (log_x - psi)
+    h = t * ((log_x - psi) ** 2 - psi1)
     r = a
     for _ in range(_MAX_TERMS):
         r += 1.0
         psi += 1.0 / r
+        psi1 -= 1.0 / (r * r)
         t *= x / r
         s += t
         dg = t * (log_x - psi)
         g += dg
-        if t <= _EPS * s and abs(dg) <= _EPS * abs(g):
-            return s, g
-    return _NAN, _NAN
+        dh = t * ((log_x - psi) ** 2 - psi1)
+        h += dh
+        if t <= _EPS * s and abs(dg) <= _EPS * abs(g) and abs(dh) <= _EPS * (abs(h) + s):
+            return s, g, h
+    return _NAN, _NAN, _NAN
 
 
 @_jit
 def _gamma_fraction(a, x):
-    """(F, dF/da) for Q(a, x) = K F, F = 1 / (x+1-a - 1(1-a) / (x+3-a - 2(2-a) / ...)), by
-    Wallis' recurrences carried with their derivatives in `a` (rescaled against overflow)."""
+    """(F, dF/da, d2F/da2) for Q(a, x) = K F, F = 1 / (x+1-a - 1(1-a) / (x+3-a - 2(2-a) / ...)),
+    by Wallis' recurrences A_k = b_k A_k-1 + a_k A_k-2 (B alike) carried with their first and
+    second derivatives in `a` (db_k = -1, da_k = k), rescaled against overflow."""
     a_prev, a_cur = 1.0, x + 1.0 - a
     b_prev, b_cur = 0.0, 1.0
     da_prev, da_cur = 0.0, -1.0
     db_prev, db_cur = 0.0, 0.0
+    d2a_prev, d2a_cur = 0.0, 0.0
+    d2b_prev, d2b_cur = 0.0, 0.0
     f = b_cur / a_cur
     df = (db_cur - f * da_cur) / a_cur
+    d2f = 0.0
     for k in range(1, _MAX_TERMS):
         ak = k * (a - k)
         bk = x + 2.0 * k + 1.0 - a
@@ -233,8 +243,11 @@ def _gamma_fraction(a, x):
         b_new = bk * b_cur + ak * b_prev
         da_new = -a_cur + bk * da_cur + k * a_prev + ak * da_prev
         db_new = -b_cur + bk * db_cur + k * b_prev + ak * db_prev
+        d2a_new = -2.0 * da_cur + bk * d2a_cur + 2.0 * k * da_prev + ak * d2a_prev
+        d2b_new = -2.0 * db_cur + bk * d2b_cur + 2.0 * k * db_prev + ak * d2b_prev
         a_prev, a_cur, b_prev, b_cur = a_cur, a_new, b_cur, b_new
         da_prev, da_cur, db_prev, db_cur = da_cur, da_new, db_cur, db_new
+        d2a_prev, d2a_cur, d2b_prev, d2b_cur = d2a_cur, d2a_new, d2b_cur, d2b_new
         if abs(a_cur) > 1e100:
             a_prev *= 1e-100
             a_cur *= 1e-100
@@ -244,15 +257,21 @@ def _gamma_fraction(a, x):
             da_cur *= 1e-100
             db_prev *= 1e-100
             db_cur *= 1e-100
+            d2a_prev *= 1e-100
+            d2a_cur *= 1e-100
+            d2b_prev *= 1e-100
+            d2b_cur *= 1e-100
         if a_cur == 0.0:
             continue
         f_new = b_cur / a_cur
         df_new = (db_cur - f_new * da_cur) / a_cur
-        done = abs(f_new - f) <= _EPS * abs(f_new) and abs(df_new - df) <= _EPS * abs(df_new)
-        f, df = f_new, df_new
+        d2f_new = (d2b_cur - 2.0 * df_new * da_cur - f_new * d2a_cur) / a_cur
+        done = (abs(f_new - f) <= _EPS * abs(f_new) and abs(df_new - df) <= _EPS * abs(df_new)
+                and abs(d2f_new - d2f) <= _EPS * (abs(d2f_new) + abs(f_new)))
+        f, df, d2f = f_new, df_new, d2f_new
         if done:
-            return f, df
-    return _NAN, _NAN
+            return f, df, d2f
+    return _NAN, _NAN, _NAN
 
 
 @_jit
@@ -317,9 +336,9 @@ def igamma(a, x):
     if a == 0.0 or math.isinf(x):
         return 1.0
     if _use_series(a, x):
-        s, _ = _gamma_series(a, x)
+        s = _gamma_series(a, x)[0]
         return s * math.exp(_log_prefactor(a, x))
-    f, _ = _gamma_fraction(a, x)
+    f = _gamma_fraction(a, x)[0]
     return 1.0 - f * math.exp(_log_prefactor(a, x))
 
 
@@ -335,9 +354,9 @@ def igammac(a, x):
     if a < 1.0 and x <= 1.0:
         return _igammac_small_a(a, x)
     if _use_series(a, x):
-        s, _ = _gamma_series(a, x)
+        s = _gamma_series(a, x)[0]
         return 1.0 - s * math.exp(_log_prefactor(a, x))
-    f, _ = _gamma_fraction(a, x)
+    f = _gamma_fraction(a, x)[0]
     return f * math.exp(_log_prefactor(a, x))
 
 
@@ -345,9 +364,8 @@ def igammac(a, x):
 def _gamma_a_derivative_ratio(a, x):
     """-(dP/da) / (dP/dx): how a Gamma(a) sample x moves with a (random_gamma_grad)."""
     if _use_series(a, x):
-        _, g = _gamma_series(a, x)
-        return -x * g
-    f, df = _gamma_fraction(a, x)
+        return -x * _gamma_series(a, x)[1]
+    f, df, _ = _gamma_fraction(a, x)
     return x * (f * (math.log(x) - digamma(a)) + df)
 
 
@@ -380,6 +398,24 @@ def random_gamma_grad(a, x):
     if domain != 1.0:
         return domain
     return _gamma_a_derivative_ratio(a, x)
+
+
+@_jit
+def random_gamma_grad_da(a, x):
+    """d/da random_gamma_grad(a, x) = -(d2P/da2) / (dP/dx) - random_gamma_grad (log x - psi(a))
+    (d/da of dP/dx is dP/dx (log x - psi(a)))."""
+    domain = _gamma_derivative_domain(a, x)
+    if domain != 1.0:
+        return domain
+    log_x = math.log(x)
+    ratio = _gamma_a_derivative_ratio(a, x)
+    if _use_series(a, x):
+        second = x * _gamma_series(a, x)[2]                  # d2P/da2 / (dP/dx)
+    else:
+        f, df, d2f = _gamma_fraction(a, x)
+        lp = log_x - digamma(a)
+        second = -x * (f * (lp * lp - zeta(2.0, a)) + 2.0 * df * lp + d2f)
+    return -second - ratio * (log_x - digamma(a))
 
 
 _ZETA_INT = tuple(zeta.py_func(float(k), 1.0) for k in range(2, 60))
@@ -622,7 +658,7 @@ def ndtri(p):
 
 UNARY = ("digamma", "bessel_i0e", "bessel_i1e", "erfcx", "ndtri")
 BINARY = ("zeta", "polygamma", "igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
-          "zeta_ds", "betaln")
+          "zeta_ds", "betaln", "random_gamma_grad_da")
 TERNARY = ("betainc",)
 
 
@@ -660,8 +696,10 @@ def _binary_loop(code, x, y, out):
             out[i] = random_gamma_grad(u, v)
         elif code == 6:
             out[i] = zeta_ds(u, v)
-        else:
+        elif code == 7:
             out[i] = betaln(u, v)
+        else:
+            out[i] = random_gamma_grad_da(u, v)
 
 
 @_jit

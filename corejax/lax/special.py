@@ -1,8 +1,9 @@
 """Special-function primitives: digamma, polygamma, the incomplete gamma family (igamma,
 igammac, igamma_grad_a, random_gamma_grad), the Hurwitz zeta function, the regularized
 incomplete beta function, exponentially scaled modified Bessel functions of orders 0 and 1, and
-four that jax.lax does not export but jax.scipy.special needs (zeta_ds, the derivative of zeta
-in its exponent; betaln; erfcx; ndtri).
+five that jax.lax does not export: random_gamma_grad_da (random_gamma_grad's derivative in a)
+and four that jax.scipy.special needs (zeta_ds, the derivative of zeta in its exponent; betaln;
+erfcx; ndtri).
 
 Each is elementwise over operands of one floating dtype, with its differentiation rule right
 after its definition. Evaluation, eager and compiled alike, runs the float64 scalar algorithms
@@ -13,8 +14,6 @@ on the host there.
 from __future__ import annotations
 
 import math
-
-import numpy as np
 
 from corejax.core import ShapedArray, get_aval
 from corejax.lax._factories import check_dtype, naryop, unop
@@ -55,9 +54,11 @@ def _special_unop(name):
     return unop(name, _eager(name), _FLOAT, _kernel_rule(name))
 
 
-def _special_naryop(name, arity, public_name=None):
-    prim = naryop(name, _eager(public_name or name, name), (_FLOAT,) * arity,
-                  _kernel_rule(public_name or name))
+def _special_naryop(name, arity, kernel=None):
+    """An elementwise primitive of `arity` operands evaluated by the scalar kernel `kernel`
+    (by default the primitive's own name)."""
+    prim = naryop(name, _eager(kernel or name, name), (_FLOAT,) * arity,
+                  _kernel_rule(kernel or name))
     checked = prim.abstract_eval
 
     def abstract_eval(*avals, **params):
@@ -118,10 +119,12 @@ def _random_gamma_grad_jvp_x(t, ans, a, x):
     return neg(mul(t, slope))
 
 
+random_gamma_grad_da_p = _special_naryop("random_gamma_grad_da", 2)
+defjvp(random_gamma_grad_da_p,
+       *[_unsupported(NotImplementedError, "random_gamma_grad's derivatives beyond the second "
+                                           "in a are not provided")] * 2)
 defjvp(random_gamma_grad_p,
-       _unsupported(NotImplementedError,
-                    "random_gamma_grad is not differentiable with respect to a (the second "
-                    "derivative of the incomplete gamma function in a is not provided)"),
+       lambda t, ans, a, x: mul(t, random_gamma_grad_da(a, x)),
        _random_gamma_grad_jvp_x)
 
 
@@ -230,6 +233,11 @@ def igamma_grad_a(a, x):
 def random_gamma_grad(a, x):
     """How a Gamma(a) sample x moves with a: -(dP/da) / (dP/dx) (lax.random_gamma_grad)."""
     return random_gamma_grad_p.bind(*_prepare(a, x, name="random_gamma_grad"))
+
+
+def random_gamma_grad_da(a, x):
+    """d/da random_gamma_grad(a, x) (its derivative in a; not a jax.lax name)."""
+    return random_gamma_grad_da_p.bind(a, x)
 
 
 def zeta(x, q):
