@@ -19,7 +19,7 @@ Algorithms (all textbook; none is a port of another library's source):
   zeta(n + 1, x).
 - betaln: log Gamma sums, with Stirling's series and log1p taking the large terms apart
   where an argument is >= 10 (no cancellation between huge log Gammas).
-- igamma family: the power series of P(a, x) where x <= 1 or x <= a, else Legendre's continued
+- igamma family: the power series of P(a, x) below x = a + 1, else Legendre's continued
   fraction of Q(a, x), evaluated by Wallis' recurrences together with its derivative in `a`,
   which gives d/da P (igamma_grad_a) and random_gamma_grad = -(dP/da) / (dP/dx) without
   forming the density (no overflow for large arguments).
@@ -266,8 +266,9 @@ def _gamma_fraction(a, x):
         f_new = b_cur / a_cur
         df_new = (db_cur - f_new * da_cur) / a_cur
         d2f_new = (d2b_cur - 2.0 * df_new * da_cur - f_new * d2a_cur) / a_cur
+        # (the second derivative settles at rounding noise a few ulps wide)
         done = (abs(f_new - f) <= _EPS * abs(f_new) and abs(df_new - df) <= _EPS * abs(df_new)
-                and abs(d2f_new - d2f) <= _EPS * (abs(d2f_new) + abs(f_new)))
+                and abs(d2f_new - d2f) <= 64 * _EPS * (abs(d2f_new) + abs(f_new)))
         f, df, d2f = f_new, df_new, d2f_new
         if done:
             return f, df, d2f
@@ -293,7 +294,7 @@ def _lgamma1p(a):
 
 @_jit
 def _igammac_small_a(a, x):
-    """Q(a, x) for a < 1, x <= 1, where 1 - P(a, x) would cancel:
+    """Q(a, x) for a < 1, x < a + 1, where 1 - P(a, x) would cancel:
     Q = -expm1(a log x - log Gamma(1+a)) - x^a / Gamma(1+a) a sum_n>=1 (-x)^n / (n! (a+n))."""
     u = a * math.log(x) - _lgamma1p(a)
     total = 0.0
@@ -317,7 +318,9 @@ def _gamma_domain(a, x):
 
 @_jit
 def _use_series(a, x):
-    return x <= 1.0 or x <= a
+    """The series below x = a + 1, the continued fraction above (where it converges in a few
+    terms: near x = a it needs many, and its derivatives lose digits in them)."""
+    return x < a + 1.0
 
 
 @_jit
@@ -351,7 +354,7 @@ def igammac(a, x):
         return 1.0
     if a == 0.0 or math.isinf(x):
         return 0.0
-    if a < 1.0 and x <= 1.0:
+    if a < 1.0 and x < a + 1.0:
         return _igammac_small_a(a, x)
     if _use_series(a, x):
         s = _gamma_series(a, x)[0]

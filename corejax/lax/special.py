@@ -13,6 +13,9 @@ on the host there.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib.util
 import math
 
 from corejax.core import ShapedArray, get_aval
@@ -38,13 +41,24 @@ def _eager(name, prim_name=None):
     return impl
 
 
+@functools.lru_cache(maxsize=None)
+def _kernels_digest() -> str:
+    """A digest of _special_kernels' source. Generated kernels are cached on disk by their own
+    source, and Numba does not notice when an inlined callee changes: naming the digest in the
+    import line makes a changed kernel module a new kernel."""
+    origin = importlib.util.find_spec("corejax.lax._special_kernels").origin
+    with open(origin, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
 def _kernel_rule(name):
     """The elementwise lowering: a call of the scalar kernel in float64, rounded once."""
     def rule(ctx, *operands):
         if ctx.backend != "cpu":
             raise NotImplementedError(f"{name} has no {ctx.backend} device kernel")
         alias = f"special_{name}"
-        ctx.imports.add(f"from corejax.lax._special_kernels import {name} as {alias}")
+        ctx.imports.add(f"from corejax.lax._special_kernels import {name} as {alias}  "
+                        f"# source {_kernels_digest()}")
         wide = ", ".join(f"np.float64({x})" for x in operands)
         return f"np.{ctx.out_dtype.name}({alias}({wide}))"
     return rule
