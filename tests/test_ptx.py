@@ -73,6 +73,10 @@ def elementwise_cases():
                 if dt == "uint32":
                     cases.append((name, lambda *a, prim=prim: prim.bind(*a), (sample(dt),) * 4))
                 continue
+            elif name == "name":           # ad_checkpoint.checkpoint_name's identity
+                cases.append((f"{name}:{dt}", lambda x, prim=prim: prim.bind(x, name="n"),
+                              (sample(dt),)))
+                continue
             elif name == "round":
                 for m in (0, 1):
                     cases.append((f"{name}:{dt}:{m}",
@@ -399,7 +403,12 @@ def x64_on():
 def test_elementwise_kernels_compile(ptx, x64_on):
     cases = elementwise_cases()
     covered = {label.split(":")[0] for label, _, _ in cases}
-    assert covered == {p.name for p in registry.elementwise_lowerings}
+    # lowerings marked cpu_only (the special functions' float64 scalar kernels) have no device
+    # version: on CUDA a group holding one runs on the host, so there is no PTX to compile
+    device = {p.name for p, rule in registry.elementwise_lowerings.items()
+              if not getattr(rule, "cpu_only", False)}
+    assert covered >= device
+    cases = [c for c in cases if c[0].split(":")[0] in device]
     for label, fn, args in cases:
         exe = _plan(fn, args)
         ptx(exe)
