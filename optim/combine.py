@@ -1,14 +1,17 @@
-"""Composing transforms: in sequence (chain) or by parameter group (multi_transform)."""
+"""Composing transforms: in sequence (chain, named_chain) or by parameter group (partition)."""
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, Callable, Hashable, Mapping, NamedTuple, Union
 
 import corejax as jax
 
+from optim._extra_args import GradientTransformationExtraArgs, with_extra_args_support
 from optim.base import GradientTransformation
 from optim.wrappers import masked
 
-__all__ = ["chain", "multi_transform", "MultiTransformState"]
+__all__ = ["chain", "named_chain", "partition", "PartitionState", "multi_transform",
+           "MultiTransformState"]
 
 
 def _check_transform(t, where: str) -> None:
@@ -17,39 +20,69 @@ def _check_transform(t, where: str) -> None:
                         f"got {type(t).__name__}: {t!r}")
 
 
-def chain(*transforms: GradientTransformation) -> GradientTransformation:
-    """Applies `transforms` one after the other; the state is the tuple of their states."""
+def chain(*transforms: GradientTransformation) -> GradientTransformationExtraArgs:
+    """Applies `transforms` one after the other; the state is the tuple of their states.
+    Extra keyword arguments of `update` reach every transform that takes them."""
     for t in transforms:
         _check_transform(t, "chain")
+    transforms = tuple(with_extra_args_support(t) for t in transforms)
 
     def init(params):
         return tuple(t.init(params) for t in transforms)
 
-    def update(updates, state, params=None):
+    def update(updates, state, params=None, **extra_args):
         if len(state) != len(transforms):
             raise ValueError(f"chain of {len(transforms)} transforms got a state with "
                              f"{len(state)} entries; was it made by this chain's init?")
         new_state = []
         for t, s in zip(transforms, state):
-            updates, s = t.update(updates, s, params)
+            updates, s = t.update(updates, s, params, **extra_args)
             new_state.append(s)
         return updates, tuple(new_state)
-    return GradientTransformation(init, update)
+    return GradientTransformationExtraArgs(init, update)
 
 
-class MultiTransformState(NamedTuple):
+def named_chain(*transforms: tuple) -> GradientTransformationExtraArgs:
+    """Like `chain`, given `(name, transform)` pairs; the state is an OrderedDict name -> state."""
+    names = []
+    for entry in transforms:
+        if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], str)):
+            raise TypeError(f"named_chain expects (name, transform) pairs with a str name, got "
+                            f"{entry!r}")
+        _check_transform(entry[1], "named_chain")
+        names.append(entry[0])
+    if len(names) != len(set(names)):
+        raise ValueError(f"named_chain: names must be unique, got {names}; rename the "
+                         "repeated ones.")
+    pairs = [(name, with_extra_args_support(t)) for name, t in transforms]
+
+    def init(params):
+        return OrderedDict((name, t.init(params)) for name, t in pairs)
+
+    def update(updates, state, params=None, **extra_args):
+        new_state = OrderedDict()
+        for name, t in pairs:
+            updates, new_state[name] = t.update(updates, state[name], params, **extra_args)
+        return updates, new_state
+    return GradientTransformationExtraArgs(init, update)
+
+
+class PartitionState(NamedTuple):
     inner_states: Mapping[Hashable, Any]
 
 
-def multi_transform(transforms: Mapping[Hashable, GradientTransformation],
-                    param_labels: Union[Any, Callable[[Any], Any]]) -> GradientTransformation:
+def partition(transforms: Mapping[Hashable, GradientTransformation],
+              param_labels: Union[Any, Callable[[Any], Any]], *,
+              mask_compatible_extra_args: bool = False) -> GradientTransformationExtraArgs:
     """Applies `transforms[label]` to the parameters labelled `label`.
 
     `param_labels` is a pytree of labels shaped like the params (or a prefix of them), or a
-    callable params -> such a tree.
+    callable params -> such a tree. With `mask_compatible_extra_args`, extra arguments shaped
+    like the updates are masked for each group as the updates are.
     """
     for t in transforms.values():
-        _check_transform(t, "multi_transform")
+        _check_transform(t, "partition")
+    transforms = {k: with_extra_args_support(t) for k, t in transforms.items()}
 
     def labels_for(tree):
         labels = param_labels(tree) if callable(param_labels) else param_labels
@@ -57,24 +90,31 @@ def multi_transform(transforms: Mapping[Hashable, GradientTransformation],
         missing = used - set(transforms)
         if missing:
             raise ValueError(
-                f"multi_transform: parameters are labelled {sorted(map(repr, missing))} but "
+                f"partition: parameters are labelled {sorted(map(repr, missing))} but "
                 f"no transform has that label (transforms: {sorted(map(repr, transforms))}). "
                 "Add a transform for every label (optim.set_to_zero() to freeze a group).")
         return labels
 
-    def group_mask(labels, group):
-        return jax.tree_util.tree_map(lambda label: label == group, labels)
+    def group_transform(labels, group):
+        mask = jax.tree_util.tree_map(lambda label: label == group, labels)
+        return masked(transforms[group], mask,
+                      mask_compatible_extra_args=mask_compatible_extra_args)
 
     def init(params):
         labels = labels_for(params)
-        return MultiTransformState({group: masked(t, group_mask(labels, group)).init(params)
-                                    for group, t in transforms.items()})
+        return PartitionState({group: group_transform(labels, group).init(params)
+                               for group in transforms})
 
-    def update(updates, state, params=None):
+    def update(updates, state, params=None, **extra_args):
         labels = labels_for(updates)
         new_states = {}
-        for group, t in transforms.items():
-            updates, new_states[group] = masked(t, group_mask(labels, group)).update(
-                updates, state.inner_states[group], params)
-        return updates, MultiTransformState(new_states)
-    return GradientTransformation(init, update)
+        for group in transforms:
+            updates, new_states[group] = group_transform(labels, group).update(
+                updates, state.inner_states[group], params, **extra_args)
+        return updates, PartitionState(new_states)
+    return GradientTransformationExtraArgs(init, update)
+
+
+# Optax keeps the former names as aliases of the same objects.
+multi_transform = partition
+MultiTransformState = PartitionState
