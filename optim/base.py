@@ -6,7 +6,7 @@ arrays (step counts are int32 scalars), so they are pytrees that `corejax.jit` c
 """
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Optional, Union
+from typing import Any, Callable, NamedTuple, Optional, Protocol, Union
 
 import corejax as jax
 import corejax.numpy as jnp
@@ -17,9 +17,35 @@ OptState = Any
 Schedule = Callable[[Any], Any]
 ScalarOrSchedule = Union[float, int, Any, Schedule]
 
-__all__ = ["GradientTransformation", "EmptyState", "identity", "set_to_zero", "stateless",
-           "stateless_with_tree_map", "apply_updates", "safe_int32_increment",
+__all__ = ["GradientTransformation", "GradientTransformationExtraArgs", "EmptyState",
+           "TransformInitFn", "TransformUpdateFn", "TransformUpdateExtraArgsFn",
+           "identity", "set_to_zero", "stateless", "stateless_with_tree_map", "apply_updates",
+           "safe_int32_increment", "init_empty_state", "with_extra_args_support",
            "Params", "Updates", "OptState", "Schedule", "ScalarOrSchedule"]
+
+NO_PARAMS_MSG = ("You are using a transformation that requires the current value of "
+                 "parameters, but you are not passing `params` when calling `update`.")
+
+
+class TransformInitFn(Protocol):
+    """`init(params) -> state`."""
+    def __call__(self, params: Params) -> OptState:
+        ...
+
+
+class TransformUpdateFn(Protocol):
+    """`update(updates, state, params=None) -> (updates, state)`."""
+    def __call__(self, updates: Updates, state: OptState,
+                 params: Optional[Params] = None) -> tuple:
+        ...
+
+
+class TransformUpdateExtraArgsFn(Protocol):
+    """`update(updates, state, params=None, **extra_args) -> (updates, state)`: extra keyword
+    arguments (a loss `value`, a `grad`, a `value_fn`) that a transform may use or ignore."""
+    def __call__(self, updates: Updates, state: OptState, params: Optional[Params] = None,
+                 **extra_args: Any) -> tuple:
+        ...
 
 
 class GradientTransformation(NamedTuple):
@@ -28,13 +54,34 @@ class GradientTransformation(NamedTuple):
     update: Callable[..., tuple]
 
 
+class GradientTransformationExtraArgs(GradientTransformation):
+    """A GradientTransformation whose `update` also takes keyword-only extra arguments
+    (e.g. `value=` for Polyak steps, `value`, `grad`, `value_fn` for line searches)."""
+
+
 class EmptyState(NamedTuple):
     """The state of a transform that remembers nothing."""
 
 
-def _empty_init(params):
+def init_empty_state(params: Params) -> EmptyState:
+    """The `init` of a stateless transform: ignores `params`, returns `EmptyState()`."""
     del params
     return EmptyState()
+
+
+_empty_init = init_empty_state
+
+
+def with_extra_args_support(tx: GradientTransformation) -> GradientTransformationExtraArgs:
+    """Wraps `tx` so that its `update` accepts (and ignores) extra keyword arguments; a
+    transform that already takes them is returned as it is."""
+    if isinstance(tx, GradientTransformationExtraArgs):
+        return tx
+
+    def update(updates, state, params=None, **extra_args):
+        del extra_args
+        return tx.update(updates, state, params)
+    return GradientTransformationExtraArgs(tx.init, update)
 
 
 def identity() -> GradientTransformation:
