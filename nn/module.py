@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import inspect
 import threading
-import zlib
 import weakref
 from typing import Any, Callable
 
@@ -131,8 +131,19 @@ def _mutable_predicate(mutable) -> Callable[[str], bool]:
     return lambda col: col in cols
 
 
-def _stable_hash(text: str) -> int:
-    return zlib.crc32(text.encode()) & 0x7FFFFFFF
+def _static_fold_word(parts) -> int:
+    """The 32-bit word Flax folds into a stream's key for static data (scope names, counters):
+    the first four bytes, big-endian, of the SHA-1 of the parts in order, a string as its
+    UTF-8 bytes and an int as its shortest big-endian bytes."""
+    digest = hashlib.sha1()
+    for part in parts:
+        if isinstance(part, str):
+            digest.update(part.encode("utf-8"))
+        elif isinstance(part, int):
+            digest.update(part.to_bytes((part.bit_length() + 7) // 8, "big"))
+        else:
+            raise ValueError(f"Expected int or string, got: {part!r}")
+    return int.from_bytes(digest.digest()[:4], "big")
 
 
 class _Store:
@@ -211,6 +222,11 @@ class Scope:
         return out
 
     def make_rng(self, name: str, who: str):
+        # As Flax: a stream nobody passed falls back to 'params'; the n-th key (n from 1) a
+        # scope draws from a stream is the stream's root key with the static data
+        # (*scope path, n) folded in, the count kept per scope and stream for the whole call.
+        if name not in self.store.rngs and "params" in self.store.rngs:
+            name = "params"
         base = self.store.rngs.get(name)
         if base is None:
             known = sorted(self.store.rngs)
@@ -218,10 +234,9 @@ class Scope:
                 f'{who} needs PRNG for "{name}", but no key was given for it (keys given: '
                 f'{known}). Pass rngs={{"{name}": key}} to init/apply.')
         count_key = (self.path, name)
-        count = self.store.rng_counts.get(count_key, 0)
-        self.store.rng_counts[count_key] = count + 1
-        key = random.fold_in(base, _stable_hash(_path_text(self.path)))
-        return random.fold_in(key, count)
+        count = self.store.rng_counts.get(count_key, 0) + 1
+        self.store.rng_counts[count_key] = count
+        return random.fold_in(base, _static_fold_word(self.path + (count,)))
 
 
 # --- the module stack ------------------------------------------------------------------------
