@@ -31,3 +31,11 @@ from nn.attention import (  # noqa: F401
 )
 from nn.summary import tabulate, param_count  # noqa: F401
 from nn.initializers import zeros_init, ones_init  # noqa: F401
+from nn.transforms import (  # noqa: F401
+    jit, vmap, scan, remat, checkpoint, map_variables, broadcast, while_loop, cond, switch,
+    grad, value_and_grad, vjp, jvp, custom_vjp,
+)
+from nn.recurrent import (  # noqa: F401
+    RNNCellBase, LSTMCell, OptimizedLSTMCell, SimpleCell, GRUCell, MGUCell, ConvLSTMCell, RNN,
+    Bidirectional,
+)
