@@ -25,3 +25,18 @@ from optim.transform import (AddDecayedWeightsState, EmaState, ScaleByAdamState,
 from optim.tree_utils import global_norm
 from optim.wrappers import (InjectHyperparamsState, MaskedNode, MaskedState, MultiSteps,
                             MultiStepsState, freeze, inject_hyperparams, masked)
+# wrappers and combinators (helper D, #28)
+from optim import contrib, transforms
+from optim.accumulation import (ApplyEvery, ShouldSkipUpdateFunction, apply_every,
+                                skip_large_updates, skip_not_finite)
+from optim.combine import PartitionState, named_chain, partition, selective_transform
+from optim.conditionality import (ApplyIfFiniteState, ConditionallyMaskState,
+                                  ConditionallyTransformState, apply_if_finite,
+                                  conditionally_mask, conditionally_transform)
+from optim.constraining import (NonNegativeParamsState, ZeroNansState, keep_params_nonnegative,
+                                zero_nans)
+from optim.layouts import flatten
+from optim.lookahead import LookaheadParams, LookaheadState, lookahead
+from optim.monitoring import MonitorState, SnapshotState, measure_with_ema, monitor, snapshot
+from optim.wrappers import (InjectStatefulHyperparamsState, WrappedSchedule,
+                            inject_stateful_hyperparams)

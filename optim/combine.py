@@ -7,11 +7,11 @@ from typing import Any, Callable, Hashable, Mapping, NamedTuple, Union
 import corejax as jax
 
 from optim._extra_args import GradientTransformationExtraArgs, with_extra_args_support
-from optim.base import GradientTransformation
+from optim.base import GradientTransformation, set_to_zero
 from optim.wrappers import masked
 
 __all__ = ["chain", "named_chain", "partition", "PartitionState", "multi_transform",
-           "MultiTransformState"]
+           "MultiTransformState", "selective_transform"]
 
 
 def _check_transform(t, where: str) -> None:
@@ -113,6 +113,17 @@ def partition(transforms: Mapping[Hashable, GradientTransformation],
                 updates, state.inner_states[group], params, **extra_args)
         return updates, PartitionState(new_states)
     return GradientTransformationExtraArgs(init, update)
+
+
+def selective_transform(optimizer: GradientTransformation, *, freeze_mask
+                        ) -> GradientTransformationExtraArgs:
+    """`optimizer` on the parameters where `freeze_mask` is False; zero updates (and no state)
+    where it is True. `freeze_mask` is a bool or a pytree of bools shaped like the params."""
+    def labels(params):
+        del params
+        return jax.tree_util.tree_map(lambda frozen: "freeze" if frozen else "train",
+                                      freeze_mask)
+    return partition({"train": optimizer, "freeze": set_to_zero()}, param_labels=labels)
 
 
 # Optax keeps the former names as aliases of the same objects.

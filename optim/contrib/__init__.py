@@ -1,0 +1,1 @@
+"""optax.contrib: experimental optimizers and wrappers."""
