@@ -23,6 +23,28 @@ from optim.transform import (AddDecayedWeightsState, EmaState, ScaleByAdamState,
                              scale_by_rms, scale_by_rss, scale_by_schedule, scale_by_stddev,
                              scale_by_trust_ratio, trace)
 from optim.tree_utils import global_norm
+# optimizers, scale_by_* blocks, extra-args protocol, L-BFGS (helper C, #28)
+from optim import numerics
+from optim.alias import (adabelief, adadelta, adafactor, adamaxw, adan, amsgrad, fromage, lars,
+                         noisy_sgd, novograd, optimistic_adam, optimistic_adam_v2,
+                         optimistic_gradient_descent, polyak_sgd, radam, rprop, sign_sgd,
+                         signum, sm3, yogi)
+from optim.base import (GradientTransformationExtraArgs, TransformInitFn,
+                        TransformUpdateExtraArgsFn, TransformUpdateFn, init_empty_state,
+                        with_extra_args_support)
+from optim.factorized import FactoredState, scale_by_factored_rms
+from optim.numerics import safe_increment, safe_norm, safe_root_mean_squares
+from optim.transform_adaptive import (AddNoiseState, ScaleByAdaDeltaState, ScaleByAdanState,
+                                      ScaleByAmsgradState, ScaleByBeliefState,
+                                      ScaleByNovogradState, ScaleByRpropState, ScaleBySM3State,
+                                      add_noise, centralize, normalize_by_update_norm,
+                                      scale_by_adadelta, scale_by_adan, scale_by_amsgrad,
+                                      scale_by_belief, scale_by_distance_over_gradients,
+                                      scale_by_novograd, scale_by_optimistic_gradient,
+                                      scale_by_param_block_norm, scale_by_param_block_rms,
+                                      scale_by_polyak, scale_by_radam, scale_by_rprop,
+                                      scale_by_sign, scale_by_sm3, scale_by_yogi)
+# end helper C block
 from optim.wrappers import (InjectHyperparamsState, MaskedNode, MaskedState, MultiSteps,
                             MultiStepsState, freeze, inject_hyperparams, masked)
 # wrappers and combinators (helper D, #28)

@@ -61,8 +61,12 @@ def scale_by_schedule(step_size_fn: Callable[[Any], Any]) -> GradientTransformat
     return GradientTransformation(init, update)
 
 
-def scale_by_learning_rate(learning_rate, *, flip_sign: bool = True) -> GradientTransformation:
-    """Scales by `-learning_rate` (descent); `learning_rate` is a number or a schedule."""
+def scale_by_learning_rate(learning_rate=None, *, flip_sign: bool = True) -> GradientTransformation:
+    """Scales by `-learning_rate` (descent); `learning_rate` is a number or a schedule
+    (`None`: no scaling at all)."""
+    if learning_rate is None:
+        from optim.base import identity
+        return identity()
     sign = -1 if flip_sign else 1
     if callable(learning_rate):
         return scale_by_schedule(lambda count: sign * learning_rate(count))
@@ -247,13 +251,31 @@ def scale_by_trust_ratio(min_norm=0.0, trust_coefficient=1.0, eps=0.0) -> Gradie
     return GradientTransformation(_empty_init, update)
 
 
+class WeightDecaySchedule(NamedTuple):
+    count: Any
+
+
 def add_decayed_weights(weight_decay=0.0, mask=None) -> GradientTransformation:
-    """Adds `weight_decay * params` to the updates (decoupled weight decay); `mask` limits it
-    to some parameters (a pytree of bools like the params, or a callable params -> such)."""
+    """Adds `weight_decay * params` to the updates (decoupled weight decay); `weight_decay`
+    is a number or a schedule of the step count; `mask` limits it to some parameters (a
+    pytree of bools like the params, or a callable params -> such)."""
+    scheduled = callable(weight_decay)
+
+    def init(params):
+        del params
+        return WeightDecaySchedule(zero_count()) if scheduled else EmptyState()
+
     def update(updates, state, params=None):
         params_required("add_decayed_weights", params)
-        return _map(lambda g, p: g + weight_decay * p, updates, params), state
-    transform = GradientTransformation(_empty_init, update)
+        if scheduled:
+            rate, state = weight_decay(state.count), WeightDecaySchedule(
+                safe_int32_increment(state.count))
+        else:
+            rate = weight_decay
+            if isinstance(rate, (int, float)) and rate == 0.0:
+                return updates, state
+        return _map(lambda g, p: g + rate * p, updates, params), state
+    transform = GradientTransformation(init, update)
     if mask is None:
         return transform
     from optim.wrappers import masked

@@ -1,0 +1,154 @@
+"""Record Optax 0.2.8's optimizer and scale_by_* trajectories as golden data for optim.
+
+Run with a Python that has jax and optax installed (neither is a corejax dependency):
+
+    /work/flaxvenv/bin/python tests/golden/gen_optax_optimizers.py
+
+Writes tests/golden/optax_optimizers.json:
+  * "params": the initial pytree {"w": (3, 2), "b": (2,)}; "grads": ten gradient pytrees and
+    "values": ten loss values (fed to transforms that take `value=`), one per step.
+  * "cases": [{"spec", "params": [after each step], "state": the final state}]. A spec is
+    ``{"name": optax function, "kwargs": {...}}``; a kwarg that is itself a spec (a schedule as
+    learning rate) is nested the same way. A state is written as nested JSON: a NamedTuple as
+    {"type": class name, "fields": {name: ...}}, tuples and lists as lists, dicts as dicts,
+    arrays as {"dtype", "shape", "value"}.
+Arrays hold float32 (or the array's own) values written exactly, as doubles.
+"""
+import json
+import os
+import warnings
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+import optax
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "optax_optimizers.json")
+STEPS = 10
+
+
+def spec(name, **kwargs):
+    return {"name": name, "kwargs": kwargs}
+
+
+LINEAR = spec("linear_schedule", init_value=0.1, end_value=0.02, transition_steps=8)
+
+CASES = [
+    # optimizers existing before #28, with the keywords of their 0.2.8 signatures
+    spec("sgd", learning_rate=0.05, momentum=0.7, nesterov=True),
+    spec("adam", learning_rate=0.05, b1=0.8, b2=0.95, eps=1e-6, eps_root=1e-8, nesterov=True),
+    spec("adamw", learning_rate=LINEAR, b1=0.85, b2=0.9, weight_decay=0.05),
+    spec("nadam", learning_rate=0.05, b2=0.9),
+    spec("nadamw", learning_rate=0.05, b1=0.7, weight_decay=0.1),
+    spec("adamax", learning_rate=0.05, b1=0.8, b2=0.9),
+    spec("adagrad", learning_rate=0.1, initial_accumulator_value=0.5, eps=1e-5),
+    spec("rmsprop", learning_rate=0.02, decay=0.8, eps=1e-4, initial_scale=0.1,
+         eps_in_sqrt=False, momentum=0.5, nesterov=True, bias_correction=True),
+    spec("rmsprop", learning_rate=0.02, decay=0.85, centered=True, bias_correction=True),
+    spec("lamb", learning_rate=0.05, b1=0.8, b2=0.9, weight_decay=0.01),
+    spec("lion", learning_rate=0.01, b1=0.8, b2=0.95, weight_decay=0.1),
+    # optimizers added for #28
+    spec("adabelief", learning_rate=0.05, b1=0.8, b2=0.95),
+    spec("adabelief", learning_rate=0.05, eps=1e-8, nesterov=True),
+    spec("adadelta", learning_rate=0.5, rho=0.8, eps=1e-4, weight_decay=0.01),
+    spec("adadelta"),
+    spec("adafactor", learning_rate=0.05, min_dim_size_to_factor=2, decay_rate=0.7,
+         momentum=0.9, weight_decay_rate=1e-3, clipping_threshold=0.5),
+    spec("adafactor", learning_rate=0.05, decay_offset=2, multiply_by_parameter_scale=False),
+    spec("adamaxw", learning_rate=0.02, b1=0.85, weight_decay=0.05),
+    spec("adan", learning_rate=0.05, b1=0.9, b2=0.85, b3=0.95, weight_decay=0.01),
+    spec("amsgrad", learning_rate=0.05, b1=0.8, b2=0.9),
+    spec("amsgrad", learning_rate=0.05, b2=0.9, bias_correction_nu=False),
+    spec("fromage", learning_rate=0.1),
+    spec("fromage", learning_rate=LINEAR),
+    spec("lars", learning_rate=0.5, weight_decay=0.01, trust_coefficient=0.01, momentum=0.8,
+         nesterov=True),
+    spec("novograd", learning_rate=0.05, b1=0.85, b2=0.4, weight_decay=0.01),
+    spec("optimistic_gradient_descent", learning_rate=0.05, alpha=0.8, beta=0.5),
+    spec("optimistic_adam_v2", learning_rate=0.05, alpha=0.9, beta=0.4, b2=0.95),
+    spec("optimistic_adam", learning_rate=0.05, optimism=0.02),
+    spec("polyak_sgd", max_learning_rate=0.5, scaling=0.8, f_min=-1.0),
+    spec("polyak_sgd", max_learning_rate=2.0, f_min=3.0, eps=1e-3, variant="sps+"),
+    spec("radam", learning_rate=0.05, b2=0.8, threshold=4.0),
+    spec("radam", learning_rate=0.05, b2=0.8, threshold=4.0, nesterov=True),
+    spec("rprop", learning_rate=0.05, eta_minus=0.4, eta_plus=1.3, min_step_size=1e-3,
+         max_step_size=0.2),
+    spec("sign_sgd", learning_rate=0.01),
+    spec("signum", learning_rate=0.01, beta=0.8),
+    spec("sm3", learning_rate=0.1, momentum=0.8),
+    spec("yogi", learning_rate=0.05, b1=0.8, eps=1e-2),
+    spec("noisy_sgd", learning_rate=0.05, eta=0.1, gamma=0.6, key=3),
+    # building blocks used on their own (updates applied as they come)
+    spec("scale_by_distance_over_gradients", reps_rel=1e-3, global_scale=0.5),
+    spec("scale_by_param_block_norm", min_scale=0.5),
+    spec("scale_by_param_block_rms"),
+    spec("centralize"),
+    spec("normalize_by_update_norm", scale_factor=0.3),
+    spec("scale_by_factored_rms", min_dim_size_to_factor=2, decay_rate=0.6),
+    spec("scale_by_yogi", b1=0.7, eps_root=1e-6, initial_accumulator_value=1e-3),
+    spec("scale_by_sm3", b1=0.8, b2=0.9),
+    spec("add_noise", eta=0.5, gamma=0.3, key=7),
+    spec("add_decayed_weights", weight_decay=LINEAR),
+]
+
+EXTRA_ARGS = {"polyak_sgd"}  # updates that take value=
+
+
+def build(s):
+    kwargs = {k: build(v) if isinstance(v, dict) and "name" in v else v
+              for k, v in s["kwargs"].items()}
+    return getattr(optax, s["name"])(**kwargs)
+
+
+def tolist(tree):
+    return jax.tree_util.tree_map(lambda x: np.asarray(x, np.float32).tolist(), tree)
+
+
+def describe(x):
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return {"type": type(x).__name__, "fields": {f: describe(getattr(x, f))
+                                                     for f in x._fields}}
+    if isinstance(x, (tuple, list)):
+        return [describe(v) for v in x]
+    if isinstance(x, dict):
+        return {str(k): describe(v) for k, v in x.items()}
+    if isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+        x = jax.random.key_data(x)
+        return {"dtype": "key<fry>", "shape": list(x.shape), "value": np.asarray(x).tolist()}
+    a = np.asarray(x)
+    return {"dtype": str(a.dtype), "shape": list(a.shape), "value": a.tolist()}
+
+
+def main():
+    rng = np.random.RandomState(0)
+    params = {"w": jnp.asarray(rng.uniform(-1, 1, (3, 2)).astype(np.float32)),
+              "b": jnp.asarray(np.array([0.3, -0.2], np.float32))}
+    grads = [{"w": jnp.asarray((np.sin(np.arange(6).reshape(3, 2) * 1.3 + 0.7 * t)
+                                * (1.0 + 0.2 * t)).astype(np.float32)),
+              "b": jnp.asarray((np.cos(np.arange(2) + 0.9 * t) - 0.3).astype(np.float32))}
+             for t in range(STEPS)]
+    values = [float(np.float32(2.0 + np.sin(t) - 0.1 * t)) for t in range(STEPS)]
+    cases = []
+    for s in CASES:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            opt = build(s)
+        p, state, trajectory = params, opt.init(params), []
+        for g, v in zip(grads, values):
+            extra = {"value": jnp.asarray(v, jnp.float32)} if s["name"] in EXTRA_ARGS else {}
+            updates, state = opt.update(g, state, p, **extra)
+            p = optax.apply_updates(p, updates)
+            trajectory.append(tolist(p))
+        cases.append({"spec": s, "params": trajectory, "state": describe(state)})
+    out = {"versions": {"jax": jax.__version__, "optax": optax.__version__},
+           "params": tolist(params), "grads": [tolist(g) for g in grads], "values": values,
+           "cases": cases}
+    with open(OUT, "w") as f:
+        json.dump(out, f)
+        f.write("\n")
+    print(f"wrote {OUT}: {os.path.getsize(OUT)} bytes, {len(cases)} cases")
+
+
+if __name__ == "__main__":
+    main()
