@@ -24,82 +24,31 @@ import hashlib
 import inspect
 import threading
 import weakref
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
 
 import corejax
+import corejax.numpy as jnp
 from corejax import random, tree_util
+from nn.meta import AxisMetadata
 
-__all__ = ["Module", "compact", "nowrap", "Variable", "merge_param", "DenyList", "NNError",
+__all__ = ["Module", "compact", "nowrap", "Variable", "merge_param", "DenyList", "NNError", "FlaxError", "ScopeVariableNotFoundError",
+           "ApplyModuleInvalidMethodError", "CallUnbindOnUnboundModuleError",
            "ScopeParamNotFoundError", "ScopeParamShapeError", "ScopeCollectionNotFound",
            "ScopeVariableNotFound", "ModifyScopeVariableError", "InvalidRngError",
            "NameInUseError", "AssignSubModuleError", "CallCompactUnboundModuleError",
            "SetAttributeFrozenModuleError", "ApplyScopeInvalidVariablesTypeError"]
 
 
-# --- errors ----------------------------------------------------------------------------------
-
-class NNError(Exception):
-    """Base class of the errors the module system raises."""
-
-
-class ScopeParamNotFoundError(NNError):
-    def __init__(self, name, path, hint=""):
-        super().__init__(f'Could not find parameter named "{name}" in scope {path}.{hint}')
-
-
-class ScopeParamShapeError(NNError, ValueError):
-    def __init__(self, name, path, expected, actual):
-        super().__init__(
-            f'Initializer expected to generate shape {tuple(expected)} but got shape '
-            f'{tuple(actual)} instead for parameter "{name}" in {path}. The module\'s '
-            "attributes or the input shape no longer match the variables passed to apply.")
-
-
-class ScopeCollectionNotFound(NNError):
-    def __init__(self, col, name, path):
-        super().__init__(
-            f'Tried to access "{name}" from collection "{col}" in {path} but the collection '
-            f'is empty. Pass variables that include "{col}" (the full dict returned by init), '
-            f'or make it mutable: apply(..., mutable=["{col}"]).')
-
-
-class ScopeVariableNotFound(NNError):
-    def __init__(self, name, col, path):
-        super().__init__(f'No Variable named "{name}" for collection "{col}" exists in '
-                         f'{path}.')
-
-
-class ModifyScopeVariableError(NNError):
-    def __init__(self, col, name, path):
-        super().__init__(
-            f'Cannot update variable "{name}" in {path} because collection "{col}" is '
-            f'immutable. Pass mutable=["{col}"] to apply and use the returned updates.')
-
-
-class InvalidRngError(NNError, ValueError):
-    pass
-
-
-class NameInUseError(NNError):
-    pass
-
-
-class AssignSubModuleError(NNError):
-    pass
-
-
-class CallCompactUnboundModuleError(NNError):
-    pass
-
-
-class SetAttributeFrozenModuleError(NNError):
-    pass
-
-
-class ApplyScopeInvalidVariablesTypeError(NNError, TypeError):
-    pass
+from nn.errors import (  # noqa: E402,F401  (the error classes live in nn.errors)
+    NNError, FlaxError, ScopeParamNotFoundError, ScopeParamShapeError, ScopeCollectionNotFound,
+    ScopeVariableNotFound, ScopeVariableNotFoundError, ModifyScopeVariableError,
+    InvalidRngError, NameInUseError, AssignSubModuleError, CallCompactUnboundModuleError,
+    SetAttributeFrozenModuleError, ApplyScopeInvalidVariablesTypeError,
+    ApplyModuleInvalidMethodError, CallUnbindOnUnboundModuleError,
+)
 
 
 # --- the variable store and scopes -----------------------------------------------------------
@@ -157,6 +106,7 @@ class _Store:
         self.rng_counts: dict = {}
         self.call_log: list | None = None  # [path, module, method, args, output] per call
         self.root_name = ""  # the root module's class, to name the root scope in messages
+        self.capture = None  # apply(capture_intermediates=...): (module, method name) -> bool
 
 
 class Scope:
@@ -237,6 +187,24 @@ class Scope:
         count = self.store.rng_counts.get(count_key, 0) + 1
         self.store.rng_counts[count_key] = count
         return random.fold_in(base, _static_fold_word(self.path + (count,)))
+
+
+class ModulePath(tuple):
+    """Module.path: a tuple of names (Flax's), printed as 'Block_0/Dense_1' in messages."""
+
+    def __new__(cls, names, text):
+        out = super().__new__(cls, names)
+        out._text = text
+        return out
+
+    def __str__(self):
+        return self._text
+
+    __format__ = lambda self, spec: format(self._text, spec)
+
+
+def _maybe_unbox(value, unbox: bool):
+    return value.unbox() if unbox and isinstance(value, AxisMetadata) else value
 
 
 # --- the module stack ------------------------------------------------------------------------
@@ -453,24 +421,49 @@ class Module:
                 finally:
                     object.__setattr__(self, "_in_setup", False)
 
-    def _describe(self) -> str:
-        return f'module "{self.path}" ({type(self).__name__})'
-
-    @property
-    def path(self) -> str:
-        """The module's path from the root, e.g. 'Encoder_0/Dense_1' (class name at the root)."""
+    def _path_text(self) -> str:
+        """The path for messages: 'Encoder_0/Dense_1', the name or class name unbound."""
         if self._scope is not None and self._scope.path:
             return "/".join(self._scope.path)
         if self.name is not None:
             return self.name
         return type(self).__name__
 
+    def _describe(self) -> str:
+        return f'module "{self._path_text()}" ({type(self).__name__})'
+
+    @property
+    def path(self) -> "ModulePath":
+        """The names from the root to this bound module, as Flax's tuple (() at the root); it
+        prints as 'Encoder_0/Dense_1' (the class name at the root) for messages."""
+        if self._scope is None:
+            raise ValueError(f"Can't access module paths on unbound modules ({self._describe()}"
+                             "): call init/apply or bind first.")
+        return ModulePath(self._scope.path, self._path_text())
+
     @property
     def scope(self):
         return self._scope
 
-    def clone(self, *, parent=None, **updates) -> "Module":
-        """A copy with some attributes replaced, unbound (or owned by `parent`)."""
+    def clone(self, *, parent=None, _deep_clone=False, _reset_names=False,
+              **updates) -> "Module":
+        """A copy with some attributes replaced, unbound (or owned by `parent`); with
+        `_deep_clone` the submodules held in attributes are cloned too (with `_reset_names`
+        they lose their names)."""
+        if _deep_clone:
+            def fresh(value):
+                if isinstance(value, Module):
+                    extra = {"name": None} if _reset_names else {}
+                    return value.clone(parent=None, _deep_clone=True,
+                                       _reset_names=_reset_names, **extra)
+                if isinstance(value, (list, tuple)) and _is_module_tree(value):
+                    return type(value)(fresh(v) for v in value)
+                if isinstance(value, dict) and _is_module_tree(value):
+                    return {k: fresh(v) for k, v in value.items()}
+                return value
+            for f in dataclasses.fields(self):
+                if f.name not in ("parent", "name") and f.name not in updates and f.init:
+                    updates[f.name] = fresh(getattr(self, f.name))
         return dataclasses.replace(self, parent=parent, **updates)
 
     def __repr__(self):
@@ -522,6 +515,9 @@ class Module:
                 object.__setattr__(self, "_compact_depth", self._compact_depth - 1)
         if log is not None:
             entry[4] = out
+        capture = self._scope.store.capture
+        if capture is not None and capture(self, fun.__name__):
+            self.sow("intermediates", fun.__name__, out)
         return out
 
     def __getattr__(self, name):
@@ -555,7 +551,7 @@ class Module:
                     raise ScopeParamShapeError(name, scope.where,
                                                expected[0] if len(expected) == 1 else expected,
                                                actual[0] if len(actual) == 1 else actual)
-            return value
+            return _maybe_unbox(value, unbox)
         if not scope.store.is_mutable("params"):
             node = scope._node("params", False)
             hint = f" The 'params' entries there are {sorted(node)}." if node else ""
@@ -566,7 +562,7 @@ class Module:
             raise ScopeParamNotFoundError(name, scope.where, hint)
         value = init_fn(self.make_rng("params"), *init_args, **init_kwargs)
         scope.put_variable("params", name, value)
-        return value
+        return _maybe_unbox(value, unbox)
 
     def variable(self, col: str, name: str, init_fn: Callable | None = None, *init_args,
                  **init_kwargs) -> Variable:
@@ -603,9 +599,23 @@ class Module:
                                                 value))
         return True
 
+    def perturb(self, name: str, value, collection: str = "perturbations"):
+        """`value` plus the variable `name` of `collection` (zeros made at init): take the
+        gradient with respect to that collection to get d loss / d value."""
+        scope = self._require_scope("perturb")
+        if scope.store.is_mutable(collection) and not scope.has_variable(collection, name):
+            scope.put_variable(collection, name, tree_util.tree_map(jnp.zeros_like, value))
+        if collection in scope.store.variables:
+            if not scope.has_variable(collection, name):
+                raise ValueError(f"Perturbation collection {collection} present, but missing "
+                                 f"perturbation variable {name}")
+            value = tree_util.tree_map(lambda a, b: a + b, value,
+                                       scope.get_variable(collection, name))
+        return value
+
     def make_rng(self, name: str = "params"):
         """A fresh PRNG key from the stream `name`, distinct per module and per call."""
-        return self._require_scope("make_rng").make_rng(name, f'"{self.path}"')
+        return self._require_scope("make_rng").make_rng(name, f'"{self._path_text()}"')
 
     def has_rng(self, name: str) -> bool:
         return name in self._require_scope("has_rng").store.rngs
@@ -623,6 +633,8 @@ class Module:
     # -- init / apply --
 
     def _run(self, store: _Store, method, args, kwargs):
+        if method is not None and not isinstance(method, str) and not callable(method):
+            raise ApplyModuleInvalidMethodError(method)
         root = self.clone(parent=None)
         store.root_name = type(self).__name__
         root._bind(Scope(store))
@@ -630,23 +642,31 @@ class Module:
         return fun(*args, **kwargs)
 
     def init_with_output(self, rngs, *args, method=None, mutable=DenyList("intermediates"),
-                         **kwargs):
+                         capture_intermediates=False, **kwargs):
         """Runs `method` (default `__call__`) creating every variable (except sown
         'intermediates', unless `mutable` says otherwise); returns `(output, variables)`."""
+        mutable = _with_intermediates(mutable, capture_intermediates)
         store = _Store({}, _normalize_rngs(rngs, "init"), mutable, initializing=True)
+        store.capture = _capture_filter(capture_intermediates)
         out = self._run(store, method, args, kwargs)
         return out, store.variables
 
     def init(self, rngs, *args, method=None, mutable=DenyList("intermediates"),
-             **kwargs) -> dict:
+             capture_intermediates=False, **kwargs) -> dict:
         """The variables of every collection, e.g. {'params': ..., 'batch_stats': ...}."""
-        return self.init_with_output(rngs, *args, method=method, mutable=mutable, **kwargs)[1]
+        return self.init_with_output(rngs, *args, method=method, mutable=mutable,
+                                     capture_intermediates=capture_intermediates, **kwargs)[1]
 
-    def apply(self, variables, *args, rngs=None, method=None, mutable=False, **kwargs):
+    def apply(self, variables, *args, rngs=None, method=None, mutable=False,
+              capture_intermediates=False, **kwargs):
         """Runs `method` on `variables`. With `mutable` (a collection name, a list of them or
-        True) returns `(output, updated_mutable_collections)`."""
+        True) returns `(output, updated_mutable_collections)`; `capture_intermediates` (True:
+        every `__call__`, or a filter `(module, method_name) -> bool`) sows the outputs into
+        'intermediates', which then comes back as a mutable collection."""
+        mutable = _with_intermediates(mutable, capture_intermediates)
         store = _Store(_copy_variables(variables), _normalize_rngs(rngs or {}, "apply"),
                        mutable, initializing=False)
+        store.capture = _capture_filter(capture_intermediates)
         out = self._run(store, method, args, kwargs)
         if mutable is False or mutable is None:
             return out
@@ -661,10 +681,41 @@ class Module:
         root._bind(Scope(store))
         return root
 
-    def tabulate(self, rngs, *args, depth=None, method=None, **kwargs) -> str:
-        """A table of every module call during init: path, module, output shapes, parameters."""
+    def unbind(self) -> tuple["Module", dict]:
+        """(an unbound clone, the variables this bound module sees)."""
+        if self._scope is None:
+            raise CallUnbindOnUnboundModuleError()
+        return self.clone(parent=None, _deep_clone=True), self.variables
+
+    def tabulate(self, rngs, *args, depth=None, show_repeated=False,
+                 mutable=DenyList("intermediates"), console_kwargs=None, table_kwargs=None,
+                 column_kwargs=None, compute_flops=False, compute_vjp_flops=False,
+                 method=None, **kwargs) -> str:
+        """A table of every module call during init: path, module, inputs, outputs and each
+        module's variables (to `depth` levels below the root)."""
         from nn.summary import tabulate
-        return tabulate(self, rngs, depth=depth, method=method)(*args, **kwargs)
+        return tabulate(self, rngs, depth=depth, show_repeated=show_repeated, mutable=mutable,
+                        console_kwargs=console_kwargs, table_kwargs=table_kwargs,
+                        column_kwargs=column_kwargs, compute_flops=compute_flops,
+                        compute_vjp_flops=compute_vjp_flops, method=method)(*args, **kwargs)
+
+
+def _with_intermediates(mutable, capture):
+    """Flax makes 'intermediates' mutable whenever outputs are captured."""
+    if not capture or mutable is True:
+        return mutable
+    if isinstance(mutable, DenyList):
+        return DenyList(mutable.deny - {"intermediates"})
+    if mutable is False or mutable is None:
+        return ["intermediates"]
+    cols = [mutable] if isinstance(mutable, str) else list(mutable)
+    return cols if "intermediates" in cols else cols + ["intermediates"]
+
+
+def _capture_filter(capture):
+    if capture is True:
+        return lambda module, method_name: method_name == "__call__"
+    return capture or None
 
 
 def _resolve_method(module: Module, method):
@@ -692,17 +743,17 @@ def _looks_like_key(x) -> bool:
 
 
 def _copy_variables(variables) -> dict:
-    if not isinstance(variables, dict):
+    if not isinstance(variables, Mapping):
         raise ApplyScopeInvalidVariablesTypeError(
             "The first argument of apply should be a dict of collections, e.g. "
             f"{{'params': params}}; got a {type(variables).__name__}.")
 
     def copy(node):
-        return {k: copy(v) for k, v in node.items()} if isinstance(node, dict) else node
+        return {k: copy(v) for k, v in node.items()} if isinstance(node, Mapping) else node
 
     out = {}
     for col, tree in variables.items():
-        if not isinstance(tree, dict):
+        if not isinstance(tree, Mapping):
             raise ApplyScopeInvalidVariablesTypeError(
                 f"Collection {col!r} passed to apply is a {type(tree).__name__}; each "
                 "collection must be a dict of variables (pass the dict returned by init).")

@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from corejax import tree_util
-from nn.module import Module, _Store, _normalize_rngs
+from nn.module import DenyList, Module, _Store, _normalize_rngs
 
 __all__ = ["tabulate", "param_count"]
 
@@ -44,16 +44,30 @@ def _own_variables(variables: dict, path: tuple) -> dict:
     return out
 
 
-def tabulate(module: Module, rngs, depth=None, method=None):
-    """`tabulate(model, rngs)(*args)` returns the table as a string."""
+def tabulate(module: Module, rngs, depth=None, show_repeated=False,
+             mutable=DenyList("intermediates"), console_kwargs=None, table_kwargs=None,
+             column_kwargs=None, compute_flops=False, compute_vjp_flops=False, method=None,
+             **kwargs):
+    """`tabulate(model, rngs)(*args)` returns the table as a string: one row per module call
+    made during init (to `depth` levels below the root; a module called again is listed once
+    unless `show_repeated`). The console/table/column kwargs of Flax's rich tables are
+    accepted and have no effect on this plain-text table."""
+    del console_kwargs, table_kwargs, column_kwargs
+    if compute_flops or compute_vjp_flops:
+        raise NotImplementedError("tabulate(compute_flops=True): corejax has no FLOP counter "
+                                  "for compiled programs; call tabulate without it.")
+    if kwargs:
+        raise TypeError(f"tabulate() got unexpected keyword arguments {sorted(kwargs)}")
 
     def run(*args, **kwargs):
-        store = _Store({}, _normalize_rngs(rngs, "tabulate"), True, initializing=True)
+        store = _Store({}, _normalize_rngs(rngs, "tabulate"), mutable, initializing=True)
         store.call_log = []
         module._run(store, method, args, kwargs)
         rows, seen = [], set()
         for path, mod, meth, call_args, out in store.call_log:
             if depth is not None and len(path) > depth:
+                continue
+            if path in seen and not show_repeated:
                 continue
             own = _own_variables(store.variables, path) if path not in seen else {}
             seen.add(path)

@@ -160,7 +160,8 @@ def test_setup_names_methods_and_bind():
     bound = model.bind(v)
     np.testing.assert_array_equal(np.asarray(bound.encode(x)),
                                   np.asarray(model.apply(v, x, method="encode")))
-    assert bound.encoder.path == "encoder"
+    assert bound.encoder.path == ("encoder",) and str(bound.encoder.path) == "encoder"
+    assert bound.path == ()
 
 
 def test_sequential_and_module_attributes():
