@@ -733,6 +733,9 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
         for arg in diff_args:
             for leaf in tree_leaves(arg):
                 dt = get_aval(leaf).dtype
+                if holomorphic and not dtypes.is_complex(dt):
+                    raise TypeError(f"grad with holomorphic=True requires inputs with complex "
+                                    f"dtype, but got {dt.name}.")
                 if not allow_int and not dtypes.is_inexact(dt):
                     raise TypeError(f"grad requires real- or complex-valued inputs (input dtype "
                                     f"that is a sub-dtype of np.inexact), but got {dt.name}. If "
@@ -753,6 +756,15 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
         if not dtypes.is_inexact(out_aval.dtype):
             raise TypeError(f"grad requires real- or complex-valued outputs (output dtype that is "
                             f"a sub-dtype of np.inexact), but got {out_aval.dtype.name}.")
+        if holomorphic and not dtypes.is_complex(out_aval.dtype):
+            raise TypeError(f"grad with holomorphic=True requires outputs with complex dtype, "
+                            f"but got {out_aval.dtype.name}.")
+        if not holomorphic and dtypes.is_complex(out_aval.dtype):
+            raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype "
+                            f"of np.floating), but got {out_aval.dtype.name}. For holomorphic "
+                            "differentiation, pass holomorphic=True. For differentiation of "
+                            "non-holomorphic functions involving complex outputs, use jax.vjp "
+                            "directly.")
         from corejax import lax
         g = f_vjp(lax.full((), 1, out_aval.dtype, weak_type=out_aval.weak_type))
         g = g[0] if isinstance(argnums, int) else tuple(g)

@@ -23,7 +23,7 @@ __all__ = [
     "float0", "canonicalize_dtype", "dtype", "result_type", "promote_types", "is_weakly_typed",
     "issubdtype", "iinfo", "finfo", "default_float_dtype", "default_int_dtype",
     "python_scalar_dtype", "is_float", "is_integer", "is_inexact", "is_complex",
-    "TypePromotionError",
+    "TypePromotionError", "real_dtype", "complex_dtype",
 ]
 
 # The dtype of tangents/cotangents of integer and boolean values, as in JAX.
@@ -200,6 +200,23 @@ def is_inexact(dt) -> bool:
 
 def is_complex(dt) -> bool:
     return np.dtype(dt).kind == "c"
+
+
+def real_dtype(dt) -> np.dtype:
+    """The dtype of a complex dtype's parts (complex64 -> float32); other dtypes unchanged."""
+    dt = np.dtype(dt)
+    if dt.kind != "c":
+        return dt
+    return np.dtype(np.float32 if dt == np.complex64 else np.float64)
+
+
+def complex_dtype(dt) -> np.dtype:
+    """The complex dtype with parts of dtype `dt` (float64 -> complex128; narrower floats and
+    integers -> complex64, or the canonical complex dtype while x64 is off)."""
+    dt = np.dtype(dt)
+    if dt.kind == "c":
+        return dt
+    return canonicalize_dtype(np.complex128 if dt == np.float64 else np.complex64)
 
 
 def issubdtype(a, b) -> bool:

@@ -9,6 +9,8 @@ from corejax.lax.elementwise import (
     full_like, stop_gradient,
 )
 from corejax.lax.elementwise import bitwise_not as not_
+from corejax.lax._complex import real, imag, conj, complex
+from corejax.lax.fft import fft, FftType
 from corejax.lax.elementwise import bitwise_and as and_, bitwise_or as or_, bitwise_xor as xor
 from corejax.lax.structural import (
     broadcast_in_dim, broadcast, reshape, transpose, squeeze, expand_dims, rev, slice,

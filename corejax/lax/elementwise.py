@@ -382,8 +382,22 @@ def _digamma(x):
 defjvp(lgamma_p, lambda t, ans, x: mul(t, _digamma(x)))
 
 abs_p = unop("abs", np.abs, NUMERIC, _math("abs"))
-# The derivative of |x| at 0 is taken as +1 (x >= 0 picks t), as JAX's is.
-defjvp(abs_p, lambda t, ans, x: select(ge(x, _const(x, 0)), t, neg(t)))
+_abs_strong_rule = abs_p.abstract_eval
+# |x| of a complex x is real (complex64 -> float32), of the operand's weak type.
+abs_p.def_abstract_eval(lambda x: _abs_strong_rule(x).update(
+    dtype=np.dtype(np.float32 if x.dtype == np.complex64 else np.float64))
+    if x.dtype.kind == "c" else _abs_strong_rule(x))
+
+
+def _abs_jvp(t, ans, x):
+    if get_aval(x).dtype.kind == "c":
+        from corejax.lax._complex import abs_jvp
+        return abs_jvp(t, ans, x)
+    # The derivative of |x| at 0 is taken as +1 (x >= 0 picks t), as JAX's is.
+    return select(ge(x, _const(x, 0)), t, neg(t))
+
+
+defjvp(abs_p, _abs_jvp)
 
 not_p = unop("not", lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x),
              BOOL_OR_INT, lambda ctx, x: ctx.math("not", x))
@@ -452,7 +466,7 @@ def _div_transpose(ct, x, y):
 
 ad.primitive_transposes[div_p] = _div_transpose
 
-rem_p = naryop("rem", np.fmod, (NUMERIC, NUMERIC), lambda ctx, x, y: ctx.math("rem", x, y),
+rem_p = naryop("rem", np.fmod, (("integer", "floating"), ("integer", "floating")), lambda ctx, x, y: ctx.math("rem", x, y),
                quiet=True)
 defjvp(rem_p, lambda t, ans, x, y: t,
        lambda t, ans, x, y: mul(neg(t), round(div(sub(x, ans), y))))
@@ -519,9 +533,13 @@ for _p in (and_p, or_p, xor_p, shift_left_p, shift_right_logical_p, shift_right_
 
 # --- comparisons -----------------------------------------------------------------------------
 
+_ORDERED = ("bool", "integer", "floating")  # complex numbers have no order: lax.lt rejects them
+
+
 def _compare(name, np_fn, op):
-    prim = _weak_if_all_weak(naryop(name, np_fn, (ANY, ANY), lambda ctx, x, y: f"({x} {op} {y})",
-                                    result_dtype=bool_result))
+    accepted = _ORDERED if op in ("<", "<=", ">", ">=") else ANY
+    prim = _weak_if_all_weak(naryop(name, np_fn, (accepted, accepted),
+                                    lambda ctx, x, y: f"({x} {op} {y})", result_dtype=bool_result))
     defjvp_zero(prim)
     return prim
 

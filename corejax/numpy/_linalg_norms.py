@@ -24,6 +24,14 @@ def _norm_axes(axis, ndim):
     return axes
 
 
+def _abs2(x):
+    """|x|**2 elementwise, real for complex x (so norms of complex arrays are real)."""
+    if get_aval(x).dtype.kind == "c":
+        re, im = lax.real(x), lax.imag(x)
+        return lax.add(lax.mul(re, re), lax.mul(im, im))
+    return lax.mul(x, x)
+
+
 def _restore(out, axes, ndim, keepdims):
     if not keepdims:
         return out
@@ -36,7 +44,7 @@ def _vector_norm(x, ord, axis, keepdims):
         raise ValueError(f"Invalid order '{ord}' for vector norm.")
     ax = (axis,)
     if ord is None or ord == 2:
-        return jnp.sqrt(_sum(lax.mul(x, x), axis=ax, keepdims=keepdims))
+        return jnp.sqrt(_sum(_abs2(x), axis=ax, keepdims=keepdims))
     if ord == np.inf:
         return _max(jnp.abs(x), axis=ax, keepdims=keepdims, initial=0.0)
     if ord == -np.inf:
@@ -55,7 +63,7 @@ def _matrix_norm(x, ord, axes, keepdims):
     row, col = axes
     ndim = get_aval(x).ndim
     if ord is None or ord == "fro":
-        return jnp.sqrt(_sum(lax.mul(x, x), axis=axes, keepdims=keepdims))
+        return jnp.sqrt(_sum(_abs2(x), axis=axes, keepdims=keepdims))
     if ord in (1, -1, np.inf, -np.inf):
         # 1-norms are column sums, inf-norms row sums; then the max (min for -1 / -inf)
         summed_axis, then_axis = (row, col) if ord in (1, -1) else (col, row)
@@ -81,7 +89,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
     ndim = get_aval(x).ndim
     if axis is None:
         if ord is None:
-            out = jnp.sqrt(_sum(lax.mul(x, x)))
+            out = jnp.sqrt(_sum(_abs2(x)))
             return lax.reshape(out, (1,) * ndim) if keepdims else out
         axes = tuple(range(ndim))
     else:
@@ -122,6 +130,8 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
     x1, x2 = promote_dtypes(x1, x2)
     shape = broadcast_shapes(get_aval(x1).shape, get_aval(x2).shape)
     ax = canonicalize_axis(axis, len(shape))
+    if get_aval(x1).dtype.kind == "c":  # the array API's vecdot conjugates its first operand
+        x1 = lax.conj(x1)
     x1 = _shape.moveaxis(_shape.broadcast_to(x1, shape), ax, -1)
     x2 = _shape.moveaxis(_shape.broadcast_to(x2, shape), ax, -1)
     nd = len(shape)

@@ -78,7 +78,8 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
     from corejax.numpy._shape import ravel
-    return dot(ravel(a), ravel(b), preferred_element_type=preferred_element_type)
+    from corejax.numpy._ufuncs import conjugate
+    return dot(conjugate(ravel(a)), ravel(b), preferred_element_type=preferred_element_type)
 
 
 def inner(a, b, *, precision=None, preferred_element_type=None):

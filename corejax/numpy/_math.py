@@ -279,39 +279,57 @@ def i0(x):
 _I0_PLAN = {False: (20.0, 48, 12), True: (40.0, 100, 30)}
 
 
-# --- real inputs seen as complex numbers (corejax has no complex arrays yet) ------------------
-
-def _real_operand(name, x):
-    check_arraylike(name, x)
-    x = asarray(x)
-    if dtypes.is_complex(get_aval(x).dtype):
-        raise NotImplementedError(f"jnp.{name} of complex arrays is not supported by corejax.")
-    return x
-
+# --- complex parts and predicates -------------------------------------------------------------
 
 def imag(val, /):
-    """The imaginary part: zeros like a real `val`."""
-    return lax.full_like(_real_operand("imag", val), 0)
+    """The imaginary part: zeros like a real or integer `val`."""
+    check_arraylike("imag", val)
+    val = asarray(val)
+    if dtypes.is_complex(get_aval(val).dtype):
+        return lax.imag(val)
+    return lax.full_like(val, 0)
 
 
 def angle(z, deg=False):
-    """The complex argument of a real number: 0 for x >= +0, pi for x < 0 or x == -0."""
-    z = _real_operand("angle", z)
-    (z,) = _strong_inexact("angle", z)
-    out = lax.atan2(lax.full_like(z, 0), z)
+    """The complex argument atan2(imag, real), in radians or degrees; real inputs give 0 for
+    x >= +0 and pi for x < 0 or x == -0."""
+    check_arraylike("angle", z)
+    z = asarray(z)
+    if dtypes.is_complex(get_aval(z).dtype):
+        out = lax.atan2(lax.imag(z), lax.real(z))
+    else:
+        (z,) = _strong_inexact("angle", z)
+        out = lax.atan2(lax.full_like(z, 0), z)
     if deg:
         out = lax.mul(out, _const(180 / np.pi, get_aval(out).dtype))
     return out
 
 
 def iscomplex(x):
-    x = _real_operand("iscomplex", x)
+    """Whether each element has a nonzero imaginary part."""
+    check_arraylike("iscomplex", x)
+    x = asarray(x)
+    if dtypes.is_complex(get_aval(x).dtype):
+        return lax.ne(lax.imag(x), lax.full((), 0, dtypes.real_dtype(get_aval(x).dtype)))
     return lax.full(get_aval(x).shape, False, np.bool_)
 
 
 def isreal(x):
-    x = _real_operand("isreal", x)
+    """Whether each element has a zero imaginary part."""
+    check_arraylike("isreal", x)
+    x = asarray(x)
+    if dtypes.is_complex(get_aval(x).dtype):
+        return lax.eq(lax.imag(x), lax.full((), 0, dtypes.real_dtype(get_aval(x).dtype)))
     return lax.full(get_aval(x).shape, True, np.bool_, weak_type=get_aval(x).weak_type)
+
+
+def sort_complex(a):
+    """`a` sorted along its last axis (complex numbers by real, then imaginary part), as a
+    complex array."""
+    from corejax.numpy._sorting import sort
+    check_arraylike("sort_complex", a)
+    a = sort(asarray(a), axis=-1)
+    return lax.convert_element_type(a, dtypes.complex_dtype(get_aval(a).dtype))
 
 
 def iscomplexobj(x):

@@ -94,11 +94,12 @@ def _at(self):
 
 
 def _real(self):
-    return self
+    return _ufuncs.real(self)
 
 
 def _imag(self):
-    return _creation.zeros_like(self)
+    from corejax.numpy._math import imag
+    return imag(self)
 
 
 def install(cls) -> None:

@@ -136,7 +136,12 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     a, shape, axes, dt = _inexact_operand("var", a, axis, dtype)
     centered = lax.sub(a, lax.broadcast_in_dim(mean(a, axes, keepdims=True, where=where), shape,
                                                tuple(range(len(shape)))))
-    total = sum(lax.mul(centered, centered), axes, keepdims=keepdims, where=where)
+    if dtypes.is_complex(get_aval(centered).dtype):  # the variance of complex data is real
+        re, im, dt = lax.real(centered), lax.imag(centered), dtypes.real_dtype(dt)
+        total = sum(lax.add(lax.mul(re, re), lax.mul(im, im)), axes, keepdims=keepdims,
+                    where=where)
+    else:
+        total = sum(lax.mul(centered, centered), axes, keepdims=keepdims, where=where)
     if where is None:
         return lax.div(total, lax.full((), _count(shape, axes) - ddof, dt))
     n = _where_count(where, shape, axes, dt, keepdims)

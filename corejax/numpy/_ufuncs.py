@@ -81,10 +81,24 @@ minimum = _binary(lambda x, y: lax.bitwise_and(x, y) if get_aval(x).dtype == np.
 nextafter = _binary(lax.nextafter, "nextafter", inexact=True)
 equal = _binary(lax.eq, "equal")
 not_equal = _binary(lax.ne, "not_equal")
-less = _binary(lax.lt, "less")
-less_equal = _binary(lax.le, "less_equal")
-greater = _binary(lax.gt, "greater")
-greater_equal = _binary(lax.ge, "greater_equal")
+
+
+def _lexicographic(compare):
+    """jnp's order on complex numbers (lax's comparisons refuse them): by real part, then by
+    imaginary part, as JAX's jnp.less & co. do."""
+    def fn(x, y):
+        if get_aval(x).dtype.kind != "c":
+            return compare(x, y)
+        xr, yr = lax.real(x), lax.real(y)
+        tie = lax.bitwise_and(lax.eq(xr, yr), compare(lax.imag(x), lax.imag(y)))
+        return lax.bitwise_or(lax.bitwise_and(lax.ne(xr, yr), compare(xr, yr)), tie)
+    return fn
+
+
+less = _binary(_lexicographic(lax.lt), "less")
+less_equal = _binary(_lexicographic(lax.le), "less_equal")
+greater = _binary(_lexicographic(lax.gt), "greater")
+greater_equal = _binary(_lexicographic(lax.ge), "greater_equal")
 bitwise_and = _binary(lax.bitwise_and, "bitwise_and")
 bitwise_or = _binary(lax.bitwise_or, "bitwise_or")
 bitwise_xor = _binary(lax.bitwise_xor, "bitwise_xor")
@@ -280,6 +294,8 @@ def isfinite(x, /):
     x = asarray(x)
     if get_aval(x).dtype.kind in "iub":
         return lax.full(get_aval(x).shape, True, np.bool_)
+    if get_aval(x).dtype.kind == "c":
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
     return lax.is_finite(x)
 
 
@@ -288,6 +304,8 @@ def isinf(x, /):
     dt = get_aval(x).dtype
     if dt.kind in "iub":
         return lax.full(get_aval(x).shape, False, np.bool_)
+    if dt.kind == "c":
+        return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
     return lax.eq(lax.abs(x), lax.full((), np.inf, dt))
 
 
@@ -380,6 +398,11 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
     min = a_min if min is None else min
     max = a_max if max is None else max
     out = asarray(arr)
+    if any(b is not None and np.dtype(getattr(b, "dtype", type(b))).kind == "c"
+           for b in (out, min, max)):
+        raise ValueError("Clip received a complex value either through the input or the min/max "
+                         "keywords. Complex values have no ordering and cannot be clipped: take "
+                         "their real or imaginary parts first (jnp.real / jnp.imag).")
     if min is not None:
         out = maximum(min, out)
     if max is not None:
@@ -424,6 +447,10 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     dt = get_aval(x).dtype
     if dt.kind not in "fc":
         return x
+    if dt.kind == "c":  # the real and imaginary parts separately
+        parts = (nan_to_num(lax.real(x), copy, nan, posinf, neginf),
+                 nan_to_num(lax.imag(x), copy, nan, posinf, neginf))
+        return lax.complex(*parts)
     info = np.finfo(dt)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
@@ -433,11 +460,17 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 def conjugate(x, /):
-    return asarray(x)
+    """The complex conjugate; a real or integer array is returned as it is."""
+    check_arraylike("conjugate", x)
+    x = asarray(x)
+    return lax.conj(x) if get_aval(x).dtype.kind == "c" else x
 
 
 conj = conjugate
 
 
 def real(x, /):
-    return asarray(x)
+    """The real part; a real or integer array is returned as it is."""
+    check_arraylike("real", x)
+    x = asarray(x)
+    return lax.real(x) if get_aval(x).dtype.kind == "c" else x
