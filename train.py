@@ -66,6 +66,9 @@ SCHEMA: dict[str, tuple[tuple, Any, tuple | None, str]] = {
     "train.seed": ((int,), 0, None, "PRNGKey seed for the parameters and the shuffling"),
     "train.eval_every": ((int,), 1, None, "evaluate every N epochs (and after the last)"),
     "train.eval_batch_size": ((int,), 10000, None, "examples per evaluation call"),
+    "train.devices": ((int,), 1, None,
+                      "data-parallel over N CPU devices: each step's batch is split across "
+                      "them (pmap) and the gradients averaged (pmean)"),
     "train.checkpoint_every": ((int,), 1, None, "save a checkpoint every N epochs"),
     "train.log_every": ((int,), 50, None, "write the loss to metrics.jsonl every N steps"),
     "train.stop_after_steps": ((int, NONE), None, None,
@@ -172,7 +175,7 @@ def load_config(path: str | None = None, overrides=(), data_dir: str | None = No
         cfg["data.dir"] = os.environ.get(mnist.ENV_VAR) or None
     for key in ("train.batch_size", "train.epochs", "train.eval_every", "train.eval_batch_size",
                 "train.checkpoint_every", "train.log_every", "data.limit", "data.test_limit",
-                "train.stop_after_steps"):
+                "train.stop_after_steps", "train.devices"):
         if cfg[key] is not None and cfg[key] <= 0:
             raise ConfigError(f"config key {key!r} must be positive, got {cfg[key]}.")
     if cfg["data.prefetch"] < 0:
@@ -556,12 +559,56 @@ def _prepare_output(out_dir: str, cfg: dict, resume: bool, overwrite: bool) -> N
               + "\n  ".join(changes), file=sys.stderr)
 
 
+def _data_parallel_devices(jax, cfg: dict) -> int:
+    """train.devices, after making that many CPU devices (or checking they are there)."""
+    n = cfg["train.devices"]
+    if n == 1:
+        return 1
+    if cfg["backend"] != "cpu":
+        raise ConfigError(f"train.devices={n} runs data-parallel over CPU devices; it needs "
+                          f"backend: cpu (got {cfg['backend']!r}).")
+    if jax.config.num_cpu_devices < n:
+        try:
+            jax.config.update("jax_num_cpu_devices", n)
+        except RuntimeError:
+            pass      # devices already in use: the check below says how many
+    if jax.local_device_count("cpu") < n:
+        raise ConfigError(f"train.devices={n}, but this process has "
+                          f"{jax.local_device_count('cpu')} CPU device(s): set "
+                          f"XLA_FLAGS=--xla_force_host_platform_device_count={n} or "
+                          f"COREJAX_NUM_CPU_DEVICES={n}, or lower train.devices.")
+    return n
+
+
+def _data_parallel(jax, loss_fn, tx, optim, single_step, n: int):
+    """The training step over `n` devices: the batch split across them, the gradients (and
+    the loss) averaged with pmean, the parameters and optimizer state the same on every
+    device (passed unmapped, returned from device 0). A batch that does not split evenly
+    (the last one of an epoch) runs on one device."""
+    def step(params, opt_state, x, y):
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        grads, loss = jax.lax.pmean((grads, loss), "batch")
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optim.apply_updates(params, updates), opt_state, loss
+
+    mapped = jax.pmap(step, axis_name="batch", in_axes=(None, None, 0, 0),
+                      out_axes=(None, None, None), devices=jax.local_devices(backend="cpu")[:n])
+
+    def train_step(params, opt_state, x, y):
+        if x.shape[0] % n:
+            return single_step(params, opt_state, x, y)
+        return mapped(params, opt_state, x.reshape((n, -1) + x.shape[1:]),
+                      y.reshape((n, -1) + y.shape[1:]))
+    return train_step
+
+
 def train(cfg: dict, resume: bool = False, quiet: bool = False, overwrite: bool = False) -> int:
     import corejax as jax
     from corejax import random
     import optim
 
     jax.config.update("platform", cfg["backend"])
+    n_devices = _data_parallel_devices(jax, cfg)
     out_dir = cfg["output.dir"]
     ckpt_path = os.path.join(out_dir, "checkpoint.npz")
     if resume and not os.path.exists(ckpt_path):
@@ -592,6 +639,9 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False, overwrite: bool 
         loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
         updates, opt_state = tx.update(grads, opt_state, params)
         return optim.apply_updates(params, updates), opt_state, loss
+
+    if n_devices > 1:
+        train_step = _data_parallel(jax, loss_fn, tx, optim, train_step, n_devices)
 
     @jax.jit
     def predict(params, x):

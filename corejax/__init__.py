@@ -34,6 +34,10 @@ from corejax import ad_checkpoint, stages
 from corejax.callbacks import pure_callback
 from corejax import custom_batching, experimental
 from corejax.ad_checkpoint import checkpoint, remat, checkpoint_policies
+from corejax._pmap import pmap
+from corejax import sharding
+from corejax.sharding import NamedSharding, PartitionSpec, Shard
+P = PartitionSpec
 
 stop_gradient = lax.stop_gradient
 float0 = dtypes.float0

@@ -76,7 +76,9 @@ class Array(metaclass=_ArrayMeta):
     CUDA device (`_device`). Reading values on the host (`np.asarray(x)`, `x.item()`, printing)
     copies a device buffer back; computing with it never does."""
 
-    __slots__ = ("_value", "weak_type", "_aval", "_device", "__weakref__")
+    # `_sharding` (unset on most arrays) places an array on CPU devices other than the default
+    # one, or over several of them (pmap's results): corejax.sharding.
+    __slots__ = ("_value", "weak_type", "_aval", "_device", "_sharding", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, value: np.ndarray, weak_type: bool = False):
@@ -104,11 +106,39 @@ class Array(metaclass=_ArrayMeta):
     itemsize = property(lambda self: self._value.dtype.itemsize)
 
     @property
-    def device(self) -> Device:
-        return self._device
+    def device(self):
+        sharding = getattr(self, "_sharding", None)
+        if sharding is None:
+            return self._device
+        # an array over several devices answers with its sharding, as JAX's does
+        return sharding._device_assignment[0] if len(sharding._device_assignment) == 1 \
+            else sharding
 
     def devices(self) -> set:
-        return {self._device}
+        sharding = getattr(self, "_sharding", None)
+        return {self._device} if sharding is None else set(sharding.device_set)
+
+    @property
+    def sharding(self):
+        sharding = getattr(self, "_sharding", None)
+        if sharding is None:
+            from corejax.sharding import SingleDeviceSharding
+            return SingleDeviceSharding(self._device)
+        return sharding
+
+    @property
+    def committed(self) -> bool:
+        """Whether the array was placed on its device(s) explicitly (device_put to a device,
+        or a pmap result)."""
+        return getattr(self, "_sharding", None) is not None
+
+    @property
+    def addressable_shards(self) -> list:
+        from corejax.sharding import shards_of
+        return shards_of(self)
+
+    def addressable_data(self, index: int) -> "Array":
+        return self.addressable_shards[index].data
 
     def _host(self) -> np.ndarray:
         """The value as a NumPy array (a copy from a device buffer)."""
@@ -396,17 +426,50 @@ def _cuda_module():
     return _cuda
 
 
+_cpu_device_list: list | None = None
+
+
+def _cpu_devices() -> list:
+    """cpu:0 .. cpu:N-1, N from config num_cpu_devices (JAX's jax_num_cpu_devices, or
+    XLA_FLAGS=--xla_force_host_platform_device_count=N); fixed by the first call."""
+    global _cpu_device_list
+    if _cpu_device_list is None:
+        n = config.num_cpu_devices
+        n = 1 if n in (-1, None) else int(n)
+        if n < 1:
+            raise ValueError(f"num_cpu_devices must be a positive count (or -1 for one), got "
+                             f"{n}.")
+        _cpu_device_list = [CPU] + [Device("cpu", i) for i in range(1, n)]
+    return _cpu_device_list
+
+
+def _num_cpu_devices_changed(value) -> None:
+    if _cpu_device_list is not None and value != len(_cpu_device_list) and not (
+            value == -1 and len(_cpu_device_list) == 1):
+        count = len(_cpu_device_list)
+        config._values["num_cpu_devices"] = count          # the devices in use stay
+        object.__setattr__(config, "num_cpu_devices", count)
+        raise RuntimeError("jax_num_cpu_devices config should be updated before backends are "
+                           "initialized i.e. before any JAX operation is executed (corejax "
+                           f"already lists {count} CPU device(s)). Set it right after "
+                           "`import corejax`, or with COREJAX_NUM_CPU_DEVICES / XLA_FLAGS="
+                           "--xla_force_host_platform_device_count=N.")
+
+
+config.watch("num_cpu_devices", _num_cpu_devices_changed)
+
+
 def devices(backend: str | None = None) -> list[Device]:
     """The devices of a backend (`'cpu'` or `'cuda'`); without one, every device here: cpu:0
     and, where numba.cuda finds GPUs, cuda:0, cuda:1, ..."""
     global _cuda_devices
     if backend is None:
         try:
-            return [CPU] + devices("cuda")
+            return list(_cpu_devices()) + devices("cuda")
         except RuntimeError:
-            return [CPU]
+            return list(_cpu_devices())
     if backend == "cpu":
-        return [CPU]
+        return list(_cpu_devices())
     if backend == "cuda":
         if _cuda_devices is None:
             cuda = _cuda_module()
@@ -577,13 +640,39 @@ def _device_put_leaf(x, device):
 def device_put(x, device: Device | None = None):
     """Moves every leaf of pytree `x` to `device`. Without a device, host values (NumPy
     arrays, scalars) go to the default device and Arrays stay where they are."""
+    if device is not None and not isinstance(device, Device) and hasattr(
+            device, "devices_indices_map"):
+        return _device_put_sharded(x, device)
     if device is not None and not isinstance(device, Device):
         raise TypeError(f"device_put expects a Device (from corejax.devices()), got "
                         f"{type(device).__name__}: {device!r}.")
     if device is not None and device.platform == "cuda":
         devices("cuda")   # raises a clear error when CUDA is absent
+    if device is not None and device.platform == "cpu" and device != CPU:
+        from corejax.sharding import SingleDeviceSharding
+        return _device_put_sharded(x, SingleDeviceSharding(device))
     from corejax.tree_util import tree_map
     return tree_map(lambda leaf: _device_put_leaf(leaf, device), x)
+
+
+def _device_put_sharded(x, sharding):
+    """device_put onto a Sharding of CPU devices (or a CPU device other than cpu:0): the
+    host value, placed as `sharding` says."""
+    from corejax.sharding import with_sharding
+    from corejax.tree_util import tree_map
+    known = _cpu_devices()
+    for d in sharding.device_set:
+        if d not in known:
+            raise ValueError(f"Unknown device {d}: the CPU devices here are "
+                             f"{', '.join(map(str, known))} (more with "
+                             "XLA_FLAGS=--xla_force_host_platform_device_count=N or "
+                             "config.update('jax_num_cpu_devices', N)).")
+
+    def leaf(v):
+        if isinstance(v, core.Tracer):
+            return v
+        return with_sharding(_device_put_leaf(v, CPU), sharding)
+    return tree_map(leaf, x)
 
 
 def place_new(x, device: Device | None = None, like=None):

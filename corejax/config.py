@@ -38,6 +38,17 @@ _CHOICES = {
 }
 
 
+def _env_num_cpu_devices() -> int:
+    """COREJAX_NUM_CPU_DEVICES=N, else JAX's XLA_FLAGS=--xla_force_host_platform_device_count=N,
+    else -1 (JAX's default: one CPU device)."""
+    val = os.environ.get("COREJAX_NUM_CPU_DEVICES")
+    if val is None:
+        for flag in os.environ.get("XLA_FLAGS", "").split():
+            if flag.startswith("--xla_force_host_platform_device_count="):
+                val = flag.split("=", 1)[1]
+    return -1 if val is None else int(val)
+
+
 class Config:
     _defaults = {
         "enable_x64": lambda: _env_bool("JAX_ENABLE_X64", False),
@@ -58,6 +69,8 @@ class Config:
         "log_compiles": lambda: _env_bool("JAX_LOG_COMPILES", False),
         "explain_cache_misses": lambda: _env_bool("JAX_EXPLAIN_CACHE_MISSES", False),
         "platform": lambda: os.environ.get("COREJAX_PLATFORM", "cpu"),
+        # How many CPU devices corejax.devices() lists (-1: one); fixed once devices are used.
+        "num_cpu_devices": _env_num_cpu_devices,
         "cache_dir": lambda: os.environ.get("COREJAX_CACHE_DIR") or _default_cache_dir(),
         # The kernel cache's size limit in MiB; past it the least recently used kernels go.
         "cache_max_mb": lambda: int(os.environ.get("COREJAX_CACHE_MAX_MB", "1024")),

@@ -1,7 +1,7 @@
 """Collectives over named axes: psum, pmean, pmax, pmin, all_gather, psum_scatter, all_to_all,
 ppermute, pshuffle, pswapaxes, axis_index, axis_size (public in corejax.lax).
 
-A named axis is a `vmap(..., axis_name=...)` axis (pmap's, when it lands, will be too). Each
+A named axis is a `vmap(..., axis_name=...)` axis or a pmap's. Each
 collective is a primitive whose batching rule, at the level of the axis it names, computes the
 collective across the batch: `psum` over the axis is a sum over the batch dimension whose
 result every member shares (an unbatched result), `all_gather` stacks the members, and so on.
@@ -9,6 +9,13 @@ At other levels the rule passes the collective through. The function binding a c
 first raises its operand to the named axis's level, so that an operand that does not vary
 along the axis (a constant, a closed-over value) still reaches the rule there. An axis name
 nobody binds raises NameError, as in JAX.
+
+Under pmap (corejax/_pmap.py) a collective over the pmap's axis is staged into the
+per-device program as its primitive; when the program runs, each device's worker thread
+reaches the primitive's impl, which meets the other devices there (_Rendezvous) and computes
+the result with the same batching rule over the devices' stacked operands. The collectives
+are marked effectful so that the compiler never folds, merges or drops one: every device
+runs every collective, in program order.
 
 Differentiation: psum, all_gather, psum_scatter, all_to_all and ppermute are linear, with the
 transposes JAX gives them (psum <-> psum, all_gather <-> psum_scatter, ppermute by the inverse
@@ -18,8 +25,12 @@ from __future__ import annotations
 
 import numpy as np
 
+import threading
+
 from corejax import dtypes
+from corejax.compiler import registry
 from corejax.array import Array
+from corejax import core
 from corejax.core import Primitive, Tracer, get_aval
 from corejax.transforms import ad, batching
 from corejax.lax import reductions, structural
@@ -35,10 +46,88 @@ def _names(axis_name) -> tuple:
     return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
 
 
+class _PmapAxes(threading.local):
+    """pmap's axes. `staging`: (name, size) of each pmap whose per-device program is being
+    traced on this thread (its collectives are staged as primitives). `running`: on a
+    device's worker thread, name -> (_Rendezvous, this device's index) of the pmap it runs."""
+
+    def __init__(self):
+        self.staging: list = []
+        self.running: dict = {}
+
+
+_pmap_axes = _PmapAxes()
+
+
+def _vmap_bound(name) -> bool:
+    try:
+        batching.find_axis(name)
+        return True
+    except NameError:
+        return False
+
+
+def _pmap_size(name):
+    """The size of pmap axis `name` if a pmap is staging its per-device program over it (and
+    no vmap in it binds the same name), else None."""
+    for n, size in reversed(_pmap_axes.staging):
+        if n == name and not _vmap_bound(name):
+            return size
+    return None
+
+
+class _Rendezvous:
+    """Where the devices of one pmap call meet at each collective: every device leaves its
+    operand, one of them computes all the results (the collective's vmap rule over the
+    stacked operands, the same code `vmap(axis_name=)` runs), and each takes its own."""
+
+    def __init__(self, n: int):
+        self.barrier = threading.Barrier(n)
+        self.operands: list = [None] * n
+        self.results = None
+
+    def exchange(self, index: int, x, combine):
+        self.operands[index] = x
+        try:
+            if self.barrier.wait() == 0:
+                try:
+                    self.results = combine(np.stack(self.operands))
+                except BaseException:
+                    self.barrier.abort()
+                    raise
+            self.barrier.wait()
+        except threading.BrokenBarrierError:
+            raise RuntimeError("another device of this pmap failed before reaching the "
+                               "collective (its error is raised by pmap)") from None
+        return np.array(self.results[index])
+
+
+def _device_impl(prim):
+    """The primitive's evaluation inside a running pmap: a rendezvous of the devices."""
+    def impl(x, **params):
+        axes = params["axes"]
+        run = _pmap_axes.running.get(axes[0]) if len(axes) == 1 else None
+        if run is None:
+            _unbound(axes)
+        rendezvous, index = run
+
+        def combine(stacked):
+            outs, dims = batching.vmap_flat(lambda v: [prim.bind(v, **params)],
+                                            stacked.shape[0], [0], args=[Array(stacked)],
+                                            axis_name=axes[0])
+            return np.asarray(batching.bdim_at_front(outs[0], dims[0], stacked.shape[0]))
+        return rendezvous.exchange(index, x, combine)
+    registry.def_effectful(prim)     # every device runs every collective, in program order
+    return impl
+
+
 def _raise_to_axes(x, names):
     """`x` as a tracer of the innermost of the named axes (or above): the collective's
-    primitive then reaches that axis's batching rule even when `x` does not vary along it."""
-    mains = [batching.find_axis(n) for n in names]
+    primitive then reaches that axis's batching rule even when `x` does not vary along it.
+    Axes of a pmap being staged bind nothing: the primitive is staged as it is."""
+    mains = [batching.find_axis(n) for n in names if _pmap_size(n) is None]
+    if not mains:
+        return x
     top = max(mains, key=lambda m: m.level)
     if isinstance(x, Tracer) and x._trace.main.level >= top.level:
         return x
@@ -67,7 +156,7 @@ def _sum_operand(x):
 
 def _reducer(name, reduce, unbatched):
     prim = Primitive(name)
-    prim.def_impl(lambda x, *, axes: _unbound(axes))
+    prim.def_impl(_device_impl(prim))
     prim.def_abstract_eval(lambda aval, *, axes: aval)
     prim.weak_type_rule = lambda x, *, axes: get_aval(x).weak_type
 
@@ -128,7 +217,8 @@ def axis_size(axis_name) -> int:
     """The size of the named axis (the product over several names)."""
     size = 1
     for n in _names(axis_name):
-        size *= batching.find_axis(n).payload.size
+        pmapped = _pmap_size(n)
+        size *= batching.find_axis(n).payload.size if pmapped is None else pmapped
     return size
 
 
@@ -152,10 +242,27 @@ def axis_index(axis_name):
         for n in names:
             index = index * axis_size(n) + axis_index(n)
         return index
+    if _pmap_size(names[0]) is not None:
+        return axis_index_p.bind(axis_name=names[0])
     main = batching.find_axis(names[0])
     # a concrete iota: binding one here would stage it into whatever jit is tracing now
     iota = Array(np.arange(main.payload.size, dtype=np.int32))
     return batching.BatchTracer(main.with_trace(), iota, 0)
+
+
+def _axis_index_impl(*, axis_name):
+    run = _pmap_axes.running.get(axis_name)
+    if run is None:
+        _unbound((axis_name,))
+    return np.asarray(run[1], np.int32)
+
+
+# A pmap's axis_index: this device's index, read when its program runs.
+axis_index_p = Primitive("axis_index")
+axis_index_p.def_impl(_axis_index_impl)
+axis_index_p.def_abstract_eval(lambda *, axis_name: core.ShapedArray((), np.dtype(np.int32)))
+axis_index_p.weak_type_rule = lambda *, axis_name: False
+registry.def_effectful(axis_index_p)
 
 
 # --- all_gather / psum_scatter ---------------------------------------------------------------
@@ -223,10 +330,10 @@ def _psum_scatter_batch(axis_size_, axis_name, vals, dims, *, axes, scatter_dime
 
 
 all_gather_p.def_abstract_eval(_all_gather_abstract)
-all_gather_p.def_impl(lambda x, *, axes, **_: _unbound(axes))
+all_gather_p.def_impl(_device_impl(all_gather_p))
 all_gather_p.weak_type_rule = lambda x, **_: get_aval(x).weak_type
 psum_scatter_p.def_abstract_eval(_psum_scatter_abstract)
-psum_scatter_p.def_impl(lambda x, *, axes, **_: _unbound(axes))
+psum_scatter_p.def_impl(_device_impl(psum_scatter_p))
 psum_scatter_p.weak_type_rule = lambda x, **_: get_aval(x).weak_type
 _all_gather_batch.needs_axis_name = True
 _psum_scatter_batch.needs_axis_name = True
@@ -321,7 +428,7 @@ def _all_to_all_batch(axis_size_, axis_name, vals, dims, *, axes, split_axis, co
 
 
 all_to_all_p.def_abstract_eval(_all_to_all_abstract)
-all_to_all_p.def_impl(lambda x, *, axes, **_: _unbound(axes))
+all_to_all_p.def_impl(_device_impl(all_to_all_p))
 all_to_all_p.weak_type_rule = lambda x, **_: get_aval(x).weak_type
 _all_to_all_batch.needs_axis_name = True
 batching.primitive_batchers[all_to_all_p] = _all_to_all_batch
@@ -377,7 +484,7 @@ def _ppermute_batch(axis_size_, axis_name, vals, dims, *, axes, perm):
 
 
 ppermute_p.def_abstract_eval(lambda aval, **_: aval)
-ppermute_p.def_impl(lambda x, *, axes, **_: _unbound(axes))
+ppermute_p.def_impl(_device_impl(ppermute_p))
 ppermute_p.weak_type_rule = lambda x, **_: get_aval(x).weak_type
 _ppermute_batch.needs_axis_name = True
 batching.primitive_batchers[ppermute_p] = _ppermute_batch

@@ -32,9 +32,9 @@ _FLAG = "a config option with no corejax behaviour behind it: {}"
 # name -> why corejax does not provide it (jax top level; the other modules are complete)
 NOT_PROVIDED = {
     **{n: _SHARDING for n in (
-        "NamedSharding", "P", "Shard", "distributed", "make_array_from_callback",
+        "distributed", "make_array_from_callback",
         "make_array_from_process_local_data", "make_array_from_single_device_arrays",
-        "make_mesh", "memory", "pmap", "reshard", "set_mesh", "shard_map", "sharding", "smap",
+        "make_mesh", "memory", "reshard", "set_mesh", "shard_map", "smap",
         "remove_size_one_mesh_axis_from_type", "auto_pcast")},
     **{n: _REFS for n in ("Ref", "ref", "new_ref", "empty_ref", "free_ref", "freeze", "ds")},
     **{n: _INTERNAL for n in ("api_util", "interpreters", "lib", "ffi")},

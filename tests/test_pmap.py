@@ -1,0 +1,188 @@
+"""pmap over 4 CPU devices against JAX's pmap (tests/golden/pmap.json, written by
+tests/golden/gen_pmap.py with 4 host devices), the devices' API, and the errors."""
+import importlib.util
+import json
+import os
+
+import numpy as np
+import pytest
+
+import corejax as jax
+import corejax.numpy as jnp
+from corejax import array as _array, lax
+from corejax.sharding import Mesh, NamedSharding, PartitionSpec as P, SingleDeviceSharding
+
+_GOLDEN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
+_spec = importlib.util.spec_from_file_location("gen_pmap",
+                                               os.path.join(_GOLDEN_DIR, "gen_pmap.py"))
+gen_pmap = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gen_pmap)
+with open(os.path.join(_GOLDEN_DIR, "pmap.json")) as _f:
+    GOLDEN = json.load(_f)["cases"]
+
+# A pmap under another transformation runs as vmap there, and its result is not marked as
+# sharded (JAX's is); nested pmap is compared with JAX's vmap of vmap.
+NO_SPEC = {"jit_of_pmap", "grad_of_pmap", "vmap_of_pmap", "nested"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def four_devices():
+    """4 CPU devices for this module (as XLA_FLAGS=--xla_force_host_platform_device_count=4
+    gives JAX); the device list is fixed per process, so the module swaps it and puts the
+    previous one back."""
+    prev_list, prev_value = _array._cpu_device_list, jax.config.num_cpu_devices
+    _array._cpu_device_list = None
+    jax.config.update("jax_num_cpu_devices", 4)
+    yield
+    _array._cpu_device_list = None
+    jax.config.update("jax_num_cpu_devices", prev_value)
+    _array._cpu_device_list = prev_list
+
+
+def _strip_spec(d):
+    if isinstance(d, list):
+        return [_strip_spec(v) for v in d]
+    if isinstance(d, dict) and "value" not in d and "raises" not in d:
+        return {k: _strip_spec(v) for k, v in d.items()}
+    return {k: v for k, v in d.items() if k != "spec"}
+
+
+def _close(got, want, path="out"):
+    if isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), path
+        for i, (g, w) in enumerate(zip(got, want)):
+            _close(g, w, f"{path}[{i}]")
+        return
+    if "value" not in want and "raises" not in want:
+        assert sorted(got) == sorted(want), path
+        for k in want:
+            _close(got[k], want[k], f"{path}[{k!r}]")
+        return
+    if "raises" in want:
+        assert got == want, path
+        return
+    assert (got["dtype"], got["shape"], got.get("spec")) == \
+        (want["dtype"], want["shape"], want.get("spec")), path
+    np.testing.assert_allclose(np.array(got["value"], dtype=float),
+                               np.array(want["value"], dtype=float), rtol=2e-6, atol=1e-6,
+                               err_msg=path)
+
+
+def test_golden_cases_match_jax():
+    assert sorted(GOLDEN) == sorted(gen_pmap.CASES), \
+        "run tests/golden/gen_pmap.py under JAX to record the new cases"
+    env = {"jax": jax, "jnp": jnp, "lax": lax, "np": np}
+    failures = []
+    for name in sorted(gen_pmap.CASES):
+        got = gen_pmap.run_case(name, env, gen_pmap.COREJAX_BODIES)
+        want = GOLDEN[name]
+        if name in NO_SPEC:
+            got, want = _strip_spec(got), _strip_spec(want)
+        try:
+            _close(got, want, name)
+        except AssertionError as e:
+            failures.append(f"{name}: {e}\n  got {str(got)[:300]}\n  want {str(want)[:300]}")
+    assert not failures, "\n".join(failures)
+
+
+def test_devices_and_placement():
+    devs = jax.devices()
+    assert [str(d) for d in devs] == ["cpu:0", "cpu:1", "cpu:2", "cpu:3"]
+    assert jax.device_count() == jax.local_device_count() == 4
+    assert jax.local_devices() == devs and jax.devices("cpu") == devs
+    x = jnp.arange(6.0)
+    assert not x.committed and x.sharding == SingleDeviceSharding(devs[0])
+    y = jax.device_put(x, devs[2])
+    assert y.committed and y.device == devs[2] and y.devices() == {devs[2]}
+    assert repr(y.sharding) == "SingleDeviceSharding(device=CpuDevice(id=2), memory_kind=device)"
+    np.testing.assert_array_equal(np.asarray(y), np.arange(6.0))
+    with pytest.raises(RuntimeError, match="before backends are initialized"):
+        jax.config.update("jax_num_cpu_devices", 2)
+    assert jax.config.num_cpu_devices == 4
+    mesh = Mesh(np.array(devs[:2]), ("d",))
+    s = NamedSharding(mesh, P("d"))
+    z = jax.device_put(jnp.arange(8.0).reshape(4, 2), s)
+    assert z.sharding == s and z.devices() == set(devs[:2])
+    assert [(sh.device, sh.index) for sh in z.addressable_shards] == \
+        [(devs[0], (slice(0, 2), slice(None))), (devs[1], (slice(2, 4), slice(None)))]
+    np.testing.assert_array_equal(np.asarray(z.addressable_data(1)), [[4, 5], [6, 7]])
+    with pytest.raises(ValueError, match="partitioned 2 times"):
+        jax.device_put(jnp.arange(3.0), s)
+    with pytest.raises(ValueError, match="not found in mesh"):
+        NamedSharding(mesh, P("e"))
+
+
+def test_pmap_results_are_sharded_and_feed_the_next_pmap():
+    f = jax.pmap(lambda x: x * 2.0, axis_name="i")
+    out = f(jnp.arange(8.0).reshape(4, 2))
+    assert repr(out.sharding) == ("NamedSharding(mesh=Mesh('i': 4, axis_types=(Auto,)), "
+                                  "spec=P('i',), memory_kind=device)")
+    assert out.devices() == set(jax.devices())
+    shards = out.addressable_shards
+    assert [s.device for s in shards] == jax.devices() and shards[3].data.shape == (1, 2)
+    np.testing.assert_array_equal(np.asarray(shards[3].data), [[12.0, 14.0]])
+    again = f(out)
+    np.testing.assert_array_equal(np.asarray(again), np.arange(8.0).reshape(4, 2) * 4)
+    # donated inputs are deleted; the devices= argument picks the devices
+    g = jax.pmap(lambda x: x + 1.0, donate_argnums=0, devices=jax.devices()[2:])
+    x = jnp.ones((2, 3))
+    res = g(x)
+    assert x.is_deleted() and res.devices() == set(jax.devices()[2:])
+    with pytest.raises(ValueError, match="number of local devices passed to pmap"):
+        g(jnp.ones((3, 3)))
+
+
+def test_an_error_on_one_device_reaches_the_caller_without_a_hang():
+    def f(x):
+        y = lax.psum(x, "i")
+        return jax.pure_callback(lambda v: _fail(v), jax.ShapeDtypeStruct((), np.float32), y)
+
+    def _fail(v):
+        raise ZeroDivisionError("device failure")
+    with pytest.raises(Exception, match="device failure"):
+        jax.pmap(f, "i")(jnp.arange(4.0))
+
+
+def test_device_count_from_the_environment(monkeypatch):
+    from corejax.config import _env_num_cpu_devices
+    monkeypatch.delenv("COREJAX_NUM_CPU_DEVICES", raising=False)
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_foo=1 --xla_force_host_platform_device_count=3")
+    assert _env_num_cpu_devices() == 3
+    monkeypatch.setenv("COREJAX_NUM_CPU_DEVICES", "2")
+    assert _env_num_cpu_devices() == 2
+    monkeypatch.delenv("COREJAX_NUM_CPU_DEVICES")
+    monkeypatch.delenv("XLA_FLAGS")
+    assert _env_num_cpu_devices() == -1
+
+
+def test_data_parallel_training_matches_one_device(tmp_path, capsys):
+    """train.py with train.devices=2: the same losses and parameters as one device on the
+    same global batches, to float32 rounding (the last batch, of one example, runs on one
+    device)."""
+    import train
+    from data import checkpoint, mnist
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    data_dir = os.environ.get("COREJAX_DATA_DIR") or os.path.join(repo, "..", "shared", "data",
+                                                                  "mnist")
+    if mnist.find_idx_files(data_dir, "train") is None:
+        pytest.skip("real MNIST IDX files not found (set COREJAX_DATA_DIR)")
+    runs = {}
+    for n in (1, 2):
+        out = tmp_path / f"dev{n}"
+        argv = ["--config", os.path.join(repo, "configs", "mlp.yaml"), "--data-dir", data_dir,
+                "--output-dir", str(out), "--quiet"]
+        for item in ["model.args.features=[32]", "data.limit=321", "data.test_limit=100",
+                     "train.batch_size=64", "train.epochs=1", "output.plot=false",
+                     "train.log_every=1", f"train.devices={n}"]:
+            argv += ["--set", item]
+        assert train.main(argv) == 0
+        records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+        losses = [r["loss"] for r in records if r["type"] == "step"]
+        runs[n] = losses, checkpoint.restore(os.path.join(out, "checkpoint.npz"))
+    capsys.readouterr()
+    assert len(runs[1][0]) == len(runs[2][0]) == 6
+    np.testing.assert_allclose(runs[2][0], runs[1][0], rtol=2e-6)
+    one, two = (jax.tree_util.tree_leaves(runs[n][1]["params"]) for n in (1, 2))
+    assert len(one) == len(two) > 0
+    for a, b in zip(one, two):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-6)
