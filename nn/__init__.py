@@ -39,3 +39,10 @@ from nn.recurrent import (  # noqa: F401
     RNNCellBase, LSTMCell, OptimizedLSTMCell, SimpleCell, GRUCell, MGUCell, ConvLSTMCell, RNN,
     Bidirectional,
 )
+from nn.functional import apply, init, init_with_output  # noqa: F401
+from nn import core, meta, serialization, struct  # noqa: F401
+from nn.core import FrozenDict  # noqa: F401
+from nn.meta import (  # noqa: F401
+    Partitioned, LogicallyPartitioned, PARTITION_NAME, with_partitioning,
+    with_logical_partitioning, unbox, get_partition_spec, logical_to_mesh_axes,
+)

@@ -205,12 +205,15 @@ def _unpack_ext(code, data):
     return msgpack.ExtType(code, data)
 
 
-def _prepare(node):
-    """Device arrays become NumPy arrays and huge arrays chunk dicts (a fresh tree)."""
+def _prepare(node, sort_keys: bool):
+    """Device arrays become NumPy arrays and huge arrays chunk dicts (a fresh tree); with
+    `sort_keys` dicts are rebuilt in sorted key order, as the pytree copy Flax makes when not
+    serializing in place."""
     if isinstance(node, dict):
-        return {k: _prepare(v) for k, v in node.items()}
+        keys = sorted(node) if sort_keys else node
+        return {k: _prepare(node[k], sort_keys) for k in keys}
     if isinstance(node, (list, tuple)) and not hasattr(node, "_fields"):
-        return type(node)(_prepare(v) for v in node)
+        return type(node)(_prepare(v, sort_keys) for v in node)
     if isinstance(node, Array):
         node = np.asarray(node)
     if isinstance(node, np.ndarray) and node.size * node.dtype.itemsize > MAX_CHUNK_SIZE:
@@ -233,10 +236,10 @@ def _unchunk(node):
 
 
 def msgpack_serialize(pytree, in_place: bool = False) -> bytes:
-    """Flax's msgpack bytes of a tree of dicts, lists, tuples, arrays and scalars
-    (`in_place` is accepted for Flax's signature; the tree is never modified)."""
-    del in_place
-    return msgpack.packb(_prepare(pytree), default=_pack_ext, strict_types=True)
+    """Flax's msgpack bytes of a tree of dicts, lists, arrays and scalars. As in Flax, dict
+    entries are written in sorted key order unless `in_place` (then in insertion order); the
+    tree itself is never modified."""
+    return msgpack.packb(_prepare(pytree, not in_place), default=_pack_ext, strict_types=True)
 
 
 def msgpack_restore(encoded_pytree: bytes):
@@ -248,7 +251,7 @@ def msgpack_restore(encoded_pytree: bytes):
 
 def to_bytes(target) -> bytes:
     """Flax's msgpack bytes of `target`'s state dict."""
-    return msgpack_serialize(to_state_dict(target))
+    return msgpack_serialize(to_state_dict(target), in_place=True)
 
 
 def from_bytes(target, encoded_bytes: bytes):

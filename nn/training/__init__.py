@@ -1,0 +1,1 @@
+"""flax.training: train_state.TrainState, checkpoints, common_utils, early_stopping."""
