@@ -46,3 +46,6 @@ from nn.meta import (  # noqa: F401
     Partitioned, LogicallyPartitioned, PARTITION_NAME, with_partitioning,
     with_logical_partitioning, unbox, get_partition_spec, logical_to_mesh_axes,
 )
+from nn.linear import ConvLocal, Einsum  # noqa: F401
+from nn.normalization import InstanceNorm, WeightNorm, SpectralNorm  # noqa: F401
+from nn.activation import PReLU, normalize  # noqa: F401

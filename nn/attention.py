@@ -40,13 +40,12 @@ def dot_product_attention_weights(query, key, bias=None, mask=None, broadcast_dr
         if dropout_rng is None:
             raise ValueError("attention dropout needs dropout_rng when not deterministic.")
         keep = 1.0 - dropout_rate
-        shape = list(weights.shape)
-        if broadcast_dropout:  # one mask for every query position of a batch element
-            shape[-2] = 1
-        mask_ = jnp.broadcast_to(random.bernoulli(dropout_rng, keep, tuple(shape)),
-                                 weights.shape)
-        weights = lax.select(mask_, weights / jnp.asarray(keep, weights.dtype),
-                             jnp.zeros_like(weights))
+        if broadcast_dropout:  # one mask shared by the batch and head axes
+            shape = (1,) * (key.ndim - 2) + tuple(weights.shape[-2:])
+        else:
+            shape = tuple(weights.shape)
+        keep_mask = random.bernoulli(dropout_rng, keep, shape)
+        weights = weights * (keep_mask.astype(weights.dtype) / jnp.asarray(keep, weights.dtype))
     return weights
 
 

@@ -6,13 +6,15 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+import corejax
 import corejax.numpy as jnp
 from corejax import dtypes, lax
 from corejax.lax.conv import conv_general_dilated, conv_transpose
 from corejax.nn import initializers
 from nn.module import Module, compact
 
-__all__ = ["Dense", "DenseGeneral", "Conv", "ConvTranspose", "Embed", "promote_dtype"]
+__all__ = ["Dense", "DenseGeneral", "Conv", "ConvTranspose", "ConvLocal", "Embed", "Einsum",
+           "promote_dtype"]
 
 default_kernel_init = initializers.lecun_normal()
 default_embed_init = initializers.variance_scaling(1.0, "fan_in", "normal", out_axis=0)
@@ -174,9 +176,9 @@ class Conv(_ConvBase):
     kernel_init: Callable = default_kernel_init
     bias_init: Callable = initializers.zeros
 
-    @compact
-    def __call__(self, inputs):
-        kernel_size = self._kernel_size()
+    def _prepare(self, inputs, kernel_size):
+        """Batched inputs (CIRCULAR / CAUSAL padding applied), the unbatching function,
+        strides, lax padding, input and kernel dilations."""
         n = len(kernel_size)
         inputs, unbatch = self._batched(inputs, kernel_size)
         strides = _tuple(self.strides, n, "strides", self)
@@ -195,6 +197,13 @@ class Conv(_ConvBase):
             inputs = jnp.pad(inputs, [(0, 0), ((kernel_size[0] - 1) * kernel_dilation[0], 0),
                                       (0, 0)])
             padding = "VALID"
+        return inputs, unbatch, strides, padding, input_dilation, kernel_dilation
+
+    @compact
+    def __call__(self, inputs):
+        kernel_size = self._kernel_size()
+        inputs, unbatch, strides, padding, input_dilation, kernel_dilation = \
+            self._prepare(inputs, kernel_size)
         in_features = inputs.shape[-1]
         if in_features % self.feature_group_count:
             raise ValueError(f'Conv "{self.path}": input features ({in_features}) must be a '
@@ -281,3 +290,102 @@ class Embed(Module):
         """Dot products of `query` with every embedding (for tied output layers)."""
         query, table = promote_dtype(query, self.embedding, dtype=self.dtype)
         return jnp.dot(query, table.T)
+
+
+class ConvLocal(Conv):
+    """A locally connected convolution: a separate kernel at every output position; kernel
+    shape (*output_spatial, prod(kernel_size) * in, out), bias (*output_spatial, out)."""
+
+    @compact
+    def __call__(self, inputs):
+        kernel_size = self._kernel_size()
+        inputs, unbatch, strides, padding, input_dilation, kernel_dilation = \
+            self._prepare(inputs, kernel_size)
+        if self.feature_group_count != 1:
+            raise NotImplementedError("`lax.conv_general_dilated_local` does not support "
+                                      "`feature_group_count != 1`, got "
+                                      f"`{self.feature_group_count}`.")
+        in_features = inputs.shape[-1]
+        dn = _conv_dimension_numbers(inputs.ndim)
+        out_shape = corejax.eval_shape(
+            lambda lhs, rhs: conv_general_dilated(
+                lhs, rhs, strides, padding, lhs_dilation=input_dilation,
+                rhs_dilation=kernel_dilation, dimension_numbers=dn),
+            corejax.ShapeDtypeStruct(inputs.shape, inputs.dtype),
+            corejax.ShapeDtypeStruct(kernel_size + (in_features, self.features),
+                                     inputs.dtype)).shape
+        kernel_shape = tuple(out_shape[1:-1]) + (math.prod(kernel_size) * in_features,
+                                                 self.features)
+        if self.mask is not None and tuple(self.mask.shape) != kernel_shape:
+            raise ValueError("Mask needs to have the same shape as weights. Shapes are: "
+                             f"{tuple(self.mask.shape)}, {kernel_shape}")
+        kernel = self.param("kernel", self.kernel_init, kernel_shape, self.param_dtype)
+        if self.mask is not None:
+            kernel = kernel * self.mask
+        bias = (self.param("bias", self.bias_init, tuple(out_shape[1:]), self.param_dtype)
+                if self.use_bias else None)
+        inputs, kernel, bias = promote_dtype(inputs, kernel, bias, dtype=self.dtype)
+        y = lax.conv_general_dilated_local(inputs, kernel, strides, padding, kernel_size,
+                                           lhs_dilation=input_dilation,
+                                           rhs_dilation=kernel_dilation, dimension_numbers=dn,
+                                           precision=self.precision)
+        if bias is not None:
+            y = y + jnp.reshape(bias, (1,) * (y.ndim - bias.ndim) + tuple(bias.shape))
+        return unbatch(y)
+
+
+def _einsum_bias_shapes(einsum_str, lhs, rhs_shape):
+    """The bias shape (the kernel's axes kept in the output) and its broadcast shape."""
+    operands, result = einsum_str.split("->")
+    lhs_str, rhs_str = operands.split(",")
+    if "..." in lhs_str or "..." in rhs_str or "..." in result:
+        n_ell = lhs.ndim - len(lhs_str.replace("...", ""))
+        letters = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in einsum_str][:n_ell]
+        fill = "".join(letters)
+        rhs_str, result = rhs_str.replace("...", ""), result.replace("...", fill)
+    rhs_pos = {c: i for i, c in enumerate(rhs_str)}
+    broadcast, shape = [1] * len(result), []
+    for i, c in enumerate(result):
+        if c in rhs_pos:
+            broadcast[i] = rhs_shape[rhs_pos[c]]
+            shape.append(rhs_shape[rhs_pos[c]])
+    return shape, broadcast
+
+
+class Einsum(Module):
+    """y = einsum(einsum_str, inputs, kernel) (+ bias over the kernel axes kept in the
+    output); the kernel has shape `shape`."""
+    shape: Sequence[int]
+    einsum_str: Any = None
+    use_bias: bool = True
+    dtype: Any = None
+    param_dtype: Any = jnp.float32
+    precision: Any = None
+    kernel_init: Callable = default_kernel_init
+    bias_init: Callable = initializers.zeros
+    promote_dtype: Callable = promote_dtype
+    preferred_element_type: Any = None
+
+    @compact
+    def __call__(self, inputs, einsum_str=None):
+        from nn.module import merge_param
+        einsum_str = merge_param("einsum_str", self.einsum_str, einsum_str)
+        einsum_str = einsum_str.replace(" ", "")
+        if "->" not in einsum_str:
+            raise ValueError('`einsum_str` equation must be explicit and include "->".')
+        if einsum_str.count(",") != 1:
+            raise ValueError("`einsum_str` equation must have exactly two operands and "
+                             "therefore, exactly one comma character, instead of "
+                             f'{einsum_str.count(",")}')
+        inputs = jnp.asarray(inputs)
+        kernel = self.param("kernel", self.kernel_init, tuple(self.shape), self.param_dtype)
+        bias = None
+        if self.use_bias:
+            bias_shape, bshape = _einsum_bias_shapes(einsum_str, inputs, tuple(self.shape))
+            bias = self.param("bias", self.bias_init, tuple(bias_shape), self.param_dtype)
+        inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
+        y = jnp.einsum(einsum_str, inputs, kernel, precision=self.precision,
+                       preferred_element_type=self.preferred_element_type)
+        if bias is not None:
+            y = y + jnp.reshape(bias, bshape)
+        return y

@@ -5,15 +5,17 @@ E[x^2] - E[x]^2 (clipped at 0), as Flax does by default.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 import corejax.numpy as jnp
-from corejax import lax
+from corejax import lax, random
 from corejax.nn import initializers
 from nn.linear import promote_dtype
 from nn.module import Module, compact, merge_param
 
-__all__ = ["BatchNorm", "LayerNorm", "GroupNorm", "RMSNorm"]
+__all__ = ["BatchNorm", "LayerNorm", "GroupNorm", "RMSNorm", "InstanceNorm", "WeightNorm",
+           "SpectralNorm"]
 
 
 def _canonical_axes(ndim: int, axes, module: Module) -> tuple:
@@ -201,3 +203,148 @@ class GroupNorm(Module):
         return _normalize(self, x, per_channel(mean), per_channel(var), spatial, (x.ndim - 1,),
                           self.dtype, self.param_dtype, self.epsilon, self.use_bias,
                           self.use_scale, self.bias_init, self.scale_init)
+
+
+class InstanceNorm(Module):
+    """Normalizes each example and feature over the remaining axes (the spatial ones); the
+    first axis is the batch."""
+    epsilon: float = 1e-6
+    dtype: Any = None
+    param_dtype: Any = jnp.float32
+    use_bias: bool = True
+    use_scale: bool = True
+    bias_init: Callable = initializers.zeros
+    scale_init: Callable = initializers.ones
+    feature_axes: Any = -1
+    axis_name: Any = None
+    axis_index_groups: Any = None
+    use_fast_variance: bool = True
+    force_float32_reductions: bool = True
+
+    @compact
+    def __call__(self, x, *, mask=None):
+        if self.axis_name is not None:
+            raise NotImplementedError(f'InstanceNorm "{self.path}": axis_name is not '
+                                      "supported.")
+        if mask is not None:
+            raise NotImplementedError(f'InstanceNorm "{self.path}": mask is not supported.')
+        x = jnp.asarray(x)
+        feature_axes = _canonical_axes(x.ndim, self.feature_axes, self)
+        reduction_axes = tuple(i for i in range(1, x.ndim) if i not in feature_axes)
+        mean, var = _stats(x, reduction_axes, self.dtype, self.use_fast_variance)
+        return _normalize(self, x, mean, var, reduction_axes, feature_axes, self.dtype,
+                          self.param_dtype, self.epsilon, self.use_bias, self.use_scale,
+                          self.bias_init, self.scale_init)
+
+
+def _l2_normalize(x, axis=None, eps=1e-12):
+    return x * lax.rsqrt(jnp.sum(x * x, axis=axis, keepdims=True) + eps)
+
+
+def _key_path_names(path):
+    return [getattr(k, "key", getattr(k, "name", getattr(k, "idx", k))) for k in path]
+
+
+def _map_leaves_with_path(fn, tree, prefix=()):
+    if isinstance(tree, dict):
+        return {k: _map_leaves_with_path(fn, v, prefix + (k,)) for k, v in tree.items()}
+    return fn(prefix, tree)
+
+
+class WeightNorm(Module):
+    """Runs `layer_instance` with its variables (those whose path contains an entry of
+    `variable_filter`) divided by their l2-norm over the non-feature axes and multiplied by a
+    learned scale (a parameter named '<layer>/<path>/scale')."""
+    layer_instance: Module
+    epsilon: float = 1e-12
+    dtype: Any = None
+    param_dtype: Any = jnp.float32
+    use_scale: bool = True
+    scale_init: Callable = initializers.ones
+    feature_axes: Any = -1
+    variable_filter: Any = dataclasses.field(default_factory=lambda: {"kernel"})
+
+    @compact
+    def __call__(self, *args, **kwargs):
+        from nn.transforms import map_variables
+        return map_variables(
+            lambda layer: layer(*args, **kwargs),
+            trans_in_fn=lambda vs: _map_leaves_with_path(self._l2_normalize, vs),
+            init=self.is_initializing())(self.layer_instance)
+
+    def _l2_normalize(self, path, value):
+        value = jnp.asarray(value)
+        str_path = self.layer_instance.name + "/" + "/".join(str(p) for p in path[1:])
+        if self.variable_filter and not any(v in str_path for v in self.variable_filter):
+            return value
+        if self.feature_axes is None:
+            feature_axes, reduction_axes = (), tuple(range(value.ndim))
+        else:
+            feature_axes = _canonical_axes(value.ndim, self.feature_axes, self)
+            reduction_axes = tuple(i for i in range(value.ndim) if i not in feature_axes)
+        feature_shape = [1] * value.ndim
+        reduced = []
+        for ax in feature_axes:
+            feature_shape[ax] = value.shape[ax]
+            reduced.append(value.shape[ax])
+        value_bar = _l2_normalize(value, axis=reduction_axes, eps=self.epsilon)
+        args = [value]
+        if self.use_scale:
+            scale = jnp.reshape(self.param(str_path + "/scale", self.scale_init, tuple(reduced),
+                                           self.param_dtype), feature_shape)
+            value_bar = value_bar * scale
+            args.append(scale)
+        return jnp.asarray(value_bar, self.dtype or jnp.result_type(*args))
+
+
+class SpectralNorm(Module):
+    """Runs `layer_instance` with its matrices divided by their largest singular value,
+    estimated by `n_steps` of power iteration from a vector kept (with the estimate) in
+    `collection_name` as '<layer>/<path>/u' and '.../sigma' (updated when update_stats)."""
+    layer_instance: Module
+    n_steps: int = 1
+    epsilon: float = 1e-12
+    dtype: Any = None
+    param_dtype: Any = jnp.float32
+    error_on_non_matrix: bool = False
+    collection_name: str = "batch_stats"
+
+    @compact
+    def __call__(self, *args, update_stats, **kwargs):
+        from nn.transforms import map_variables
+        return map_variables(
+            lambda layer: layer(*args, **kwargs),
+            trans_in_fn=lambda vs: _map_leaves_with_path(
+                lambda p, v: self._spectral_normalize(p, v, update_stats), vs),
+            init=self.is_initializing(), mutable=True)(self.layer_instance)
+
+    def _spectral_normalize(self, path, vs, update_stats):
+        value = jnp.asarray(vs)
+        shape = value.shape
+        if value.ndim <= 1 or self.n_steps < 1:
+            return value
+        if value.ndim > 2:
+            if self.error_on_non_matrix:
+                raise ValueError(f"Input is {value.ndim}D but error_on_non_matrix is True")
+            value = jnp.reshape(value, (-1, value.shape[-1]))
+        base = self.layer_instance.name + "/" + "/".join(str(p) for p in path[1:])
+        u_name, sigma_name = base + "/u", base + "/sigma"
+        u_var = self.variable(self.collection_name, u_name, random.normal,
+                              self.make_rng("params") if not self.has_variable(
+                                  self.collection_name, u_name) else None,
+                              (1, value.shape[-1]), self.param_dtype)
+        sigma_var = self.variable(self.collection_name, sigma_name, jnp.ones, (),
+                                  self.param_dtype)
+        u0 = u_var.value
+        for _ in range(self.n_steps):
+            v0 = _l2_normalize(jnp.matmul(u0, value.T), eps=self.epsilon)
+            u0 = _l2_normalize(jnp.matmul(v0, value), eps=self.epsilon)
+        u0 = lax.stop_gradient(u0)
+        v0 = lax.stop_gradient(v0)
+        sigma = jnp.matmul(jnp.matmul(v0, value), u0.T)[0, 0]
+        value = value / jnp.where(sigma != 0, sigma, 1)
+        if update_stats:
+            u_var.value = u0
+            sigma_var.value = sigma
+        dtype = self.dtype or jnp.result_type(vs, u0, v0, sigma)
+        return jnp.asarray(jnp.reshape(value, shape), dtype)

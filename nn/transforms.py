@@ -510,16 +510,21 @@ def map_variables(target, mapped_collections=True, trans_in_fn=lambda x: x,
         def call(module, *args, **kwargs):
             frame = _Frame(module, "map_variables")
             vars_in = _read(frame.scope, lambda c: vpred(c) or mapped(c))
-            mapped_in = {c: t for c, t in vars_in.items() if mapped(c)}
-            seen = trans_in_fn(mapped_in)
-            variables_ = {c: t for c, t in vars_in.items() if not mapped(c)}
-            variables_.update(seen)
-            may_write = lambda c: frame.is_mutable(c) and (
-                not mapped(c) or mutable or (init and frame.store.initializing))
-            out, new = frame.run(fn, variables_, frame.rngs(rpred), may_write, args, kwargs)
-            changed = {c: t for c, t in new.items() if mapped(c) and may_write(c)}
-            if changed:
-                frame.write_back(trans_out_fn(changed))
+            target = {c: t for c, t in vars_in.items() if mapped(c)}
+            others = {c: t for c, t in vars_in.items() if not mapped(c)}
+            keys = frame.rngs(rpred)
+            target_out = bool(mutable or init)
+            if init:
+                # Create the variables first, then map them in.
+                _, made = frame.run(fn, dict(others, **target), keys, frame.is_mutable, args,
+                                    kwargs)
+                target = trans_out_fn({c: t for c, t in made.items() if mapped(c)})
+                others = {c: t for c, t in made.items() if not mapped(c)}
+            seen = trans_in_fn(target)
+            may_write = lambda c: frame.is_mutable(c) and (target_out or not mapped(c))
+            out, new = frame.run(fn, dict(others, **seen), keys, may_write, args, kwargs)
+            if target_out:
+                frame.write_back(trans_out_fn({c: t for c, t in new.items() if mapped(c)}))
             frame.write_back({c: t for c, t in new.items() if not mapped(c)})
             return out
         return call
