@@ -60,3 +60,9 @@ from corejax.parallel import (
     psum, pmean, pmax, pmin, all_gather, psum_scatter, all_to_all, ppermute, pshuffle,
     pswapaxes, axis_index, axis_size,
 )
+
+# The primitive objects themselves, under JAX's names (`lax.exp_p`): imported last, once every
+# module defining one has run.
+from corejax.lax import _primitive_names
+globals().update(_primitive_names.primitives_by_attribute())
+del _primitive_names
