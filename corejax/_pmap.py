@@ -33,6 +33,7 @@ _INTERNAL_NAME = "_internal_pmap_axis_name"
 
 _workers: dict = {}
 _workers_lock = threading.Lock()
+_submit_lock = threading.Lock()
 
 
 def _worker(device) -> ThreadPoolExecutor:
@@ -164,14 +165,10 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         closed, exe, out_store = entry
         hosts = [to_numpy(x) if d is not None else None for x, d in zip(leaves, dims)]
         rendezvous = parallel._Rendezvous(n)
-        futures = []
-        for i, device in enumerate(devs):
-            # (a view; the trailing Ellipsis keeps a 0-d piece an array, not a scalar)
-            shard = [x if d is None else Array(h[(slice(None),) * d + (i, Ellipsis)],
-                                               x.weak_type)
-                     for x, h, d in zip(leaves, hosts, dims)]
-            futures.append(_worker(device).submit(_run_on_device, exe, shard, name,
-                                                  rendezvous, i))
+        # (all of one call's work is queued at once: two pmaps called from two threads then
+        # run in the same order on every device, never each waiting for the other)
+        with _submit_lock:
+            futures = _submit(exe, devs, leaves, hosts, dims, rendezvous)
         results, errors = [], []
         for f in futures:
             try:
@@ -206,6 +203,17 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
                 if type(leaf) is Array:
                     leaf.delete()
         return tree_unflatten(out_tree, final)
+
+    def _submit(exe, devs, leaves, hosts, dims, rendezvous):
+        futures = []
+        for i, device in enumerate(devs):
+            # (a view; the trailing Ellipsis keeps a 0-d piece an array, not a scalar)
+            shard = [x if d is None else Array(h[(slice(None),) * d + (i, Ellipsis)],
+                                               x.weak_type)
+                     for x, h, d in zip(leaves, hosts, dims)]
+            futures.append(_worker(device).submit(_run_on_device, exe, shard, name,
+                                                  rendezvous, i))
+        return futures
 
     def _devices_for(n):
         from corejax._runtime import local_devices

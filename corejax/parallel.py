@@ -263,6 +263,10 @@ axis_index_p.def_impl(_axis_index_impl)
 axis_index_p.def_abstract_eval(lambda *, axis_name: core.ShapedArray((), np.dtype(np.int32)))
 axis_index_p.weak_type_rule = lambda *, axis_name: False
 registry.def_effectful(axis_index_p)
+ad.defjvp_zero(axis_index_p)
+# (no operands: under vmap it is unbatched, the same on every member of the vmapped axis)
+batching.primitive_batchers[axis_index_p] = lambda vals, dims, *, axis_name: (
+    axis_index_p.bind(axis_name=axis_name), None)
 
 
 # --- all_gather / psum_scatter ---------------------------------------------------------------
