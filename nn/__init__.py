@@ -39,13 +39,13 @@ from nn.recurrent import (  # noqa: F401
     RNNCellBase, LSTMCell, OptimizedLSTMCell, SimpleCell, GRUCell, MGUCell, ConvLSTMCell, RNN,
     Bidirectional,
 )
-from nn.functional import apply, init, init_with_output  # noqa: F401
+from nn.functional import apply, init, init_with_output, BatchApply  # noqa: F401
 from nn import core, meta, serialization, struct  # noqa: F401
 from nn.core import FrozenDict  # noqa: F401
 from nn.meta import (  # noqa: F401
     Partitioned, LogicallyPartitioned, PARTITION_NAME, with_partitioning,
     with_logical_partitioning, unbox, get_partition_spec, logical_to_mesh_axes,
+    logical_to_mesh, logical_to_mesh_sharding, logical_axis_rules, set_logical_axis_rules,
+    get_logical_axis_rules, with_logical_constraint, get_sharding,
 )
-from nn.linear import ConvLocal, Einsum  # noqa: F401
-from nn.normalization import InstanceNorm, WeightNorm, SpectralNorm  # noqa: F401
-from nn.activation import PReLU, normalize  # noqa: F401
+from nn.initializers import zeros, ones  # noqa: F401

@@ -12,12 +12,13 @@ from typing import Any
 
 from corejax import tree_util
 from nn import meta, serialization
+from nn.module import DenyList  # noqa: F401
 from nn.meta import (  # noqa: F401
     AxisMetadata, Partitioned, LogicallyPartitioned, unbox, with_partitioning,
     with_logical_partitioning,
 )
 
-__all__ = ["FrozenDict", "freeze", "unfreeze", "copy", "pop", "pretty_repr", "meta",
+__all__ = ["FrozenDict", "freeze", "unfreeze", "copy", "pop", "pretty_repr", "meta", "DenyList",
            "AxisMetadata", "Partitioned", "LogicallyPartitioned", "unbox"]
 
 

@@ -8,16 +8,21 @@ corejax runs on one device per process, so the partitioning is carried as metada
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import threading
 from typing import Any, Callable
 
-from corejax import tree_util
-from corejax.sharding import PartitionSpec
+from corejax import lax, tree_util
+from corejax.sharding import NamedSharding, PartitionSpec
 from nn import struct
 
 __all__ = ["AxisMetadata", "Partitioned", "LogicallyPartitioned", "is_axis_metadata", "unbox",
            "replace_boxed", "with_partitioning", "with_logical_partitioning",
-           "get_partition_spec", "logical_to_mesh_axes", "PARTITION_NAME"]
+           "get_partition_spec", "logical_to_mesh_axes", "logical_to_mesh",
+           "logical_to_mesh_sharding", "logical_axis_rules", "set_logical_axis_rules",
+           "get_logical_axis_rules", "with_logical_constraint", "get_sharding",
+           "PARTITION_NAME"]
 
 PARTITION_NAME = "partition_name"
 
@@ -67,27 +72,90 @@ class LogicallyPartitioned(Partitioned):
     rules: Any = struct.field(default=None, pytree_node=False)
 
     def get_partition_spec(self) -> PartitionSpec:
-        return PartitionSpec(*logical_to_mesh_axes(self.names, self.rules))
+        return logical_to_mesh_axes(self.names, self.rules)
+
+
+class _Rules(threading.local):
+    def __init__(self):
+        self.rules: tuple = ()
+
+
+_rules = _Rules()
+
+
+def set_logical_axis_rules(rules) -> None:
+    """Sets the (logical name, mesh axis) rules used when none are passed."""
+    _rules.rules = tuple(rules)
+
+
+def get_logical_axis_rules() -> tuple:
+    return _rules.rules
+
+
+@contextlib.contextmanager
+def logical_axis_rules(rules):
+    """`with logical_axis_rules(rules):` the global rules for the block."""
+    old = _rules.rules
+    _rules.rules = tuple(rules)
+    try:
+        yield
+    finally:
+        _rules.rules = old
 
 
 def logical_to_mesh_axes(array_dim_names, rules=None) -> PartitionSpec:
-    """Mesh axes for logical names: each name maps to the first rule for it whose mesh axis is
-    still free (None when there is none, or when no rules are given)."""
+    """Mesh axes for logical names. Rules are taken in order: a rule (name, mesh axes) gives
+    its axes to the dimension of that name if the dimension has none yet and no earlier rule
+    took those axes; dimensions left over get None. Without `rules` the global ones
+    (logical_axis_rules) are used."""
     if array_dim_names is None:
         return None
-    if rules is None:
-        return PartitionSpec(*([None] * len(array_dim_names)))
-    used, out = set(), []
-    for name in array_dim_names:
-        axis = None
-        for logical, mesh_axis in rules:
-            if logical == name and mesh_axis not in used:
-                axis = mesh_axis
-                break
-        if axis is not None:
-            used.add(axis)
-        out.append(axis)
-    return PartitionSpec(*out)
+    names = [n for n in array_dim_names if n is not None]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"Unsupported: Dimensions {tuple(repeated)} occur more than once in "
+                         "array names.")
+    rules = get_logical_axis_rules() if rules is None else rules
+    unassigned = object()
+    out = [unassigned] * len(array_dim_names)
+    used: set = set()
+    for logical, mesh_axis in rules:  # rules in order: an earlier rule takes its axes first
+        if logical not in array_dim_names:
+            continue
+        pos = list(array_dim_names).index(logical)
+        parts = set(mesh_axis if isinstance(mesh_axis, tuple) else (mesh_axis,)) - {None}
+        if out[pos] is unassigned and not used & parts:
+            out[pos] = mesh_axis
+            used |= parts
+    return PartitionSpec(*(None if a is unassigned else a for a in out))
+
+
+def logical_to_mesh(tree, rules=None):
+    """Every PartitionSpec of logical names in `tree` mapped to mesh axes."""
+    return tree_util.tree_map(lambda spec: logical_to_mesh_axes(tuple(spec), rules), tree,
+                              is_leaf=lambda x: isinstance(x, PartitionSpec))
+
+
+def logical_to_mesh_sharding(tree, mesh, rules=None):
+    """Every PartitionSpec of logical names in `tree` as a NamedSharding on `mesh`."""
+    return tree_util.tree_map(lambda spec: NamedSharding(mesh, spec), logical_to_mesh(tree, rules),
+                              is_leaf=lambda x: isinstance(x, PartitionSpec))
+
+
+def with_logical_constraint(x, logical_axis_resources, rules=None, mesh=None,
+                            fallback="axis_is_unsharded"):
+    """`x`, constrained to the mesh axes of its logical names: the values are unchanged (a
+    sharding constraint only places them), and with a mesh the constraint is recorded."""
+    if mesh is None:
+        return x
+    spec = logical_to_mesh_axes(tuple(logical_axis_resources), rules)
+    return lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
+
+
+def get_sharding(tree, mesh):
+    """NamedSharding on `mesh` for every leaf, from its box's PartitionSpec."""
+    return tree_util.tree_map(lambda spec: NamedSharding(mesh, spec), get_partition_spec(tree),
+                              is_leaf=lambda x: isinstance(x, PartitionSpec))
 
 
 def is_axis_metadata(x) -> bool:

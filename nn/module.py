@@ -34,8 +34,9 @@ import corejax.numpy as jnp
 from corejax import random, tree_util
 from nn.meta import AxisMetadata
 
-__all__ = ["Module", "compact", "nowrap", "Variable", "merge_param", "DenyList", "NNError", "FlaxError", "ScopeVariableNotFoundError",
-           "ApplyModuleInvalidMethodError", "CallUnbindOnUnboundModuleError",
+__all__ = ["Module", "compact", "nowrap", "Variable", "merge_param", "DenyList", "NNError",
+           "FlaxError", "ScopeVariableNotFoundError", "ApplyModuleInvalidMethodError",
+           "CallUnbindOnUnboundModuleError",
            "ScopeParamNotFoundError", "ScopeParamShapeError", "ScopeCollectionNotFound",
            "ScopeVariableNotFound", "ModifyScopeVariableError", "InvalidRngError",
            "NameInUseError", "AssignSubModuleError", "CallCompactUnboundModuleError",

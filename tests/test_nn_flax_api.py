@@ -211,3 +211,24 @@ def test_module_api():
     table = m.tabulate(random.PRNGKey(0), x, depth=0)
     assert "Dense_0" not in table and "_Probe" in table
     assert "Dense_0" in m.tabulate(random.PRNGKey(0), x)
+
+
+def test_logical_axis_rules_match_flax_and_batch_apply():
+    with open(os.path.join(os.path.dirname(__file__), "golden", "flax_surface.json")) as f:
+        cases = json.load(f)["logical_to_mesh_axes"]
+
+    def tuples(x):
+        return tuple(tuples(v) for v in x) if isinstance(x, list) else x
+    for case in cases:
+        spec = nn.logical_to_mesh_axes(tuple(case["names"]), tuples(case["rules"]))
+        assert tuple(spec) == tuples(case["spec"]), case
+    with nn.logical_axis_rules([("batch", "data")]):
+        assert tuple(nn.logical_to_mesh_axes(("batch", None))) == ("data", None)
+    assert nn.get_logical_axis_rules() == ()
+    with pytest.raises(ValueError, match="more than once"):
+        nn.logical_to_mesh_axes(("a", "a"), [("a", "data")])
+    a = jnp.asarray(np.arange(24.0).reshape(2, 3, 4))
+    out = nn.BatchApply(lambda a, b: a @ b)(a, jnp.ones(4))
+    np.testing.assert_array_equal(np.asarray(out), np.arange(24.0).reshape(2, 3, 4).sum(-1))
+    with pytest.raises(ValueError, match="ndim >= 2"):
+        nn.BatchApply(lambda v: v)(jnp.ones(3))

@@ -15,7 +15,7 @@ from typing import Any, Iterable
 from nn import serialization
 
 __all__ = ["save_checkpoint", "restore_checkpoint", "latest_checkpoint", "available_steps",
-           "natural_sort", "InvalidCheckpointError"]
+           "natural_sort", "safe_normpath", "InvalidCheckpointError"]
 
 _SIGNED_FLOAT = re.compile(r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)")
 _UNSIGNED_FLOAT = re.compile(r"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)")
@@ -38,6 +38,12 @@ def natural_sort(file_list: Iterable[str], signed: bool = True) -> list[str]:
         return [float(part) if pattern.fullmatch(part) else part
                 for part in pattern.split(name)]
     return sorted(file_list, key=key)
+
+
+def safe_normpath(path: str) -> str:
+    """os.path.normpath that keeps a URL scheme ('gs://bucket//a' -> 'gs://bucket/a')."""
+    match = re.match(r"^([a-z0-9+.-]+://)?(.*)$", path, re.DOTALL)
+    return (match.group(1) or "") + os.path.normpath(match.group(2))
 
 
 def _step_of(path: str) -> float | None:
@@ -100,7 +106,7 @@ def save_checkpoint(ckpt_dir, target, step, prefix: str = "checkpoint_", keep: i
         raise NotImplementedError("save_checkpoint: async managers and Orbax checkpointers "
                                   "are not supported; checkpoints are written synchronously "
                                   "in the single-file msgpack format.")
-    ckpt_dir = os.path.normpath(os.fspath(ckpt_dir))
+    ckpt_dir = safe_normpath(os.fspath(ckpt_dir))
     os.makedirs(ckpt_dir, exist_ok=True)
     path = os.path.join(ckpt_dir, f"{prefix}{step}")
     existing = _all_checkpoints(ckpt_dir, prefix)
@@ -136,7 +142,7 @@ def restore_checkpoint(ckpt_dir, target: Any, step=None, prefix: str = "checkpoi
     if orbax_checkpointer is not None:
         raise NotImplementedError("restore_checkpoint: Orbax checkpointers are not supported; "
                                   "only single-file msgpack checkpoints are read.")
-    ckpt_dir = os.path.normpath(os.fspath(ckpt_dir))
+    ckpt_dir = safe_normpath(os.fspath(ckpt_dir))
     if step is not None:
         path = os.path.join(ckpt_dir, f"{prefix}{step}")
         if not os.path.exists(path):
