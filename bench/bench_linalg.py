@@ -2,7 +2,8 @@
 JAX, on float32 inputs:
 
     cholesky 1000 x 1000, solve 1000 x 1000 (one right-hand side and 1000 of them),
-    batched cholesky (256, 32, 32), svd 500 x 500 (singular values and full factors)
+    batched cholesky (256, 32, 32), svd 500 x 500 (singular values and full factors),
+    rfft of 2^20 float32 values and fft of 2^20 complex64 values
 
     python bench/bench_linalg.py [--repeats 7]
     COREJAX_JAX_PYTHON=/work/jaxvenv/bin/python python bench/bench_linalg.py
@@ -46,6 +47,11 @@ def _inputs(name, seed=0):
                 rng.standard_normal((1000, 1000)).astype(np.float32))
     if name in ("svdvals 500x500", "svd 500x500"):
         return (rng.standard_normal((500, 500)).astype(np.float32),)
+    if name == "rfft 2^20":
+        return (rng.standard_normal(2**20).astype(np.float32),)
+    if name == "fft 2^20 complex64":
+        return ((rng.standard_normal(2**20) + 1j * rng.standard_normal(2**20)).astype(
+            np.complex64),)
     raise KeyError(name)
 
 
@@ -59,6 +65,8 @@ CASES = [
     ("svdvals 500x500", lambda a: np.linalg.svd(a, compute_uv=False),
      "lambda jnp, a: jnp.linalg.svd(a, compute_uv=False)"),
     ("svd 500x500", np.linalg.svd, "lambda jnp, a: jnp.linalg.svd(a)"),
+    ("rfft 2^20", np.fft.rfft, "lambda jnp, a: jnp.fft.rfft(a)"),
+    ("fft 2^20 complex64", np.fft.fft, "lambda jnp, a: jnp.fft.fft(a)"),
 ]
 
 _JAX_SCRIPT = r"""

@@ -917,7 +917,7 @@ jacobian = jacrev
 
 
 def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
-    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
 
 
 # --- vmap ------------------------------------------------------------------------------------

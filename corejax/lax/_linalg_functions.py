@@ -56,13 +56,13 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
 
 def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
         enable_eigvec_derivs: bool = False, implementation=None, use_magma=None):
-    """Not available: eigenvalues of a general real matrix are complex, and corejax has no
-    complex numbers yet. For symmetric matrices use `eigh`; `schur` gives the real Schur
-    form."""
-    raise NotImplementedError(
-        "lax.linalg.eig returns complex eigenvalues and eigenvectors, and corejax does not "
-        "support complex numbers yet. Use eigh for symmetric matrices, or schur for the real "
-        "Schur form.")
+    """Eigenvalues and eigenvectors of general square matrices: a list [w, vl?, vr?] of
+    complex arrays (see _linalg_eig.py)."""
+    from corejax.lax._linalg_eig import eig as _eig
+    return _eig(x, compute_left_eigenvectors=compute_left_eigenvectors,
+                compute_right_eigenvectors=compute_right_eigenvectors,
+                enable_eigvec_derivs=enable_eigvec_derivs, implementation=implementation,
+                use_magma=use_magma)
 
 
 def lu(x):

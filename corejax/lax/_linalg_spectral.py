@@ -286,13 +286,19 @@ def _schur_impl(x, *, compute_schur_vectors, sort_eig_vals, select_callable):
     if x.size == 0:
         outs = [np.array(x), np.broadcast_to(np.eye(x.shape[-1], dtype=x.dtype), x.shape)]
     else:
-        outs = list(batch_loop(lambda a: nan_on_failure(lambda m: tuple(scipy.linalg.schur(
-            m, output="real", check_finite=False)), a), x, core_ndims=(2,)))
+        output = "complex" if x.dtype.kind == "c" else "real"
+        outs = list(batch_loop(lambda a: nan_on_failure(lambda m: tuple(
+            np.asarray(o, x.dtype) for o in scipy.linalg.schur(
+                m, output=output, check_finite=False)), a), x, core_ndims=(2,)))
     return outs if compute_schur_vectors else outs[:1]
 
 
 def _schur_abstract(x, *, compute_schur_vectors, sort_eig_vals, select_callable):
-    _square_float("schur", x)
+    if x.dtype.kind == "c":  # the complex Schur form (triangular T, unitary Z)
+        check_rank("schur", 0, x, 2)
+        check_square("schur", x, "The input")
+    else:
+        _square_float("schur", x)
     if sort_eig_vals:
         raise NotImplementedError("The sort feature of LAPACK's gees routine is not "
                                   "implemented.")

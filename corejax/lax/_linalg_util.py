@@ -30,11 +30,12 @@ def check_rank(name: str, position: int, aval: ShapedArray, rank: int) -> None:
 
 def check_float(name: str, position: int, aval: ShapedArray) -> None:
     """LAPACK works in float32 and float64 here: integers are a TypeError (as in JAX); float16
-    (which LAPACK lacks) and complex numbers (not in corejax yet) are NotImplementedError."""
+    (which LAPACK lacks) and complex matrices (only eig takes them) are NotImplementedError."""
     dt = aval.dtype
     if dt.kind == "c":
-        raise NotImplementedError(f"{name}: complex inputs ({dt.name}) are not supported by "
-                                  "corejax yet; use float32 or float64.")
+        raise NotImplementedError(f"{name}: complex matrices ({dt.name}) are not supported by "
+                                  "corejax's {name} yet (only eig takes them); use float32 or "
+                                  "float64.")
     if dt.kind != "f":
         raise TypeError(f"{name} does not accept dtype {dt.name} at position {position}. "
                         f"Accepted dtypes at position {position} are subtypes of floating, "

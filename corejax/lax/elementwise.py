@@ -466,7 +466,8 @@ def _div_transpose(ct, x, y):
 
 ad.primitive_transposes[div_p] = _div_transpose
 
-rem_p = naryop("rem", np.fmod, (("integer", "floating"), ("integer", "floating")), lambda ctx, x, y: ctx.math("rem", x, y),
+_REAL = ("integer", "floating")
+rem_p = naryop("rem", np.fmod, (_REAL, _REAL), lambda ctx, x, y: ctx.math("rem", x, y),
                quiet=True)
 defjvp(rem_p, lambda t, ans, x, y: t,
        lambda t, ans, x, y: mul(neg(t), round(div(sub(x, ans), y))))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
+import os
 
 import numpy as np
 
@@ -44,22 +45,24 @@ def _fft_type(fft_type) -> FftType:
 fft_p = Primitive("fft")
 
 
-def _numpy_fft(x, fft_type, fft_lengths):
+def _host_fft(x, fft_type, fft_lengths):
+    """SciPy's pocketfft: single precision stays single (NumPy's computes float32 inputs about
+    four times slower), and batches split over the cores."""
+    import scipy.fft
     axes = tuple(range(x.ndim - len(fft_lengths), x.ndim))
+    workers = os.cpu_count() if x.size >= 1 << 16 and x.ndim > len(fft_lengths) else 1
     if fft_type == FftType.FFT:
-        out = np.fft.fftn(x, axes=axes)
-    elif fft_type == FftType.IFFT:
-        out = np.fft.ifftn(x, axes=axes)
-    elif fft_type == FftType.RFFT:
-        out = np.fft.rfftn(x, s=fft_lengths, axes=axes)
-    else:
-        out = np.fft.irfftn(x, s=fft_lengths, axes=axes)
-    return out
+        return scipy.fft.fftn(x, axes=axes, workers=workers)
+    if fft_type == FftType.IFFT:
+        return scipy.fft.ifftn(x, axes=axes, workers=workers)
+    if fft_type == FftType.RFFT:
+        return scipy.fft.rfftn(x, s=fft_lengths, axes=axes, workers=workers)
+    return scipy.fft.irfftn(x, s=fft_lengths, axes=axes, workers=workers)
 
 
 def _fft_impl(x, fft_type, fft_lengths):
     out_aval = _fft_abstract(ShapedArray(x.shape, x.dtype), fft_type, fft_lengths)
-    return np.asarray(_numpy_fft(x, fft_type, fft_lengths)).astype(out_aval.dtype, copy=False)
+    return np.asarray(_host_fft(x, fft_type, fft_lengths)).astype(out_aval.dtype, copy=False)
 
 
 def _fft_abstract(x, fft_type, fft_lengths):

@@ -1,8 +1,7 @@
 """corejax.lax.linalg: JAX's lax-level linear algebra on real float32 / float64 matrices (the
 last two dimensions; leading dimensions are a batch). The functions live in
 _linalg_functions.py, the primitives with their rules in _linalg_factor.py and
-_linalg_spectral.py, qdwh in _linalg_qdwh.py. `eig` (complex results) raises
-NotImplementedError: corejax has no complex numbers yet."""
+_linalg_spectral.py, qdwh in _linalg_qdwh.py, eig (complex results) in _linalg_eig.py."""
 from corejax.lax._linalg_functions import (  # noqa: F401
     cholesky, cholesky_update, eig, eigh, hessenberg, householder_product, lu,
     lu_pivots_to_permutation, ormqr, qdwh, qr, schur, svd, symmetric_product, triangular_solve,

@@ -100,19 +100,20 @@ def eigvalsh(a, UPLO: str | None = "L", *, symmetrize_input: bool = True):
 
 
 def eig(a):
-    """Not available: a general real matrix has complex eigenvalues, and corejax has no complex
-    numbers yet. Use eigh for symmetric matrices (or scipy.linalg.schur)."""
-    raise NotImplementedError(
-        "jnp.linalg.eig returns complex eigenvalues and eigenvectors, and corejax does not "
-        "support complex numbers yet. Use jnp.linalg.eigh for symmetric matrices, or "
-        "corejax.scipy.linalg.schur for the real Schur form.")
+    """Eigenvalues and right eigenvectors of general square matrices: EigResult(eigenvalues,
+    eigenvectors), complex, each eigenvector of unit norm (LAPACK's geev)."""
+    check_arraylike("jnp.linalg.eig", a)
+    (a,) = promote_dtypes_inexact(a)
+    w, v = lax_linalg.eig(a, compute_left_eigenvectors=False)
+    return EigResult(w, v)
 
 
 def eigvals(a):
-    """Not available (complex results): see eig."""
-    raise NotImplementedError(
-        "jnp.linalg.eigvals returns complex eigenvalues, and corejax does not support complex "
-        "numbers yet. Use jnp.linalg.eigvalsh for symmetric matrices.")
+    """Eigenvalues of general square matrices (complex)."""
+    check_arraylike("jnp.linalg.eigvals", a)
+    (a,) = promote_dtypes_inexact(a)
+    return lax_linalg.eig(a, compute_left_eigenvectors=False,
+                          compute_right_eigenvectors=False)[0]
 
 
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,

@@ -1,7 +1,7 @@
 """corejax.numpy.linalg: NumPy's (and the array API's) linear algebra on corejax arrays, real
 float32 / float64 with leading batch dimensions. Decompositions, solves and determinants are in
-_linalg.py, norms and the array-API products in _linalg_norms.py. `eig` and `eigvals`
-(complex results) raise NotImplementedError: corejax has no complex numbers yet."""
+_linalg.py, norms and the array-API products in _linalg_norms.py. `eig` and `eigvals` return
+complex results (LAPACK's geev)."""
 from corejax.numpy._linalg import (  # noqa: F401
     cholesky, cond, det, eig, eigh, eigvals, eigvalsh, inv, lstsq, matrix_power, matrix_rank,
     pinv, qr, slogdet, solve, svd, svdvals, tensorinv, tensorsolve, EighResult, QRResult,

@@ -1,9 +1,8 @@
 """jax.scipy.linalg's factorizations and solves (in SciPy's conventions: upper Cholesky
 factors by default, LU with a permutation matrix, LAPACK-style pivot vectors), composed from
 lax.linalg; expm (Higham's scaling-and-squaring Padé method), expm_frechet (forward mode
-through it), polar (QDWH or the SVD), solve_sylvester. Functions whose results are complex
-for real input (sqrtm, funm, rsf2csf, schur with output='complex') raise
-NotImplementedError: corejax has no complex numbers yet.
+through it), polar (QDWH or the SVD), solve_sylvester. sqrtm, funm and rsf2csf (complex
+results) go through the complex Schur form.
 """
 from __future__ import annotations
 
@@ -11,10 +10,11 @@ import operator
 
 import numpy as np
 
-from corejax import lax
+from corejax import dtypes, lax
 from corejax.core import get_aval
 from corejax.lax import linalg as lax_linalg
 from corejax.lax import _linalg_util as _u
+from corejax.lax import _linalg_eig
 from corejax.lax._linalg_spectral import sylvester_p
 from corejax.lax.linalg import SvdAlgorithm
 from corejax.numpy._core import check_arraylike, promote_dtypes_inexact, broadcast_shapes
@@ -26,9 +26,6 @@ __all__ = [
     "qr_multiply", "rsf2csf", "schur", "solve", "solve_sylvester", "solve_triangular", "sqrtm",
     "svd",
 ]
-
-_COMPLEX_ONLY = ("returns complex matrices for real input, and corejax does not support complex "
-                 "numbers yet")
 
 
 def _inexact(name, *args):
@@ -303,13 +300,13 @@ def hessenberg(a, *, calc_q: bool = False, overwrite_a: bool = False,
 
 
 def schur(a, output: str = "real"):
-    """The real Schur decomposition `[t, z]` with a = z t z^T."""
-    if output == "complex":
-        raise NotImplementedError(f"schur(output='complex') {_COMPLEX_ONLY}; use "
-                                  "output='real'.")
-    if output != "real":
+    """The Schur decomposition `[t, z]` with a = z t z^H: real (t quasi upper triangular) or,
+    with output='complex', complex (t upper triangular, z unitary)."""
+    if output not in ("real", "complex"):
         raise ValueError(f"output must be 'real' or 'complex', got {output!r}.")
     (a,) = _inexact("schur", a)
+    if output == "complex":
+        a = lax.convert_element_type(a, dtypes.complex_dtype(get_aval(a).dtype))
     return lax_linalg.schur(a)
 
 
@@ -340,19 +337,42 @@ def polar(a, side: str = "right", *, method: str = "qdwh", eps=None, max_iterati
     return _u.mT(u), p
 
 
+def _complex_schur(name, a):
+    (a,) = _inexact(name, a)
+    _square(name, a)
+    return lax_linalg.schur(lax.convert_element_type(a, dtypes.complex_dtype(get_aval(a).dtype)))
+
+
 def sqrtm(A, blocksize: int = 1):
-    """Not available: see the module docstring."""
-    raise NotImplementedError(f"jax.scipy.linalg.sqrtm {_COMPLEX_ONLY}.")
+    """The principal matrix square root (complex), from the complex Schur form: the
+    triangular factor's square root by the column recurrence, transformed back (no
+    derivative: the Schur decomposition has none, as in JAX)."""
+    if blocksize > 1:
+        raise NotImplementedError("Blocked version is not implemented yet.")
+    t, z = _complex_schur("sqrtm", A)
+    r = _linalg_eig.triangular_sqrt_p.bind(t)
+    return _u.matmul(_u.matmul(z, r), lax.conj(_u.mT(z)))
 
 
 def funm(A, func, disp: bool = True):
-    """Not available: see the module docstring."""
-    raise NotImplementedError(f"jax.scipy.linalg.funm {_COMPLEX_ONLY}.")
+    """The matrix function f(A) (complex) for an elementwise `func`, by the complex Schur form
+    and Parlett's recurrence (which needs distinct eigenvalues). With disp=False, also an
+    error estimate: the dtype's machine epsilon, as JAX returns."""
+    t, z = _complex_schur("funm", A)
+    f_diag = func(_u.diagonal(t))
+    f_t = _linalg_eig.parlett_p.bind(t, lax.convert_element_type(f_diag, get_aval(t).dtype))
+    out = _u.matmul(_u.matmul(z, f_t), lax.conj(_u.mT(z)))
+    if disp:
+        return out
+    eps = np.finfo(dtypes.real_dtype(get_aval(out).dtype)).eps
+    return out, jnp.asarray(eps, dtypes.real_dtype(get_aval(out).dtype))
 
 
 def rsf2csf(T, Z, check_finite: bool = True):
-    """Not available: see the module docstring."""
-    raise NotImplementedError(f"jax.scipy.linalg.rsf2csf {_COMPLEX_ONLY}.")
+    """The complex Schur form (T, Z) from the real one (no derivative rule)."""
+    T, Z = _inexact("rsf2csf", T, Z)
+    t, z = _linalg_eig.rsf2csf_p.bind(T, Z)
+    return t, z
 
 
 # --- the matrix exponential ------------------------------------------------------------------

@@ -254,6 +254,18 @@ def invpascal(n, kind=None):
 
 
 def dft(n, scale=None, *, dtype=None):
-    """Not available: the DFT matrix is complex, and corejax has no complex numbers yet."""
-    raise NotImplementedError("jax.scipy.linalg.dft returns a complex matrix, and corejax does "
-                              "not support complex numbers yet.")
+    """The n x n discrete Fourier transform matrix exp(-2 pi i j k / n), divided by sqrt(n)
+    (scale='sqrtn') or n (scale='n'); complex (the default complex dtype unless `dtype`)."""
+    n = _size(n, "dft")
+    if scale not in (None, "sqrtn", "n"):
+        raise ValueError(f"scale must be None, 'sqrtn', or 'n'; got {scale!r}.")
+    dt = dtypes.canonicalize_dtype(dtype if dtype is not None else np.complex128)
+    if dt.kind != "c":
+        raise ValueError(f"dtype must be a complex floating-point type; got {dt.name}.")
+    jk = np.outer(np.arange(n), np.arange(n)) % max(n, 1)  # exact phases: j k mod n
+    m = np.exp(-2j * np.pi * jk / max(n, 1))
+    if scale == "sqrtn":
+        m = m / math.sqrt(n)
+    elif scale == "n":
+        m = m / n
+    return asarray(m.astype(dt))

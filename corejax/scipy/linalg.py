@@ -1,7 +1,6 @@
 """corejax.scipy.linalg: jax.scipy.linalg on real float32 / float64 matrices. Factorizations,
-solves, expm and polar are in _linalg.py, the special matrices in _linalg_special.py. sqrtm,
-funm, rsf2csf, dft and schur(output='complex') (complex results) raise NotImplementedError:
-corejax has no complex numbers yet."""
+solves, expm, polar and the complex-valued sqrtm, funm, rsf2csf and schur(output='complex')
+are in _linalg.py, the special matrices (and the complex dft matrix) in _linalg_special.py."""
 from corejax.scipy._linalg import (  # noqa: F401
     cho_factor, cho_solve, cholesky, det, eigh, eigh_tridiagonal, expm, expm_frechet, funm,
     hessenberg, inv, lu, lu_factor, lu_solve, polar, qr, qr_multiply, rsf2csf, schur, solve,

@@ -537,15 +537,12 @@ add(case(S + "hilbert", 4, static=(0,), x64=True, transforms=("eager",), label="
 
 SKIP_REASONS["lax"] = {**SKIP_REASONS.get("lax", {}), "linalg": "submodule (its functions are "
                                                                  "covered as lax.linalg.*)"}
-_COMPLEX = "complex results for real input: raises NotImplementedError (corejax has no complex " \
-           "dtype yet)"
 _ENUM = "an enum of algorithm choices (passed as arguments in the svd / eigh cases)"
-SKIP_REASONS["lax.linalg"] = {"eig": _COMPLEX, "SvdAlgorithm": _ENUM,
+SKIP_REASONS["lax.linalg"] = {"SvdAlgorithm": _ENUM,
                               "EighImplementation": _ENUM, "EigImplementation": _ENUM,
                               "cholesky_update": "covered as array.linalg_upper (its input must "
                                                  "be an upper Cholesky factor)"}
 SKIP_REASONS["numpy.linalg"] = {
-    "eig": _COMPLEX, "eigvals": _COMPLEX,
     **{n: "a result type (NamedTuple), checked through the functions returning it" for n in (
         "EighResult", "QRResult", "SlogdetResult", "SVDResult", "EigResult")}}
-SKIP_REASONS["scipy.linalg"] = {n: _COMPLEX for n in ("dft", "funm", "rsf2csf", "sqrtm")}
+
