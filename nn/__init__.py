@@ -49,3 +49,6 @@ from nn.meta import (  # noqa: F401
     get_logical_axis_rules, with_logical_constraint, get_sharding,
 )
 from nn.initializers import zeros, ones  # noqa: F401
+from nn.linear import ConvLocal, Einsum  # noqa: F401
+from nn.normalization import InstanceNorm, WeightNorm, SpectralNorm  # noqa: F401
+from nn.activation import PReLU, normalize  # noqa: F401
