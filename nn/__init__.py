@@ -39,7 +39,9 @@ from nn.recurrent import (  # noqa: F401
     RNNCellBase, LSTMCell, OptimizedLSTMCell, SimpleCell, GRUCell, MGUCell, ConvLSTMCell, RNN,
     Bidirectional,
 )
-from nn.functional import apply, init, init_with_output, BatchApply  # noqa: F401
+from nn.functional import (  # noqa: F401
+    apply, init, init_with_output, BatchApply, intercept_methods,
+)
 from nn import core, meta, serialization, struct  # noqa: F401
 from nn.core import FrozenDict  # noqa: F401
 from nn.meta import (  # noqa: F401

@@ -3,16 +3,18 @@ function `fn(module, *args)` with the module bound, e.g. to call several of its 
 BatchApply."""
 from __future__ import annotations
 
+import contextlib
 from typing import Callable
 
 import numpy as np
 
 import corejax.numpy as jnp
 from corejax import tree_util
-from nn.module import (DenyList, Module, Scope, _Store, _capture_filter, _context,
-                       _copy_variables, _normalize_rngs, _with_intermediates)
+from nn.module import (DenyList, InterceptorContext, Module, Scope, _Store, _capture_filter,
+                       _context, _copy_variables, _normalize_rngs, _with_intermediates)
 
-__all__ = ["apply", "init", "init_with_output", "BatchApply"]
+__all__ = ["apply", "init", "init_with_output", "BatchApply", "intercept_methods",
+           "InterceptorContext"]
 
 
 def _bound_call(fn, module, variables, rngs, mutable, initializing, capture, args, kwargs):
@@ -87,3 +89,15 @@ class BatchApply:
 
         args, kwargs = tree_util.tree_map(merge, (args, kwargs))
         return tree_util.tree_map(split, self._f(*args, **kwargs))
+
+
+@contextlib.contextmanager
+def intercept_methods(interceptor: Callable):
+    """Within the block every module method call goes through
+    `interceptor(next_fun, args, kwargs, context)`, which may change the arguments or the
+    result and calls `next_fun(*args, **kwargs)` to proceed (context: InterceptorContext)."""
+    _context.interceptors.append(interceptor)
+    try:
+        yield
+    finally:
+        _context.interceptors.pop()

@@ -213,9 +213,18 @@ def _maybe_unbox(value, unbox: bool):
 class _Context(threading.local):
     def __init__(self):
         self.stack: list = []
+        self.interceptors: list = []
 
 
 _context = _Context()
+
+
+@dataclasses.dataclass(frozen=True)
+class InterceptorContext:
+    """What an interceptor (nn.intercept_methods) learns about the call it wraps."""
+    module: Any
+    method_name: str
+    orig_method: Callable
 
 
 class _Unspecified:
@@ -490,6 +499,16 @@ class Module:
         """Override to define submodules and variables as attributes (the non-compact style)."""
 
     def _call_method(self, fun, is_compact, args, kwargs):
+        if _context.interceptors:  # nn.intercept_methods: outermost interceptor first
+            def call(*a, **k):
+                return self._call_method_now(fun, is_compact, a, k)
+            context = InterceptorContext(self, fun.__name__, fun)
+            for interceptor in reversed(_context.interceptors):
+                call = functools.partial(interceptor, call, context=context)
+            return call(args, kwargs)
+        return self._call_method_now(fun, is_compact, args, kwargs)
+
+    def _call_method_now(self, fun, is_compact, args, kwargs):
         if self._scope is None:
             if is_compact:
                 raise CallCompactUnboundModuleError(

@@ -207,7 +207,17 @@ def test_module_api():
     with pytest.raises(nn.ScopeParamNotFoundError, match='"kernel" in scope "/Dense_0"'):
         m.apply({"params": {"Dense_0": {"bias": jnp.zeros(2)}}, "perturbations": {}}, x)
     assert issubclass(nn.ScopeParamShapeError, nn.errors.FlaxError)
-    # the functional forms and tabulate with depth
+    # an interceptor sees every method call (outermost first) and may change results
+    seen = []
+
+    def zero_dense(next_fun, args, kwargs, context):
+        seen.append((type(context.module).__name__, context.method_name))
+        out = next_fun(*args, **kwargs)
+        return out * 0 if isinstance(context.module, nn.Dense) else out
+    with nn.intercept_methods(zero_dense):
+        assert float(m.apply(v, x)) == 0.0
+    assert seen == [("_Probe", "__call__"), ("Dense", "__call__")]
+    # tabulate with depth
     table = m.tabulate(random.PRNGKey(0), x, depth=0)
     assert "Dense_0" not in table and "_Probe" in table
     assert "Dense_0" in m.tabulate(random.PRNGKey(0), x)
