@@ -2,9 +2,10 @@
 
 pmap stages the function once per signature as a *per-device* program: the mapped axis
 removed from its inputs, its collectives (psum, all_gather, ppermute, axis_index, ...) staged
-as primitives over the axis name. The program is compiled once; on each call every device's
-worker thread runs it on that device's shard (Numba kernels and BLAS release the GIL, so the
-devices' work overlaps), and at each collective the devices meet (parallel._Rendezvous).
+as primitives over the axis name. The program is compiled once; on each call it runs on each
+device's shard at once: the first device's on the calling thread, every other device's on
+that device's worker thread (Numba kernels and BLAS release the GIL, so the devices' work
+overlaps); at each collective the devices meet (parallel._Rendezvous).
 The outputs are stacked along `out_axes` into one Array sharded over the devices
 (NamedSharding over a one-axis mesh named by axis_name, as JAX's pmap gives).
 
@@ -53,6 +54,13 @@ def _argnums(nums, what) -> tuple:
     if not all(isinstance(n, int) for n in nums):
         raise TypeError(f"pmap {what} must be an int or a sequence of ints, got {nums!r}.")
     return nums
+
+
+def _shard(leaves, hosts, dims, i) -> list:
+    """Device i's operands: views of the mapped ones (the trailing Ellipsis keeps a 0-d
+    piece an array, not a scalar), the unmapped ones as they are."""
+    return [x if d is None else Array(h[(slice(None),) * d + (i, Ellipsis)], x.weak_type)
+            for x, h, d in zip(leaves, hosts, dims)]
 
 
 def _run_on_device(exe, args, name, rendezvous, index):
@@ -170,6 +178,12 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         with _submit_lock:
             futures = _submit(exe, devs, leaves, hosts, dims, rendezvous)
         results, errors = [], []
+        # the first device's program runs on the calling thread, the others on their workers
+        try:
+            results.append(_run_on_device(exe, _shard(leaves, hosts, dims, 0), name,
+                                          rendezvous, 0))
+        except BaseException as e:   # noqa: B036 - re-raised below
+            errors.append(e)
         for f in futures:
             try:
                 results.append(f.result())
@@ -205,20 +219,19 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         return tree_unflatten(out_tree, final)
 
     def _submit(exe, devs, leaves, hosts, dims, rendezvous):
-        futures = []
-        for i, device in enumerate(devs):
-            # (a view; the trailing Ellipsis keeps a 0-d piece an array, not a scalar)
-            shard = [x if d is None else Array(h[(slice(None),) * d + (i, Ellipsis)],
-                                               x.weak_type)
-                     for x, h, d in zip(leaves, hosts, dims)]
-            futures.append(_worker(device).submit(_run_on_device, exe, shard, name,
-                                                  rendezvous, i))
-        return futures
+        return [_worker(device).submit(_run_on_device, exe, _shard(leaves, hosts, dims, i),
+                                       name, rendezvous, i)
+                for i, device in enumerate(devs) if i]
 
     def _devices_for(n):
         from corejax._runtime import local_devices
         if devices is not None:
             devs = list(devices)
+            known = local_devices(backend="cpu")
+            for d in devs:
+                if d not in known:
+                    raise ValueError(f"pmap devices= names {d!r}, which is not one of this "
+                                     f"process's CPU devices {known}.")
             if len(devs) != n:
                 raise ValueError(f"Leading axis size of input to pmapped function must equal "
                                  f"the number of local devices passed to pmap. Got axis_size="

@@ -102,6 +102,11 @@ class _Rendezvous:
         return np.array(self.results[index])
 
 
+# The reductions psum / pmax / pmin compute over the devices' stacked operands (what their
+# vmap rules compute, without tracing them on every call).
+_ALL_REDUCE = {"psum": np.add.reduce, "pmax": np.maximum.reduce, "pmin": np.minimum.reduce}
+
+
 def _device_impl(prim):
     """The primitive's evaluation inside a running pmap: a rendezvous of the devices."""
     def impl(x, **params):
@@ -112,6 +117,10 @@ def _device_impl(prim):
         rendezvous, index = run
 
         def combine(stacked):
+            fast = _ALL_REDUCE.get(prim.name)
+            if fast is not None:     # every device gets the same reduction
+                return np.broadcast_to(fast(stacked, axis=0, dtype=stacked.dtype),
+                                       stacked.shape)
             outs, dims = batching.vmap_flat(lambda v: [prim.bind(v, **params)],
                                             stacked.shape[0], [0], args=[Array(stacked)],
                                             axis_name=axes[0])
@@ -121,11 +130,24 @@ def _device_impl(prim):
     return impl
 
 
+def _find_axis(name):
+    """The vmap axis `name`; NameError naming the axes bound here (vmap's and pmap's)."""
+    try:
+        return batching.find_axis(name)
+    except NameError:
+        stack = core._trace_state.stack
+        bound = [m.payload.name for m in stack if issubclass(m.trace_type, batching.BatchTrace)
+                 and m.payload.name is not None] + [n for n, _ in _pmap_axes.staging]
+        raise NameError(f"unbound axis name: {name}. The following axis names (e.g. defined "
+                        f"by pmap or vmap(axis_name=...)) are available to collective "
+                        f"operations: {bound}") from None
+
+
 def _raise_to_axes(x, names):
     """`x` as a tracer of the innermost of the named axes (or above): the collective's
     primitive then reaches that axis's batching rule even when `x` does not vary along it.
     Axes of a pmap being staged bind nothing: the primitive is staged as it is."""
-    mains = [batching.find_axis(n) for n in names if _pmap_size(n) is None]
+    mains = [_find_axis(n) for n in names if _pmap_size(n) is None]
     if not mains:
         return x
     top = max(mains, key=lambda m: m.level)
@@ -218,7 +240,7 @@ def axis_size(axis_name) -> int:
     size = 1
     for n in _names(axis_name):
         pmapped = _pmap_size(n)
-        size *= batching.find_axis(n).payload.size if pmapped is None else pmapped
+        size *= _find_axis(n).payload.size if pmapped is None else pmapped
     return size
 
 

@@ -130,6 +130,10 @@ def test_pmap_results_are_sharded_and_feed_the_next_pmap():
     assert x.is_deleted() and res.devices() == set(jax.devices()[2:])
     with pytest.raises(ValueError, match="number of local devices passed to pmap"):
         g(jnp.ones((3, 3)))
+    with pytest.raises(ValueError, match="not one of this process's CPU devices"):
+        jax.pmap(lambda x: x, devices=[jax.Device("cpu", 7)])(jnp.ones((1, 2)))
+    with pytest.raises(NameError, match=r"unbound axis name: j\..*available.*\['i'\]"):
+        jax.pmap(lambda x: lax.psum(x, "j"), "i")(jnp.ones((2, 2)))
 
 
 def test_an_error_on_one_device_reaches_the_caller_without_a_hang():
