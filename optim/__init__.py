@@ -51,6 +51,8 @@ from optim.wrappers import (InjectHyperparamsState, MaskedNode, MaskedState, Mul
 from optim import contrib, transforms
 from optim.accumulation import (ApplyEvery, ShouldSkipUpdateFunction, apply_every,
                                 skip_large_updates, skip_not_finite)
+from optim.clipping import (AdaptiveGradClipState, adaptive_grad_clip, clip_by_block_rms,
+                            per_example_global_norm_clip, per_example_layer_norm_clip)
 from optim.combine import PartitionState, named_chain, partition, selective_transform
 from optim.conditionality import (ApplyIfFiniteState, ConditionallyMaskState,
                                   ConditionallyTransformState, apply_if_finite,

@@ -37,3 +37,10 @@ def clip_by_global_norm(max_norm) -> GradientTransformation:
             return jnp.where(within, g, (g / norm.astype(g.dtype)) * max_norm)
         return jax.tree_util.tree_map(rescale, updates), state
     return GradientTransformation(_empty_init, update)
+
+
+# Optax's other clipping transforms live in their own module (re-exported here, their home in
+# Optax's layout).
+from optim.clipping_extra import (AdaptiveGradClipState, adaptive_grad_clip,  # noqa: E402
+                                  clip_by_block_rms, per_example_global_norm_clip,
+                                  per_example_layer_norm_clip, unitwise_clip, unitwise_norm)

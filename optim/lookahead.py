@@ -6,7 +6,6 @@ import logging
 from typing import Any, NamedTuple
 
 import corejax as jax
-import corejax.numpy as jnp
 
 from optim.base import GradientTransformation, zero_count
 

@@ -5,9 +5,10 @@ Run with a Python that has jax and optax (neither is a corejax dependency):
 
     python tests/golden/gen_optax_wrappers.py
 
-Writes tests/golden/optax_wrappers.json: "namespace" (the public names of optax.transforms), "x", "y", "params" (the problem of optax_problem.py)
-and "cases": name -> {"trajectory": per step, the params' leaves; "state_paths" and "state":
-the final optimizer state's leaves with their key paths; "losses"}. Values are float32 numbers
+Writes tests/golden/optax_wrappers.json: "namespace" (the public names of optax.transforms),
+"x", "y", "params" (the problem of optax_problem.py) and "cases": name -> {"trajectory": per step, the params' leaves; "state_paths" and "state":
+the final optimizer state's leaves with their key paths; "losses"; "post": the case's
+post-run values, if any}. Values are float32 numbers
 written exactly (as doubles); booleans and integers as numbers.
 """
 import json
@@ -39,12 +40,13 @@ def record(cases, out_name, namespace):
            "x": x.tolist(), "y": y.tolist(),
            "params": {k: v.tolist() for k, v in params.items()}, "cases": {}}
     for name, case in cases.items():
-        trajectory, paths, leaves, losses = optax_problem.run(case, optax, jax, jnp, x, y,
-                                                              params)
+        trajectory, paths, leaves, losses, post = optax_problem.run(case, optax, jax, jnp, x,
+                                                                    y, params)
         out["cases"][name] = {"trajectory": [[tolist(v) for v in step] for step in trajectory],
                               "state_paths": paths,
                               "state": [tolist(v) for v in leaves],
-                              "losses": [float(v) for v in losses]}
+                              "losses": [float(v) for v in losses],
+                              "post": [tolist(v) for v in post]}
         print(name, "ok", flush=True)
     with open(os.path.join(HERE, out_name), "w") as f:
         json.dump(out, f)

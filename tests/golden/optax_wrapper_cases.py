@@ -48,4 +48,24 @@ CASES = {
         ox.monitor({"norm": ox.global_norm,
                     "ema": ox.measure_with_ema(ox.global_norm, 0.8)}),
         ox.snapshot("max", lambda u: jnp.max(u["w"])), ox.adam(0.05))),
+    "adaptive_grad_clip": dict(build=lambda ox, jnp: ox.chain(
+        ox.adaptive_grad_clip(0.05), ox.sgd(0.1)),
+        post=lambda ox, state, p: [
+            ox.transforms.unitwise_norm(p["w"]), ox.transforms.unitwise_norm(p["b"]),
+            ox.transforms.unitwise_norm(p["w"], axis=1),
+            ox.transforms.unitwise_clip(ox.transforms.unitwise_norm(p["w"]),
+                                        0.5 + 0 * p["w"], p["w"])]),
+    "adaptive_grad_clip_axis": dict(build=lambda ox, jnp: ox.chain(
+        ox.adaptive_grad_clip(0.1, eps=0.01, axis=0), ox.adam(0.05))),
+    "clip_by_block_rms": dict(build=lambda ox, jnp: ox.chain(
+        ox.clip_by_block_rms(0.3), ox.adam(0.05))),
+    "per_example_global_norm_clip": dict(build=lambda ox, jnp: ox.chain(
+        ox.stateless(lambda u, p: ox.transforms.per_example_global_norm_clip(u, 0.7)[0]),
+        ox.sgd(0.05)), per_example=True),
+    "per_example_layer_norm_clip": dict(build=lambda ox, jnp: ox.chain(
+        ox.stateless(lambda u, p: ox.transforms.per_example_layer_norm_clip(
+            u, 1.0, uniform=False)[0]), ox.sgd(0.05)), per_example=True,
+        post=lambda ox, state, p: [
+            ox.transforms.per_example_layer_norm_clip({"a": p["w"], "c": p["w"] ** 2}, 0.5),
+            ox.transforms.per_example_global_norm_clip({"a": p["w"], "c": p["w"] ** 2}, 0.5)]),
 }
