@@ -64,3 +64,13 @@ from optim.lookahead import LookaheadParams, LookaheadState, lookahead
 from optim.monitoring import MonitorState, SnapshotState, measure_with_ema, monitor, snapshot
 from optim.wrappers import (InjectStatefulHyperparamsState, WrappedSchedule,
                             inject_stateful_hyperparams)
+# losses, schedules, optax.tree / tree_utils, projections (helper E, #28)
+from optim import projections, tree
+from optim.losses import (convex_kl_divergence, ctc_loss, ctc_loss_with_forward_probs,
+                          generalized_kl_divergence, hinge_loss, kl_divergence, log_cosh, ntxent,
+                          safe_softmax_cross_entropy, sigmoid_focal_loss, smooth_labels)
+from optim.schedules import (cosine_onecycle_schedule, linear_onecycle_schedule,
+                             piecewise_interpolate_schedule, sgdr_schedule,
+                             warmup_constant_schedule)
+from optim.tree_utils import tree_map_params
+# end helper E block

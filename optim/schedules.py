@@ -2,13 +2,21 @@
 from __future__ import annotations
 
 import logging
-from typing import Callable, Mapping, Optional, Sequence
+from typing import (Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence,
+                    runtime_checkable)
 
 import corejax.numpy as jnp
+from optim.base import Schedule
+from optim.wrappers import (InjectHyperparamsState, InjectStatefulHyperparamsState,
+                            WrappedSchedule, inject_hyperparams, inject_stateful_hyperparams)
 
 __all__ = ["constant_schedule", "polynomial_schedule", "linear_schedule",
            "piecewise_constant_schedule", "exponential_decay", "cosine_decay_schedule",
-           "warmup_cosine_decay_schedule", "warmup_exponential_decay_schedule", "join_schedules"]
+           "warmup_cosine_decay_schedule", "warmup_exponential_decay_schedule", "join_schedules",
+           "piecewise_interpolate_schedule", "linear_onecycle_schedule",
+           "cosine_onecycle_schedule", "warmup_constant_schedule", "sgdr_schedule", "Schedule",
+           "StatefulSchedule", "WrappedSchedule", "InjectHyperparamsState",
+           "InjectStatefulHyperparamsState", "inject_hyperparams", "inject_stateful_hyperparams"]
 
 logger = logging.getLogger("optim")
 
@@ -104,8 +112,9 @@ def cosine_decay_schedule(init_value, decay_steps: int, alpha=0.0, exponent=1.0)
                          f"{decay_steps}.")
 
     def schedule(count):
-        progress = jnp.minimum(count, decay_steps) / decay_steps
-        cosine = 0.5 * (1 + jnp.cos(jnp.pi * progress))
+        steps = float(decay_steps) if isinstance(decay_steps, int) else decay_steps
+        count = float(count) if isinstance(count, int) else count
+        cosine = 0.5 * (1 + jnp.cos(jnp.pi * jnp.minimum(count, steps) / steps))
         return init_value * ((1 - alpha) * cosine ** exponent + alpha)
     return schedule
 
@@ -147,3 +156,99 @@ def warmup_exponential_decay_schedule(init_value, peak_value, warmup_steps: int,
          exponential_decay(peak_value, transition_steps, decay_rate, transition_begin,
                            staircase, end_value)],
         [warmup_steps])
+
+
+@runtime_checkable
+class StatefulSchedule(Protocol):
+    """A schedule with state: `init() -> state`, `update(state, **extra_args) -> state` and
+    `__call__(state, **extra_args) -> value` (inject_stateful_hyperparams drives it)."""
+
+    def init(self) -> Any:
+        ...
+
+    def update(self, state, **extra_args) -> Any:
+        ...
+
+    def __call__(self, state, **extra_args) -> Any:
+        ...
+
+
+def _interpolate_linear(start, end, frac):
+    return (end - start) * frac + start
+
+
+def _interpolate_cosine(start, end, frac):
+    return end + (start - end) / 2.0 * (jnp.cos(jnp.pi * frac) + 1)
+
+
+def piecewise_interpolate_schedule(interpolate_type: str, init_value,
+                                   boundaries_and_scales: Optional[Mapping] = None) -> Callable:
+    """Values `init_value * scale_1 * ... * scale_i` reached at the boundaries, joined by
+    'linear' or 'cosine' interpolation; the last value is held after the last boundary."""
+    interpolate = {"linear": _interpolate_linear,
+                   "cosine": _interpolate_cosine}.get(interpolate_type)
+    if interpolate is None:
+        raise ValueError(f"`interpolate_type` must be either 'cosine' or 'linear', got "
+                         f"{interpolate_type!r}.")
+    if boundaries_and_scales:
+        boundaries, scales = zip(*sorted(boundaries_and_scales.items()))
+        if not all(scale >= 0.0 for scale in scales):
+            raise ValueError("`piecewise_interpolate_schedule` expects non-negative scale "
+                             f"factors, got {dict(boundaries_and_scales)}.")
+    else:
+        boundaries, scales = (), ()
+
+    def schedule(count):
+        bounds = jnp.stack((0,) + tuple(boundaries))
+        values = jnp.cumprod(jnp.stack((init_value,) + tuple(scales)))
+        widths = jnp.maximum(bounds[1:] - bounds[:-1], 1)
+        inside = jnp.logical_and(bounds[:-1] <= count, count < bounds[1:])
+        frac = (count - bounds[:-1]) / widths
+        pieces = interpolate(values[:-1], values[1:], frac)
+        return inside.dot(pieces) + (bounds[-1] <= count) * values[-1]
+    return schedule
+
+
+def linear_onecycle_schedule(transition_steps: int, peak_value, pct_start: float = 0.3,
+                             pct_final: float = 0.85, div_factor: float = 25.0,
+                             final_div_factor: float = 1e4) -> Callable:
+    """One-cycle policy, linear pieces: from `peak_value / div_factor` up to `peak_value` at
+    `pct_start`, back down at `pct_final`, then to `1 / final_div_factor` of that at the end."""
+    if transition_steps <= 0:
+        raise ValueError("A linear onecycle schedule was set with a non-positive "
+                         f"`transition_steps` ({transition_steps}).")
+    return piecewise_interpolate_schedule(
+        "linear", peak_value / div_factor,
+        {int(pct_start * transition_steps): div_factor,
+         int(pct_final * transition_steps): 1.0 / div_factor,
+         transition_steps: 1.0 / final_div_factor})
+
+
+def cosine_onecycle_schedule(transition_steps: int, peak_value, pct_start: float = 0.3,
+                             div_factor: float = 25.0, final_div_factor: float = 1e4
+                             ) -> Callable:
+    """One-cycle policy, cosine pieces: from `peak_value / div_factor` up to `peak_value` at
+    `pct_start`, then down to `peak_value / (div_factor * final_div_factor)` at the end."""
+    if transition_steps <= 0:
+        raise ValueError("A cosine onecycle schedule was set with a non-positive "
+                         f"`transition_steps` ({transition_steps}).")
+    return piecewise_interpolate_schedule(
+        "cosine", peak_value / div_factor,
+        {int(pct_start * transition_steps): div_factor,
+         int(transition_steps): 1.0 / (div_factor * final_div_factor)})
+
+
+def warmup_constant_schedule(init_value, peak_value, warmup_steps: int) -> Callable:
+    """Linear warmup from `init_value` to `peak_value` over `warmup_steps`, then constant."""
+    return linear_schedule(init_value, peak_value, warmup_steps)
+
+
+def sgdr_schedule(cosine_kwargs: Iterable[dict]) -> Callable:
+    """Warm restarts: the warmup_cosine_decay_schedules of `cosine_kwargs` one after another,
+    each lasting its `decay_steps`."""
+    schedules, boundaries, step = [], [], 0
+    for kwargs in cosine_kwargs:
+        schedules.append(warmup_cosine_decay_schedule(**kwargs))
+        step += kwargs["decay_steps"]
+        boundaries.append(step)
+    return join_schedules(schedules, boundaries[:-1])
