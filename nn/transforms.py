@@ -127,18 +127,24 @@ class _Frame:
         return {k: v for k, v in self.store.rngs.items() if pred(k)}
 
     def split_key(self, name: str, n: int):
-        """n independent keys of stream `name` for the steps/lanes of a lifted call."""
-        key = self.scope.make_rng(name, f'"{self.module.path}"')
-        return random.split(key, n)
+        """n keys of stream `name` for the steps/lanes of a lifted call: as Flax, the stream's
+        root key is split and each step keeps deriving keys from its own root with the scope
+        path and counter folded in."""
+        return random.split(self.store.rngs[name], n)
 
-    def run(self, fn, variables: dict, rngs: dict, mutable, args, kwargs, initializing=None):
-        """fn(copy of module bound to a store holding `variables`, *args) -> (out, vars)."""
-        path = self.scope.path
+    def run(self, fn, variables: dict, rngs: dict, mutable, args, kwargs, initializing=None,
+            relative_rngs=False, rng_counts=None):
+        """fn(copy of module bound to a store holding `variables`, *args) -> (out, vars).
+        With relative_rngs the copy is the root of its store, so PRNG keys are derived from the
+        path below it (as Flax's nn.jit, which drops the scope's key suffix)."""
+        path = () if relative_rngs else self.scope.path
         store = _Store({c: _nest(path, _copy_tree(t)) for c, t in variables.items()},
                        dict(rngs), True, self.store.initializing
                        if initializing is None else initializing)
         store.is_mutable = mutable
         store.root_name = self.store.root_name
+        if rng_counts:
+            store.rng_counts.update(rng_counts)
         inner = _plain_copy(self.module)
         inner._bind(Scope(store, path))
         out = fn(inner, *args, **kwargs)
@@ -228,7 +234,12 @@ def jit(target, variables=True, rngs=True, static_argnums=(), static_argnames=()
         def call(module, *args, **kwargs):
             frame = _Frame(module, "jit")
             vars_in = _read(frame.scope, vpred)
-            keys = frame.rngs(rpred)
+            # As Flax: each lifted stream's key is drawn from the module's scope, and the
+            # jitted module derives keys below it from that key, its counters continuing.
+            who = f'"{module.path}"'
+            keys = {k: frame.scope.make_rng(k, who) for k in frame.rngs(rpred)}
+            counts = {((), k): frame.store.rng_counts.get((frame.scope.path, k), 0)
+                      for k in keys}
             statics = {i: args[i] for i in static_argnums if i < len(args)}
             dyn = tuple(a for i, a in enumerate(args) if i not in statics)
             mutable = frame.store.is_mutable
@@ -239,14 +250,16 @@ def jit(target, variables=True, rngs=True, static_argnums=(), static_argnames=()
                 full = [statics[i] if i in statics else next(it)
                         for i in range(len(statics) + len(dyn_args))]
                 return frame.run(fn, vars_, keys_, mutable, full, kwargs_,
-                                 initializing=initializing)
+                                 initializing=initializing, relative_rngs=True,
+                                 rng_counts=counts)
 
             ckey = None
             try:
                 fields = tuple((f.name, getattr(module, f.name))
                                for f in dataclasses.fields(module) if f.name != "parent")
                 ckey = (fn, type(module), fields, frame.scope.path, initializing,
-                        _mutable_signature(frame), tuple(sorted(statics.items())))
+                        _mutable_signature(frame), tuple(sorted(statics.items())),
+                        tuple(sorted(counts.items())))
                 hash(ckey)
             except TypeError:
                 ckey = None
