@@ -73,4 +73,9 @@ from optim.schedules import (cosine_onecycle_schedule, linear_onecycle_schedule,
                              piecewise_interpolate_schedule, sgdr_schedule,
                              warmup_constant_schedule)
 from optim.tree_utils import tree_map_params
+# Optax's top-level aliases of four optax.tree functions.
+from optim.tree_utils import tree_bias_correction as bias_correction
+from optim.tree_utils import tree_update_infinity_moment as update_infinity_moment
+from optim.tree_utils import tree_update_moment as update_moment
+from optim.tree_utils import tree_update_moment_per_elem_norm as update_moment_per_elem_norm
 # end helper E block
