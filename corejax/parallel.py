@@ -101,10 +101,30 @@ class _Rendezvous:
                                "collective (its error is raised by pmap)") from None
         return np.array(self.results[index])
 
+    def all_reduce(self, index: int, x, ufunc):
+        """`ufunc` over every device's operand, in device order, computed by each device for
+        itself (no copies besides its own result)."""
+        self.operands[index] = x
+        try:
+            self.barrier.wait()
+            ops = self.operands
+            out = np.empty(np.shape(x), np.result_type(x))
+            if len(ops) == 1:
+                out[...] = ops[0]
+            else:
+                ufunc(ops[0], ops[1], out=out)
+                for op in ops[2:]:
+                    ufunc(out, op, out=out)
+            self.barrier.wait()      # every device has read the operands
+        except threading.BrokenBarrierError:
+            raise RuntimeError("another device of this pmap failed before reaching the "
+                               "collective (its error is raised by pmap)") from None
+        return out
 
-# The reductions psum / pmax / pmin compute over the devices' stacked operands (what their
-# vmap rules compute, without tracing them on every call).
-_ALL_REDUCE = {"psum": np.add.reduce, "pmax": np.maximum.reduce, "pmin": np.minimum.reduce}
+
+# The reductions psum / pmax / pmin compute over the devices' operands (what their vmap
+# rules compute, without tracing them on every call).
+_ALL_REDUCE = {"psum": np.add, "pmax": np.maximum, "pmin": np.minimum}
 
 
 def _device_impl(prim):
@@ -116,11 +136,11 @@ def _device_impl(prim):
             _unbound(axes)
         rendezvous, index = run
 
+        ufunc = _ALL_REDUCE.get(prim.name)
+        if ufunc is not None:
+            return rendezvous.all_reduce(index, x, ufunc)
+
         def combine(stacked):
-            fast = _ALL_REDUCE.get(prim.name)
-            if fast is not None:     # every device gets the same reduction
-                return np.broadcast_to(fast(stacked, axis=0, dtype=stacked.dtype),
-                                       stacked.shape)
             outs, dims = batching.vmap_flat(lambda v: [prim.bind(v, **params)],
                                             stacked.shape[0], [0], args=[Array(stacked)],
                                             axis_name=axes[0])
