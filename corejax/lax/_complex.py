@@ -120,3 +120,15 @@ def abs_jvp(t, ans, x):
     safe = select(eq(ans, full_like(ans, 0)), full_like(ans, 1), ans)
     ratio = div(conj(x), convert_element_type(safe, get_aval(x).dtype))
     return real(mul(t, ratio))
+
+
+def astype_real(x, new_dtype):
+    """jnp's astype from complex to a real dtype: the real part, with JAX's DeprecationWarning
+    (a future JAX raises instead)."""
+    import warnings
+    if get_aval(x).dtype.kind == "c" and np.dtype(new_dtype).kind != "c":
+        warnings.warn("Casting from complex to real dtypes will soon raise a ValueError. Please "
+                      "first use jnp.real or jnp.imag to take the real/imaginary component of "
+                      "your input.", DeprecationWarning, stacklevel=3)
+        return real(x)
+    return x

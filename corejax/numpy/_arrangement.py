@@ -31,7 +31,8 @@ def astype(x, dtype, /, *, copy=False, device=None):
     dtypes.check_user_dtype_supported(dtype, "astype")
     x = asarray(x)
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.default_float_dtype()
-    return lax.convert_element_type(x, dt)
+    from corejax.lax._complex import astype_real
+    return lax.convert_element_type(astype_real(x, dt), dt)
 
 
 def rot90(m, k=1, axes=(0, 1)):

@@ -26,8 +26,10 @@ def _defer(fn):
 
 def _astype(self, dtype, copy=False, device=None):
     from corejax import dtypes
+    from corejax.lax._complex import astype_real
     dtypes.check_user_dtype_supported(dtype, "astype")
-    return lax.convert_element_type(self, dtypes.canonicalize_dtype(dtype))
+    dt = dtypes.canonicalize_dtype(dtype)
+    return lax.convert_element_type(astype_real(self, dt), dt)
 
 
 def _reshape(self, *shape, order="C"):
