@@ -17,6 +17,12 @@ class Device:
     """A place arrays live and computations run: `cpu:0` or `cuda:N`."""
 
     __slots__ = ("platform", "id")
+    process_index = 0        # one process: every device is local to it
+    host_id = 0
+
+    @property
+    def device_kind(self) -> str:
+        return self.platform
 
     def __init__(self, platform: str, id: int = 0):
         self.platform, self.id = platform, id
@@ -125,6 +131,10 @@ class Array(metaclass=_ArrayMeta):
             from corejax.sharding import SingleDeviceSharding
             return SingleDeviceSharding(self._device)
         return sharding
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self.sharding.is_fully_replicated
 
     @property
     def committed(self) -> bool:

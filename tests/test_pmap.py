@@ -90,6 +90,8 @@ def test_devices_and_placement():
     assert [str(d) for d in devs] == ["cpu:0", "cpu:1", "cpu:2", "cpu:3"]
     assert jax.device_count() == jax.local_device_count() == 4
     assert jax.local_devices() == devs and jax.devices("cpu") == devs
+    assert (devs[3].id, devs[3].platform, devs[3].device_kind, devs[3].process_index) == \
+        (3, "cpu", "cpu", 0)
     x = jnp.arange(6.0)
     assert not x.committed and x.sharding == SingleDeviceSharding(devs[0])
     y = jax.device_put(x, devs[2])
@@ -120,6 +122,7 @@ def test_pmap_results_are_sharded_and_feed_the_next_pmap():
     assert out.devices() == set(jax.devices())
     shards = out.addressable_shards
     assert [s.device for s in shards] == jax.devices() and shards[3].data.shape == (1, 2)
+    assert not out.is_fully_replicated and jnp.ones(2).is_fully_replicated
     np.testing.assert_array_equal(np.asarray(shards[3].data), [[12.0, 14.0]])
     again = f(out)
     np.testing.assert_array_equal(np.asarray(again), np.arange(8.0).reshape(4, 2) * 4)
@@ -207,3 +210,4 @@ def test_pmaps_called_from_two_threads_run_in_one_order_on_every_device():
         want = (xs.sum(0) * np.arange(4)[:, None] if k % 2
                 else np.broadcast_to(xs[:3].sum(0), (3, 3)))
         np.testing.assert_allclose(out, want)
+
