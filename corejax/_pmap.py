@@ -64,6 +64,7 @@ def _shard(leaves, hosts, dims, i) -> list:
 
 
 def _run_on_device(exe, args, name, rendezvous, index):
+    outer = parallel._pmap_axes.running
     parallel._pmap_axes.running = {name: (rendezvous, index)}
     try:
         return exe(*args)
@@ -71,7 +72,7 @@ def _run_on_device(exe, args, name, rendezvous, index):
         rendezvous.barrier.abort()    # the other devices must not wait for this one
         raise
     finally:
-        parallel._pmap_axes.running = {}
+        parallel._pmap_axes.running = outer
 
 
 def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
@@ -121,10 +122,9 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         if inner:
             return vmap(with_statics, in_axes=axes_spec, out_axes=out_axes,
                         axis_name=name, axis_size=axis_size)(*dyn_args, **kwargs)
-        return _call_top(with_statics, dyn_args, kwargs, axes_spec, statics, args)
+        return _call_top(with_statics, dyn_args, leaves, in_tree, axes_spec, statics, args)
 
-    def _call_top(with_statics, dyn_args, kwargs, axes_spec, statics, args):
-        leaves, in_tree = tree_flatten((dyn_args, kwargs))
+    def _call_top(with_statics, dyn_args, leaves, in_tree, axes_spec, statics, args):
         leaves = _canonical_leaves(leaves)
         axes = _flatten_axes("pmap in_axes", dyn_args, axes_spec if isinstance(axes_spec, tuple)
                              else tuple([axes_spec] * len(dyn_args)))

@@ -210,4 +210,3 @@ def test_pmaps_called_from_two_threads_run_in_one_order_on_every_device():
         want = (xs.sum(0) * np.arange(4)[:, None] if k % 2
                 else np.broadcast_to(xs[:3].sum(0), (3, 3)))
         np.testing.assert_allclose(out, want)
-
