@@ -16,6 +16,7 @@ import corejax.numpy as jnp
 from corejax import random, tree_util
 from corejax.nn import initializers, sigmoid, tanh
 from nn import transforms
+from nn.core import FrozenDict
 from nn.linear import Conv, Dense, default_kernel_init, promote_dtype
 from nn.module import Module, compact, nowrap
 
@@ -346,10 +347,10 @@ class RNN(Module):
     reverse: bool = False
     keep_order: bool = False
     unroll: int = 1
-    variable_axes: Mapping = None
+    variable_axes: Mapping = FrozenDict()
     variable_broadcast: Any = "params"
     variable_carry: Any = False
-    split_rngs: Mapping = None
+    split_rngs: Mapping = FrozenDict({"params": False})
 
     def __call__(self, inputs, *, initial_carry=None, init_key=None, seq_lengths=None,
                  return_carry=None, time_major=None, reverse=None, keep_order=None):
@@ -381,9 +382,9 @@ class RNN(Module):
 
         scan = transforms.scan(
             scan_fn, in_axes=time_axis, out_axes=(0, time_axis) if slice_carry else time_axis,
-            unroll=self.unroll, variable_axes=self.variable_axes or {},
+            unroll=self.unroll, variable_axes=self.variable_axes,
             variable_broadcast=self.variable_broadcast, variable_carry=self.variable_carry,
-            split_rngs={"params": False} if self.split_rngs is None else self.split_rngs)
+            split_rngs=self.split_rngs)
         carry, outputs = scan(self.cell, carry, inputs)
         if slice_carry:
             carries, outputs = outputs

@@ -105,9 +105,34 @@ def _original_class(cls):
 def _plain_copy(module: Module) -> Module:
     """An unbound copy of `module` with the class it had before any lifting."""
     cls = _original_class(type(module))
-    fields = {f.name: getattr(module, f.name) for f in dataclasses.fields(module)
-              if f.init and f.name not in ("parent", "name")}
+    fields = {f.name: _unbind_children(getattr(module, f.name), module)
+              for f in dataclasses.fields(module) if f.init and f.name not in ("parent", "name")}
     return cls(**fields, parent=None, name=module.name)
+
+
+def _unbind_children(value, owner):
+    """Submodules `owner` adopted from its fields, as unbound clones (so the copy adopts them
+    in the lifted store); modules owned elsewhere stay as they are."""
+    if isinstance(value, Module):
+        return value.clone(parent=None) if value.parent is owner else value
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_unbind_children(v, owner) for v in value)
+    if isinstance(value, dict):
+        return {k: _unbind_children(v, owner) for k, v in value.items()}
+    return value
+
+
+class _CountsFrom(dict):
+    """PRNG draw counters that start at `start` for every scope (Scope.make_rng reads them
+    with .get): Flax traces a scan body twice sharing its counters, so inside nn.scan the
+    first key a scope draws is its second."""
+
+    def __init__(self, start: int):
+        super().__init__()
+        self.start = start
+
+    def get(self, key, default=None):
+        return super().get(key, self.start)
 
 
 class _Frame:
@@ -143,7 +168,9 @@ class _Frame:
                        if initializing is None else initializing)
         store.is_mutable = mutable
         store.root_name = self.store.root_name
-        if rng_counts:
+        if isinstance(rng_counts, int):
+            store.rng_counts = _CountsFrom(rng_counts)
+        elif rng_counts:
             store.rng_counts.update(rng_counts)
         inner = _plain_copy(self.module)
         inner._bind(Scope(store, path))
@@ -480,6 +507,11 @@ def scan(target, variable_axes={}, variable_broadcast=False, variable_carry=Fals
                 carry_vars.update({c: t for c, t in created.items() if route(c) == "carry"})
 
             inner_mutable = lambda col: mutable(col) and route(col) != "broadcast"
+            # Flax traces the body twice sharing PRNG counters (three times when init creates
+            # stacked variables), so the first key a scope draws in the loop is its 2nd / 3rd.
+            names = set(frame.store.variables) | {"params"}
+            first_draw = 2 if frame.store.initializing and any(
+                route(c) == "axes" and mutable(c) for c in names) else 1
 
             def body(state, step):
                 c, cvars = state
@@ -490,7 +522,8 @@ def scan(target, variable_axes={}, variable_broadcast=False, variable_carry=Fals
                 variables.update(cvars)
                 variables.update(avars)
                 (c, y), new = frame.run(fn, variables, keys, inner_mutable,
-                                        [c] + full_args(x_parts), kwargs)
+                                        [c] + full_args(x_parts), kwargs,
+                                        rng_counts=first_draw)
                 new_c = {col: new.get(col, t) for col, t in cvars.items()}
                 new_axes = {col: t for col, t in new.items() if route(col) == "axes"}
                 return (c, new_c), (y, new_axes)

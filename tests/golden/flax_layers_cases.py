@@ -327,12 +327,96 @@ def activations(nn, jnp):
     return dict(model=M(), args=(_x(31, 2, 6) * 3,))
 
 
+def scan_sow_and_dropout(nn, jnp):
+    class Step(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            h = nn.Dense(3)(x) + c
+            h = nn.Dropout(0.5, deterministic=False)(h)
+            self.sow("intermediates", "h", h)
+            return h, h * 2
+
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, xs):
+            scan = nn.scan(Step, variable_broadcast="params", variable_axes={"intermediates": 0},
+                           split_rngs={"params": False, "dropout": True})
+            return scan(name="scan")(jnp.zeros((xs.shape[1], 3)), xs)
+
+    return dict(model=M(), args=(_x(32, 4, 2, 3),), rngs={"dropout": 5},
+                mutable=["intermediates"])
+
+
+def vmap_batchnorm_ensemble(nn, jnp):
+    class Member(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.BatchNorm(use_running_average=False)(nn.Dense(3)(x))
+
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            ens = nn.vmap(Member, variable_axes={"params": 0, "batch_stats": 0},
+                          split_rngs={"params": True}, in_axes=0, out_axes=0)
+            return ens(name="ens")(x)
+
+    return dict(model=M(), args=(_x(33, 2, 5, 4),), mutable=["batch_stats"])
+
+
+def remat_static_sequential(nn, jnp):
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x, train):
+            x = nn.Dense(4)(x)
+            return nn.relu(x) if train else nn.tanh(x)
+
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            y = nn.remat(Block, static_argnums=(2,))()(x, True)
+            seq = nn.remat(nn.Sequential)([nn.Dense(3), nn.gelu, nn.Dense(2)])
+            return seq(y)
+
+    return dict(model=M(), args=(_x(34, 3, 4),), grad=True)
+
+
+def while_carry_state(nn, jnp):
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            dense = nn.Dense(x.shape[-1], name="dense")
+            dense(x)
+
+            def cond_fn(mdl, c):
+                return mdl.variables["params"]["bias"].shape[0] + c[0] < 6
+
+            def body_fn(mdl, c):
+                return c[0] + 1, jnp.sin(mdl(c[1]))
+
+            return nn.while_loop(cond_fn, body_fn, dense, (jnp.asarray(0), x))
+
+    return dict(model=M(), args=(_x(35, 2, 3),))
+
+
+def jit_in_setup(nn, jnp):
+    class M(nn.Module):
+        def setup(self):
+            self.first = nn.jit(nn.Dense)(4)
+            self.second = nn.jit(nn.Dense)(2)
+
+        def __call__(self, x):
+            return self.second(nn.relu(self.first(x)))
+
+    return dict(model=M(), args=(_x(36, 2, 3),), grad=True)
+
+
 CASES = [lstm_cell, optimized_lstm_cell, gru_cell, simple_cell, mgu_cell, mgu_cell_no_reset,
          conv_lstm_cell, rnn_lstm_lengths, rnn_gru_reverse_time_major, bidirectional, scan_lstm,
          scan_stacked_layers, vmap_ensemble, vmap_shared, jit_dense, remat_mlp, cond_branches,
          switch_branches, while_counter, map_variables_causal, lifted_grad_vjp, custom_vjp_sign,
          einsum, instance_norm, weight_norm, spectral_norm, prelu, conv_local, self_attention,
-         attention_bias_dropout, pooling, activations]
+         attention_bias_dropout, pooling, activations, scan_sow_and_dropout,
+         vmap_batchnorm_ensemble, remat_static_sequential, while_carry_state, jit_in_setup]
 
 
 def flatten(tree, prefix=""):
