@@ -42,7 +42,8 @@ LINEAR = {"add", "sub", "neg", "add_any", "mul", "div", "reduce_sum", "broadcast
           "reshape", "transpose", "squeeze", "rev", "slice", "pad", "concatenate",
           "dynamic_slice", "dynamic_update_slice", "select_n", "convert_element_type", "cumsum",
           "dot_general", "jit", "custom_lin", "conv_general_dilated", "reduce_window_sum",
-          "gather", "scatter-add", "sort", "cond", "scan"}
+          "gather", "scatter-add", "sort", "cond", "scan", "real", "imag", "conj", "complex",
+          "fft"}
 
 
 def test_primitives_were_found():

@@ -72,6 +72,7 @@ def complex(x, y):
     """x + i*y elementwise from two real arrays of one dtype (lax.complex)."""
     from corejax.lax.elementwise import _prepare
     x, y = _prepare(x, y, name="complex")
+    complex_p.abstract_eval(get_aval(x), get_aval(y))  # eager binds skip the dtype checks
     return complex_p.bind(x, y)
 
 

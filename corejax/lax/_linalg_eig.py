@@ -144,22 +144,27 @@ def _triangular_sqrt_one(t):
         r[j, j] = np.sqrt(t[j, j])
         for i in range(j - 1, -1, -1):
             inner = r[i, i + 1:j] @ r[i + 1:j, j]
-            r[i, j] = (t[i, j] - inner) / (r[i, i] + r[j, j])
+            r[i, j] = 0 if t[i, j] == inner else (t[i, j] - inner) / (r[i, i] + r[j, j])
     return r
 
 
 def _parlett_one(t, f_diag):
     """Parlett's recurrence: F = f(T) for upper-triangular T with distinct diagonal entries,
-    from F's diagonal f(T_ii), superdiagonal by superdiagonal (T F = F T)."""
+    from F's diagonal f(T_ii), superdiagonal by superdiagonal (T F = F T). Also the smallest
+    denominator |T_jj - T_ii| met, starting from |T_00| (JAX's error estimate uses it; a zero
+    denominator leaves its numerator undivided, as JAX does)."""
     n = t.shape[-1]
     f = np.diag(f_diag).astype(t.dtype)
+    min_den = np.abs(t[0, 0]) if n else np.zeros((), t.real.dtype)
     for p in range(1, n):
         for i in range(n - p):
             j = i + p
             s = t[i, j] * (f[j, j] - f[i, i])
             s += t[i, i + 1:j] @ f[i + 1:j, j] - f[i, i + 1:j] @ t[i + 1:j, j]
-            f[i, j] = s / (t[j, j] - t[i, i])
-    return f
+            den = t[j, j] - t[i, i]
+            f[i, j] = s / den if den != 0 else s
+            min_den = min(min_den, np.abs(den))
+    return f, np.asarray(min_den, t.real.dtype)
 
 
 def _square_complex_abstract(name):
@@ -181,9 +186,19 @@ def _host_loop(one, *arrays, core_ndims):
 triangular_sqrt_p = define(
     "triangular_sqrt", lambda t: _host_loop(_triangular_sqrt_one, t, core_ndims=(2,)),
     _square_complex_abstract("triangular_sqrt"))
-parlett_p = define(
-    "parlett", lambda t, d: _host_loop(_parlett_one, t, d, core_ndims=(2, 1)),
-    _square_complex_abstract("parlett"))
+def _parlett_impl(t, d):
+    if t.size == 0:
+        return [np.zeros(t.shape, t.dtype), np.zeros(t.shape[:-2], t.real.dtype)]
+    with np.errstate(all="ignore"):
+        return list(batch_loop(_parlett_one, t, d, core_ndims=(2, 1)))
+
+
+def _parlett_abstract(t, d):
+    out = _square_complex_abstract("parlett")(t)
+    return [out, ShapedArray(t.shape[:-2], dtypes.real_dtype(t.dtype))]
+
+
+parlett_p = define("parlett", _parlett_impl, _parlett_abstract, multiple_results=True)
 
 
 def _rsf2csf_impl(t, z):

@@ -355,17 +355,32 @@ def sqrtm(A, blocksize: int = 1):
 
 
 def funm(A, func, disp: bool = True):
-    """The matrix function f(A) (complex) for an elementwise `func`, by the complex Schur form
-    and Parlett's recurrence (which needs distinct eigenvalues). With disp=False, also an
-    error estimate: the dtype's machine epsilon, as JAX returns."""
-    t, z = _complex_schur("funm", A)
+    """The matrix function f(A) (complex) for an elementwise `func`: the complex Schur form
+    (the real one made complex by rsf2csf, as JAX does), Parlett's recurrence (distinct
+    eigenvalues), transformed back. With disp=False also JAX's error estimate,
+    min(1, max(eps, eps / min|T_jj - T_ii| * ||triu(T, 1)||_1))."""
+    (a,) = _inexact("funm", A)
+    if get_aval(a).ndim != 2 or get_aval(a).shape[0] != get_aval(a).shape[1]:
+        raise ValueError("expected square array_like input")
+    if get_aval(a).dtype.kind == "c":
+        t, z = lax_linalg.schur(a)
+    else:
+        t, z = rsf2csf(*lax_linalg.schur(a))
     f_diag = func(_u.diagonal(t))
-    f_t = _linalg_eig.parlett_p.bind(t, lax.convert_element_type(f_diag, get_aval(t).dtype))
+    f_t, min_den = _linalg_eig.parlett_p.bind(
+        t, lax.convert_element_type(f_diag, get_aval(t).dtype))
     out = _u.matmul(_u.matmul(z, f_t), lax.conj(_u.mT(z)))
     if disp:
         return out
-    eps = np.finfo(dtypes.real_dtype(get_aval(out).dtype)).eps
-    return out, jnp.asarray(eps, dtypes.real_dtype(get_aval(out).dtype))
+    # JAX's tolerance: float32's eps for complex64 results, float64's otherwise
+    tol = np.finfo(np.float32 if get_aval(out).dtype == np.complex64 else np.float64).eps
+    rdt = dtypes.real_dtype(get_aval(out).dtype)
+    min_den = jnp.where(min_den == 0, jnp.asarray(tol, rdt), min_den)
+    strict_upper = jnp.triu(t, 1)
+    spread = jnp.max(jnp.sum(jnp.abs(strict_upper), axis=0))
+    err = jnp.minimum(1, jnp.maximum(tol, (tol / min_den) * spread))
+    err = jnp.where(jnp.any(jnp.isinf(out)), jnp.inf, err)
+    return out, err
 
 
 def rsf2csf(T, Z, check_finite: bool = True):
