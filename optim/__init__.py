@@ -62,7 +62,7 @@ from optim.constraining import (NonNegativeParamsState, ZeroNansState, keep_para
 from optim.layouts import flatten
 from optim.lookahead import LookaheadParams, LookaheadState, lookahead
 from optim.monitoring import MonitorState, SnapshotState, measure_with_ema, monitor, snapshot
-from optim.wrappers import (InjectStatefulHyperparamsState, WrappedSchedule,
+from optim.wrappers import (InjectStatefulHyperparamsState, MaskOrFn, WrappedSchedule,
                             inject_stateful_hyperparams)
 # losses, schedules, optax.tree / tree_utils, projections (helper E, #28)
 from optim import projections, tree

@@ -6,8 +6,8 @@ from typing import Any, Callable, Hashable, Mapping, NamedTuple, Union
 
 import corejax as jax
 
-from optim._extra_args import GradientTransformationExtraArgs, with_extra_args_support
-from optim.base import GradientTransformation, set_to_zero
+from optim.base import (GradientTransformation, GradientTransformationExtraArgs, set_to_zero,
+                        with_extra_args_support)
 from optim.wrappers import masked
 
 __all__ = ["chain", "named_chain", "partition", "PartitionState", "multi_transform",

@@ -8,8 +8,8 @@ import corejax.numpy as jnp
 from corejax import lax
 
 from optim import tree_utils as tu
-from optim._extra_args import GradientTransformationExtraArgs, with_extra_args_support
-from optim.base import GradientTransformation, safe_int32_increment, zero_count
+from optim.base import (GradientTransformation, GradientTransformationExtraArgs,
+                        safe_int32_increment, with_extra_args_support, zero_count)
 
 __all__ = ["ConditionFn", "conditionally_transform", "ConditionallyTransformState",
            "conditionally_mask", "ConditionallyMaskState", "apply_if_finite",

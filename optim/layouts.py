@@ -6,8 +6,8 @@ import numpy as np
 import corejax as jax
 import corejax.numpy as jnp
 
-from optim._extra_args import GradientTransformationExtraArgs, with_extra_args_support
-from optim.base import GradientTransformation
+from optim.base import (GradientTransformation, GradientTransformationExtraArgs,
+                        with_extra_args_support)
 
 __all__ = ["flatten"]
 

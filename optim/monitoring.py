@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
-from optim._extra_args import GradientTransformationExtraArgs, with_extra_args_support
-from optim.base import GradientTransformation, stateless
+from optim.base import (GradientTransformation, GradientTransformationExtraArgs, stateless,
+                        with_extra_args_support)
 from optim.combine import chain
 from optim.transform import ema
 

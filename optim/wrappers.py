@@ -13,14 +13,18 @@ import corejax.numpy as jnp
 from corejax.core import Tracer
 
 from optim import tree_utils as tu
-from optim._extra_args import GradientTransformationExtraArgs, with_extra_args_support
-from optim.base import GradientTransformation, safe_int32_increment, set_to_zero, zero_count
+from optim.base import (GradientTransformation, GradientTransformationExtraArgs,
+                        safe_int32_increment, set_to_zero, with_extra_args_support, zero_count)
 
 __all__ = ["masked", "MaskedNode", "MaskedState", "freeze", "MultiSteps", "MultiStepsState",
            "inject_hyperparams", "InjectHyperparamsState", "inject_stateful_hyperparams",
-           "InjectStatefulHyperparamsState", "WrappedSchedule"]
+           "InjectStatefulHyperparamsState", "WrappedSchedule", "MaskOrFn"]
 
 _map = jax.tree_util.tree_map
+
+# A mask: a pytree of bools shaped like the params (or a prefix of them), or a function of the
+# params returning one.
+MaskOrFn = Union[Any, Callable[[Any], Any]]
 
 
 class MaskedNode(NamedTuple):

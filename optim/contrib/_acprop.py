@@ -2,7 +2,7 @@
 (the second moment of the previous step scales the current gradient)."""
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import corejax as jax
 import corejax.numpy as jnp
@@ -11,14 +11,7 @@ from optim import tree_utils as tu
 from optim.base import GradientTransformation, safe_int32_increment, zero_count
 from optim.combine import chain
 from optim.transform import add_decayed_weights, scale_by_learning_rate
-
-try:
-    from optim.transform_adaptive import ScaleByBeliefState
-except ImportError:      # helper C's module; the same fields as Optax's ScaleByBeliefState
-    class ScaleByBeliefState(NamedTuple):
-        count: Any
-        mu: Any
-        nu: Any
+from optim.transform_adaptive import ScaleByBeliefState
 
 __all__ = ["acprop", "scale_by_acprop"]
 

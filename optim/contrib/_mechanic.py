@@ -9,8 +9,8 @@ import corejax.numpy as jnp
 from corejax import lax
 
 from optim import tree_utils as tu
-from optim._extra_args import GradientTransformationExtraArgs, with_extra_args_support
-from optim.base import GradientTransformation, params_required, safe_int32_increment
+from optim.base import (GradientTransformation, GradientTransformationExtraArgs, params_required,
+                        safe_int32_increment, with_extra_args_support)
 from optim.contrib._common import float_dtype
 
 __all__ = ["mechanize", "MechanicState"]

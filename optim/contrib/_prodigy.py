@@ -8,8 +8,7 @@ import corejax as jax
 import corejax.numpy as jnp
 
 from optim import tree_utils as tu
-from optim._extra_args import GradientTransformationExtraArgs
-from optim.base import params_required, safe_int32_increment
+from optim.base import GradientTransformationExtraArgs, params_required, safe_int32_increment
 from optim.contrib._common import float_dtype, value_at
 
 __all__ = ["prodigy", "ProdigyState"]

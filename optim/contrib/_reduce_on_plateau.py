@@ -8,8 +8,7 @@ import corejax as jax
 import corejax.numpy as jnp
 from corejax import lax
 
-from optim._extra_args import GradientTransformationExtraArgs
-from optim.base import safe_int32_increment
+from optim.base import GradientTransformationExtraArgs, safe_int32_increment
 from optim.contrib._common import float_dtype
 
 __all__ = ["reduce_on_plateau", "ReduceLROnPlateauState"]

@@ -8,8 +8,8 @@ import corejax.numpy as jnp
 from corejax import lax
 
 from optim import tree_utils as tu
-from optim._extra_args import GradientTransformationExtraArgs
-from optim.base import EmptyState, GradientTransformation, apply_updates, zero_count
+from optim.base import (EmptyState, GradientTransformation, GradientTransformationExtraArgs,
+                        apply_updates, zero_count)
 
 __all__ = ["normalize", "NormalizeState", "sam", "SAMState"]
 

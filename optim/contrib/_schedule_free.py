@@ -8,9 +8,9 @@ import corejax as jax
 import corejax.numpy as jnp
 
 from optim import tree_utils as tu
-from optim._extra_args import GradientTransformationExtraArgs, with_extra_args_support
 from optim.alias import sgd
-from optim.base import GradientTransformation, safe_int32_increment
+from optim.base import (GradientTransformation, GradientTransformationExtraArgs,
+                        safe_int32_increment, with_extra_args_support)
 from optim.combine import chain
 from optim.contrib._common import float_dtype
 from optim.schedules import linear_schedule

@@ -9,8 +9,8 @@ import corejax.numpy as jnp
 from corejax import lax
 
 from optim import tree_utils as tu
-from optim._extra_args import GradientTransformationExtraArgs, with_extra_args_support
-from optim.base import safe_int32_increment, zero_count
+from optim.base import (GradientTransformationExtraArgs, safe_int32_increment,
+                        with_extra_args_support, zero_count)
 from optim.combine import chain
 from optim.contrib._common import float_dtype
 from optim.transform import add_decayed_weights, scale_by_learning_rate

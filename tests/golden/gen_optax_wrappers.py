@@ -7,7 +7,7 @@ Run with a Python that has jax and optax (neither is a corejax dependency):
 
 Writes tests/golden/optax_wrappers.json: "namespace" (the public names of optax.transforms),
 "x", "y", "params" (the problem of optax_problem.py) and "cases": name -> {"trajectory": per step, the params' leaves; "state_paths" and "state":
-the final optimizer state's leaves with their key paths; "losses"; "post": the case's
+the final optimizer state's leaves with their key paths and dtypes; "losses"; "post": the case's
 post-run values, if any}. Values are float32 numbers
 written exactly (as doubles); booleans and integers as numbers.
 """
@@ -45,6 +45,7 @@ def record(cases, out_name, namespace):
         out["cases"][name] = {"trajectory": [[tolist(v) for v in step] for step in trajectory],
                               "state_paths": paths,
                               "state": [tolist(v) for v in leaves],
+                              "state_dtypes": [str(np.asarray(v).dtype) for v in leaves],
                               "losses": [float(v) for v in losses],
                               "post": [tolist(v) for v in post]}
         print(name, "ok", flush=True)

@@ -5,7 +5,8 @@ contrib}.py (optim) execute the very same steps. No jax import here.
 
 Problem: params {"w": (3, 2), "b": (2,)}; loss = mean((x @ w + b - y)^2) + 0.05 * sum(w^4) on
 fixed x (4, 3), y (4, 2). A case is a dict: "build" (ox, jnp) -> transform; optional "extra"
-(names of update keyword arguments to pass: "value" the loss, "obj_fn" the loss function),
+(names of update keyword arguments to pass: "value" the loss, "obj_fn" the loss function,
+"grad_fn" (params, i) -> gradients, "bias" half the gradients, a tree shaped like them),
 "nan_steps" (steps whose gradient of "b" is NaN), "lookahead" (params are LookaheadParams),
 "abs_params" (start from |params|), "per_example" (gradients with a leading batch axis of 4,
 one per row of x), "complex" (w is complex, w * (1 + 0.5j); its gradient is the real one times
@@ -66,6 +67,8 @@ def run(case, ox, jax, jnp, x, y, params, jit=False):
             extra["value"] = value
         if "obj_fn" in case.get("extra", ()):
             extra["obj_fn"] = loss
+        if "bias" in case.get("extra", ()):
+            extra["bias"] = jax.tree_util.tree_map(lambda g: 0.5 * g, grads)
         if "grad_fn" in case.get("extra", ()):
             extra["grad_fn"] = lambda p, i: jax.grad(loss)(p)
         updates, state = opt.update(grads, state, params, **extra)
@@ -96,7 +99,8 @@ def run(case, ox, jax, jnp, x, y, params, jit=False):
 
 def check(golden, name, case, ox, jax, jnp, jit=False, rtol=2e-5, atol=1e-6):
     """Runs `case` with `ox` and asserts it reproduces golden["cases"][name] (params after
-    every step, the final state's key paths and leaves, the losses, the post-run values)."""
+    every step, the final state's key paths, dtypes and leaves, the losses, the post-run
+    values)."""
     from numpy.testing import assert_allclose
     x, y = np.asarray(golden["x"], np.float32), np.asarray(golden["y"], np.float32)
     params = {k: np.asarray(v, np.float32) for k, v in golden["params"].items()}
@@ -112,6 +116,8 @@ def check(golden, name, case, ox, jax, jnp, jit=False, rtol=2e-5, atol=1e-6):
     for a, b in zip(post, want["post"]):
         assert_allclose(np.asarray(a, np.float64), b, **tol, err_msg=f"{name} post")
     assert_allclose(np.asarray(losses, np.float64), want["losses"], **tol, err_msg=name)
+    dtypes = [str(np.asarray(leaf).dtype) for leaf in leaves]
+    assert dtypes == want["state_dtypes"], (name, dtypes, want["state_dtypes"])
     if case.get("compare_state", True):
         for path, a, b in zip(paths, leaves, want["state"]):
             assert_allclose(np.asarray(a).astype(np.float64), b, **tol,

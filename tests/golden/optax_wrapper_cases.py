@@ -1,6 +1,16 @@
 """Wrapper / combinator cases (see optax_problem.py): ox is optax or optim."""
 import functools
 
+import numpy as np
+
+def _add_bias(ox):
+    """A transform taking an extra argument shaped like the updates: updates + bias."""
+    return ox.GradientTransformationExtraArgs(
+        lambda params: ox.EmptyState(),
+        lambda updates, state, params=None, *, bias, **extra: (
+            ox.tree_utils.tree_add(updates, bias), state))
+
+
 CASES = {
     "lookahead": dict(build=lambda ox, jnp: ox.lookahead(
         ox.sgd(0.1, momentum=0.9), sync_period=3, slow_step_size=0.5, reset_state=True),
@@ -14,6 +24,12 @@ CASES = {
         lambda p: {k: "a" if v.ndim == 2 else "s" for k, v in p.items()})),
     "multi_transform": dict(build=lambda ox, jnp: ox.multi_transform(
         {"a": ox.adam(0.05), "s": ox.sgd(0.1)}, {"w": "s", "b": "a"})),
+    "partition_masked_extra_args": dict(build=lambda ox, jnp: ox.chain(ox.partition(
+        {"a": ox.chain(_add_bias(ox), ox.adam(0.05)), "s": ox.sgd(0.1)}, {"w": "a", "b": "s"},
+        mask_compatible_extra_args=True)), extra=("bias",)),
+    "masked_extra_args": dict(build=lambda ox, jnp: ox.masked(
+        ox.chain(_add_bias(ox), ox.sgd(0.1)), {"w": False, "b": True},
+        mask_compatible_extra_args=True), extra=("bias",)),
     "selective_transform": dict(build=lambda ox, jnp: ox.transforms.selective_transform(
         ox.adam(0.05), freeze_mask={"w": False, "b": True})),
     "named_chain": dict(build=lambda ox, jnp: ox.named_chain(
@@ -40,6 +56,10 @@ CASES = {
     "inject_hyperparams_int": dict(build=lambda ox, jnp: ox.MultiSteps(
         ox.inject_hyperparams(ox.sgd, static_args="nesterov")(
             learning_rate=0.1, momentum=0.9, nesterov=True), every_k_schedule=2)),
+    "inject_hyperparams_dtypes": dict(build=lambda ox, jnp: ox.inject_hyperparams(
+        ox.adamw, hyperparam_dtype=jnp.float16)(
+            learning_rate=jnp.asarray(0.05, jnp.float32), b1=np.float64(0.8), weight_decay=1,
+            eps=1e-3)),
     "keep_params_nonnegative": dict(build=lambda ox, jnp: ox.chain(
         ox.sgd(0.5), ox.keep_params_nonnegative()), abs_params=True),
     "zero_nans": dict(build=lambda ox, jnp: ox.chain(ox.zero_nans(), ox.adam(0.05)),
