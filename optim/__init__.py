@@ -25,8 +25,8 @@ from optim.transform import (AddDecayedWeightsState, EmaState, ScaleByAdamState,
 from optim.tree_utils import global_norm
 # optimizers, scale_by_* blocks, extra-args protocol, L-BFGS (helper C, #28)
 from optim import numerics
-from optim.alias import (adabelief, adadelta, adafactor, adamaxw, adan, amsgrad, fromage, lars,
-                         noisy_sgd, novograd, optimistic_adam, optimistic_adam_v2,
+from optim.alias import (MaskOrFn, adabelief, adadelta, adafactor, adamaxw, adan, amsgrad,
+                         fromage, lars, noisy_sgd, novograd, optimistic_adam, optimistic_adam_v2,
                          optimistic_gradient_descent, polyak_sgd, radam, rprop, sign_sgd,
                          signum, sm3, yogi)
 from optim.base import (GradientTransformationExtraArgs, TransformInitFn,
@@ -44,6 +44,10 @@ from optim.transform_adaptive import (AddNoiseState, ScaleByAdaDeltaState, Scale
                                       scale_by_param_block_norm, scale_by_param_block_rms,
                                       scale_by_polyak, scale_by_radam, scale_by_rprop,
                                       scale_by_sign, scale_by_sm3, scale_by_yogi)
+from optim.lbfgs import ScaleByLBFGSState, lbfgs, scale_by_lbfgs
+from optim.linesearch import (ScaleByBacktrackingLinesearchState, ScaleByZoomLinesearchState,
+                              ZoomLinesearchInfo, scale_by_backtracking_linesearch,
+                              scale_by_zoom_linesearch, value_and_grad_from_state)
 # end helper C block
 from optim.wrappers import (InjectHyperparamsState, MaskedNode, MaskedState, MultiSteps,
                             MultiStepsState, freeze, inject_hyperparams, masked)

@@ -5,10 +5,12 @@ optimizer states have Optax's structure (tuples of the blocks' NamedTuple states
 from __future__ import annotations
 
 import warnings
+from typing import Any, Callable, Optional, Union
 
 import corejax.numpy as jnp
 
 from optim.base import GradientTransformation, GradientTransformationExtraArgs, identity
+from optim.clipping import clip_by_block_rms
 from optim.combine import chain
 from optim.factorized import scale_by_factored_rms
 from optim.transform import (add_decayed_weights, ema, scale, scale_by_adam, scale_by_adamax,
@@ -21,11 +23,15 @@ from optim.transform_adaptive import (add_noise, scale_by_adadelta, scale_by_ada
                                       scale_by_sign, scale_by_sm3, scale_by_yogi)
 from optim.wrappers import masked
 
-__all__ = ["sgd", "adam", "adamw", "nadam", "nadamw", "adamax", "adamaxw", "rmsprop", "adagrad",
-           "lamb", "lion", "adabelief", "adadelta", "adafactor", "adan", "amsgrad", "fromage",
-           "lars", "noisy_sgd", "novograd", "optimistic_gradient_descent", "optimistic_adam",
-           "optimistic_adam_v2", "polyak_sgd", "radam", "rprop", "sign_sgd", "signum", "sm3",
-           "yogi"]
+# A weight-decay mask: a pytree of bools shaped like (a prefix of) the params, or a callable
+# params -> such a pytree.
+MaskOrFn = Optional[Union[Any, Callable[[Any], Any]]]
+
+__all__ = ["MaskOrFn", "sgd", "adam", "adamw", "nadam", "nadamw", "adamax", "adamaxw", "rmsprop",
+           "adagrad", "lamb", "lion", "adabelief", "adadelta", "adafactor", "adan", "amsgrad",
+           "fromage", "lars", "noisy_sgd", "novograd", "optimistic_gradient_descent",
+           "optimistic_adam", "optimistic_adam_v2", "polyak_sgd", "radam", "rprop", "sign_sgd",
+           "signum", "sm3", "yogi"]
 
 
 def sgd(learning_rate, momentum=None, nesterov: bool = False,
@@ -137,7 +143,7 @@ def adafactor(learning_rate=None, min_dim_size_to_factor: int = 128, decay_rate=
     blocks = [scale_by_factored_rms(factored, decay_rate, decay_offset,
                                     min_dim_size_to_factor, eps)]
     if clipping_threshold is not None:
-        blocks.append(_clip_by_block_rms(clipping_threshold))
+        blocks.append(clip_by_block_rms(clipping_threshold))
     if learning_rate is not None:
         blocks.append(scale_by_learning_rate(learning_rate, flip_sign=False))
     if multiply_by_parameter_scale:
@@ -148,24 +154,6 @@ def adafactor(learning_rate=None, min_dim_size_to_factor: int = 128, decay_rate=
         blocks.append(add_decayed_weights(weight_decay_rate, mask=weight_decay_mask))
     blocks.append(scale(-1))
     return chain(*blocks)
-
-
-def _clip_by_block_rms(threshold) -> GradientTransformation:
-    """Optax's clip_by_block_rms (each leaf's update divided by max(1, rms / threshold)),
-    which belongs to optim's clipping module: taken from there when it has it."""
-    from optim import clipping
-    if hasattr(clipping, "clip_by_block_rms"):
-        return clipping.clip_by_block_rms(threshold)
-    import corejax as jax
-    from optim.base import init_empty_state
-    from optim.numerics import abs_sq
-
-    def update(updates, state, params=None):
-        del params
-        return jax.tree_util.tree_map(
-            lambda u: u / jnp.maximum(1.0, jnp.sqrt(jnp.mean(abs_sq(u))) / threshold),
-            updates), state
-    return GradientTransformation(init_empty_state, update)
 
 
 def adan(learning_rate, b1=0.98, b2=0.92, b3=0.99, eps=1e-8, eps_root=1e-8, weight_decay=0.0,

@@ -12,6 +12,15 @@ Writes tests/golden/optax_optimizers.json:
     learning rate) is nested the same way. A state is written as nested JSON: a NamedTuple as
     {"type": class name, "fields": {name: ...}}, tuples and lists as lists, dicts as dicts,
     arrays as {"dtype", "shape", "value"}.
+  * "lbfgs": line-search solvers on two small problems (a 2-D Rosenbrock function from
+    [-1.2, 1.0] and a logistic regression on 24 fixed points, both float32), the loop of
+    Optax's L-BFGS notebook: value_and_grad_from_state, then update(grad, state, params,
+    value=, grad=, value_fn=) (plain value_and_grad for a solver that keeps no gradient in
+    its state; its loop's gradient norm is then taken at the params). Per problem/solver:
+    "params" and "values" after each of "steps" eager iterations, the line search's step
+    sizes ("learning_rates") and numbers of evaluations ("linesearch_steps"); and the
+    notebook's lax.while_loop run ("while_loop": final params, iteration count, final
+    gradient norm; max_iter, tol).
 Arrays hold float32 (or the array's own) values written exactly, as doubles.
 """
 import json
@@ -120,6 +129,110 @@ def describe(x):
     return {"dtype": str(a.dtype), "shape": list(a.shape), "value": a.tolist()}
 
 
+def rosenbrock(x):
+    return jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def logistic_data():
+    rng = np.random.RandomState(1)
+    features = rng.normal(size=(24, 3)).astype(np.float32)
+    labels = (features @ np.array([1.5, -2.0, 0.5]) + 0.3 * rng.normal(size=24) > 0)
+    return jnp.asarray(features), jnp.asarray(labels.astype(np.float32))
+
+
+def logistic_loss(params):
+    features, labels = logistic_data()
+    logits = features @ params["w"] + params["b"]
+    return jnp.mean(jnp.logaddexp(0.0, logits) - labels * logits) + 0.01 * jnp.sum(
+        params["w"] ** 2)
+
+
+LBFGS_PROBLEMS = {
+    "rosenbrock": (rosenbrock, lambda: jnp.asarray([-1.2, 1.0], jnp.float32)),
+    "logistic": (logistic_loss, lambda: {"w": jnp.zeros(3, jnp.float32),
+                                         "b": jnp.asarray(0.0, jnp.float32)}),
+}
+
+LBFGS_SOLVERS = [
+    # (problem, solver spec, eager steps, while_loop max_iter, tol)
+    ("rosenbrock", spec("lbfgs"), 12, 100, 1e-3),
+    ("logistic", spec("lbfgs", memory_size=3, scale_init_precond=False,
+                      linesearch=spec("scale_by_backtracking_linesearch",
+                                      max_backtracking_steps=20, store_grad=True)),
+     8, 50, 1e-4),
+    ("logistic", spec("chain", transforms=[
+        spec("sgd", learning_rate=1.0),
+        spec("scale_by_backtracking_linesearch", max_backtracking_steps=15,
+             decrease_factor=0.5, increase_factor=2.0, max_learning_rate=8.0,
+             slope_rtol=0.3)]), 8, 40, 1e-3),
+    ("rosenbrock", spec("lbfgs", memory_size=4, linesearch=spec(
+        "scale_by_zoom_linesearch", max_linesearch_steps=15, initial_guess_strategy="keep",
+        max_learning_rate=2.0, curv_rtol=0.5)), 12, 100, 1e-3),
+]
+
+
+def build_solver(s):
+    kwargs = dict(s["kwargs"])
+    if "transforms" in kwargs:
+        return optax.chain(*[build_solver(t) for t in kwargs.pop("transforms")])
+    if isinstance(kwargs.get("linesearch"), dict):
+        kwargs["linesearch"] = build_solver(kwargs["linesearch"])
+    return getattr(optax, s["name"])(**kwargs)
+
+
+def lbfgs_records():
+    records = []
+    for problem, solver_spec, steps, max_iter, tol in LBFGS_SOLVERS:
+        fun, init = LBFGS_PROBLEMS[problem]
+        opt = build_solver(solver_spec)
+        params, state = init(), opt.init(init())
+        # Solvers that keep no gradient in their state use plain value_and_grad.
+        keeps_grad = optax.tree_utils.tree_get(state, "grad") is not None
+        if keeps_grad:
+            value_and_grad = optax.value_and_grad_from_state(fun)
+        else:
+            value_and_grad = lambda p, state: jax.value_and_grad(fun)(p)  # noqa: E731
+        trajectory, values, rates, ls_steps = [], [], [], []
+        for _ in range(steps):
+            value, grad = value_and_grad(params, state=state)
+            updates, state = opt.update(grad, state, params, value=value, grad=grad,
+                                        value_fn=fun)
+            params = optax.apply_updates(params, updates)
+            trajectory.append(tolist(params))
+            values.append(float(fun(params)))
+            rates.append(float(optax.tree_utils.tree_get(state, "learning_rate")))
+            ls_steps.append(int(optax.tree_utils.tree_get(state, "num_linesearch_steps")))
+
+        def step(carry):
+            params, state, count = carry
+            value, grad = value_and_grad(params, state=state)
+            updates, state = opt.update(grad, state, params, value=value, grad=grad,
+                                        value_fn=fun)
+            return optax.apply_updates(params, updates), state, count + 1
+
+        def grad_at(params, state):
+            if keeps_grad:
+                return optax.tree_utils.tree_get(state, "grad")
+            return jax.grad(fun)(params)
+
+        def keep_going(carry):
+            params, state, count = carry
+            err = optax.tree_utils.tree_norm(grad_at(params, state))
+            return (count == 0) | ((count < max_iter) & (err >= tol))
+
+        final, state, count = jax.lax.while_loop(
+            keep_going, step, (init(), opt.init(init()), jnp.asarray(0)))
+        grad_norm = optax.tree_utils.tree_norm(grad_at(final, state))
+        records.append({"problem": problem, "solver": solver_spec, "steps": steps,
+                        "params": trajectory, "values": values, "learning_rates": rates,
+                        "linesearch_steps": ls_steps,
+                        "while_loop": {"max_iter": max_iter, "tol": tol,
+                                       "params": tolist(final), "count": int(count),
+                                       "grad_norm": float(grad_norm),
+                                       "value": float(fun(final))}})
+    return records
+
+
 def main():
     rng = np.random.RandomState(0)
     params = {"w": jnp.asarray(rng.uniform(-1, 1, (3, 2)).astype(np.float32)),
@@ -143,7 +256,7 @@ def main():
         cases.append({"spec": s, "params": trajectory, "state": describe(state)})
     out = {"versions": {"jax": jax.__version__, "optax": optax.__version__},
            "params": tolist(params), "grads": [tolist(g) for g in grads], "values": values,
-           "cases": cases}
+           "cases": cases, "lbfgs": lbfgs_records()}
     with open(OUT, "w") as f:
         json.dump(out, f)
         f.write("\n")
