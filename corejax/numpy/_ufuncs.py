@@ -352,9 +352,24 @@ def logaddexp(x, y, /):
 @custom_jvp
 def _logaddexp(x, y):
     amax = lax.max(x, y)
+    if get_aval(x).dtype.kind == "c":
+        # amax + log1p(e^(x + y - 2 amax)), its phase brought back into [-pi, pi)
+        dt = get_aval(x).dtype
+        out = lax.add(amax, lax.log1p(lax.exp(lax.sub(lax.add(x, y),
+                                                       lax.mul(amax, lax.full((), 2, dt))))))
+        return lax.complex(lax.real(out), _wrap_phase(lax.imag(out)))
     delta = lax.sub(x, y)
     return lax.select(isnan(delta), lax.add(x, y),
                       lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
+
+
+def _wrap_phase(angle):
+    """`angle` moved by a multiple of 2 pi into [-pi, pi)."""
+    rdt = get_aval(angle).dtype
+    pi, two_pi = lax.full((), np.pi, rdt), lax.full((), 2 * np.pi, rdt)
+    r = lax.rem(lax.add(angle, pi), two_pi)
+    r = lax.select(lax.lt(r, lax.full_like(r, 0)), lax.add(r, lax.full_like(r, 2 * np.pi)), r)
+    return lax.sub(r, lax.full_like(r, np.pi))
 
 
 @_logaddexp.defjvp
@@ -363,6 +378,9 @@ def _logaddexp_jvp(primals, tangents):
     # form's derivative is not); +inf is replaced by 0 so that inf - inf gives no NaN.
     (x, y), (tx, ty) = primals, tangents
     out = _logaddexp(x, y)
+    if get_aval(x).dtype.kind == "c":
+        share = lambda v: lax.exp(lax.sub(v, out))  # noqa: E731
+        return out, lax.add(lax.mul(tx, share(x)), lax.mul(ty, share(y)))
     finite = lambda v: lax.select(isposinf(v), lax.full_like(v, 0), v)
     share = lambda v: lax.exp(lax.sub(finite(v), finite(out)))
     return out, lax.add(lax.mul(tx, share(x)), lax.mul(ty, share(y)))
