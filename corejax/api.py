@@ -15,6 +15,7 @@ import numpy as np
 from corejax import core, dtypes, stages
 from corejax._traceback import api_boundary
 from corejax.array import Array, backend_for, operands_for
+from corejax.array import _Placement, place_results
 from corejax.config import config
 from corejax.core import ClosedJaxpr, ShapedArray, Tracer, get_aval
 from corejax.transforms import ad, batching
@@ -204,6 +205,8 @@ def _run(entry: _CacheEntry, exe, backend: str, operands):
     """The compiled program's outputs on `operands` (consts, then leaves), in the entry's
     tree. Donated Arrays are consumed by the call (their buffers may now hold its results)."""
     outs = exe(*operands_for(backend, operands))
+    if _Placement.cpu_committed:
+        outs = place_results(operands, outs)
     if entry.donated is not None and not exe.consumes_donations:
         for x, d in zip(operands, entry.donated):
             if d and type(x) is Array:

@@ -417,6 +417,8 @@ class _Placement:
     """Whether any array may live on a CUDA device (an array was put there, or the default
     platform is cuda): until then eager evaluation skips every placement check."""
     cuda_in_use = config.platform == "cuda"
+    # whether an array was committed to a CPU device other than cpu:0 (results follow it)
+    cpu_committed = False
 
 
 config.watch("platform", lambda v: setattr(_Placement, "cuda_in_use",
@@ -665,12 +667,55 @@ def device_put(x, device: Device | None = None):
     return tree_map(lambda leaf: _device_put_leaf(leaf, device), x)
 
 
+def committed_device(args):
+    """The CPU device (other than cpu:0) that the committed operands among `args` were put
+    on, or None; operands committed to two different devices are an error, as in JAX."""
+    device, first = None, None
+    for a in args:
+        sharding = getattr(a, "_sharding", None) if type(a) is Array else None
+        if sharding is None or len(sharding._device_assignment) != 1 \
+                or hasattr(sharding, "mesh"):
+            continue
+        d = sharding._device_assignment[0]
+        if device is None:
+            device, first = d, a
+        elif d != device:
+            raise ValueError(f"Received incompatible devices for jitted computation. Got an "
+                             f"argument of shape {first.aval.str_short()} on {device} and an "
+                             f"argument of shape {a.aval.str_short()} on {d}: move them to "
+                             "one device with device_put(x, device).")
+    return device
+
+
+def place_results(args, outs):
+    """`outs` (an Array or a list of them) committed to the device of the committed
+    operands among `args`, where there are any (JAX keeps a computation on its operands'
+    device)."""
+    device = committed_device(args)
+    if device is None:
+        return outs
+    from corejax.sharding import SingleDeviceSharding, with_sharding
+    sharding = SingleDeviceSharding(device)
+    if type(outs) is Array:
+        return with_sharding(outs, sharding)
+    return [with_sharding(o, sharding) if type(o) is Array else o for o in outs]
+
+
+def _apply_primitive_placed(primitive, args, params):
+    """Eager evaluation once an array has been committed to a CPU device other than cpu:0
+    (installed then, so that until then evaluation pays nothing for it)."""
+    return place_results(args, apply_primitive(primitive, args, params))
+
+
 def _device_put_sharded(x, sharding):
     """device_put onto a Sharding of CPU devices (or a CPU device other than cpu:0): the
     host value, placed as `sharding` says."""
     from corejax.sharding import with_sharding
     from corejax.tree_util import tree_map
     known = _cpu_devices()
+    if len(sharding._device_assignment) == 1 and not hasattr(sharding, "mesh"):
+        _Placement.cpu_committed = True
+        core.eval_hooks.apply_primitive = _apply_primitive_placed
     for d in sharding.device_set:
         if d not in known:
             raise ValueError(f"Unknown device {d}: the CPU devices here are "

@@ -37,6 +37,11 @@ def four_devices():
     _array._cpu_device_list = None
     jax.config.update("jax_num_cpu_devices", prev_value)
     _array._cpu_device_list = prev_list
+    # (arrays committed to cpu:2 installed the placing eager evaluation: the other modules
+    # run with the plain one, as a process that never commits an array does)
+    from corejax import core
+    _array._Placement.cpu_committed = False
+    core.eval_hooks.apply_primitive = _array.apply_primitive
 
 
 def _strip_spec(d):
@@ -98,6 +103,16 @@ def test_devices_and_placement():
     assert y.committed and y.device == devs[2] and y.devices() == {devs[2]}
     assert repr(y.sharding) == "SingleDeviceSharding(device=CpuDevice(id=2), memory_kind=device)"
     np.testing.assert_array_equal(np.asarray(y), np.arange(6.0))
+    # computations follow their committed operands (eagerly, jitted, differentiated);
+    # operands committed to two devices are an error
+    for out in (y + 1, jnp.sin(y) * x, jax.jit(lambda a: a * 2)(y),
+                jax.grad(lambda a: (a ** 2).sum())(y)):
+        assert out.committed and out.device == devs[2]
+    assert not (x + 1).committed and jax.jit(lambda a: a * 2)(x).device == devs[0]
+    with pytest.raises(ValueError, match="incompatible devices.*cpu:2.*cpu:1"):
+        y + jax.device_put(x, devs[1])
+    with pytest.raises(ValueError, match="incompatible devices"):
+        jax.jit(lambda a, b: a - b)(y, jax.device_put(x, devs[1]))
     with pytest.raises(RuntimeError, match="before backends are initialized"):
         jax.config.update("jax_num_cpu_devices", 2)
     assert jax.config.num_cpu_devices == 4
