@@ -16,7 +16,7 @@ LOSSES = GOLDEN["losses"]
 # Under jit too, the first record of each (one compilation each). Every loss with
 # COREJAX_SLOW_TESTS=1 (ctc_loss's scan alone takes ~15 s to compile on a cold cache).
 SLOW = os.environ.get("COREJAX_SLOW_TESTS") == "1"
-JITTED = {"softmax_cross_entropy_with_integer_labels", "ntxent"}
+JITTED = {"softmax_cross_entropy_with_integer_labels"}
 NOT_JITTABLE = {"49-dice_loss"}   # apply_softmax=False checks the sums in Python, as Optax does
 
 

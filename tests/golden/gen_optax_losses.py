@@ -20,6 +20,7 @@ list or dict. Sections:
     get / get_all_with_path / set / map_params on an adam state (paths written with str()).
   * "projections": [{"id", "name", "args", "kwargs", "value", "grad"?}] ("grad": gradient of
     sum(weights * projection) in the first argument, weights given in "grad_weights").
+  * "misc": the other top-level helpers (see misc_records), inputs beside their results.
 """
 import json
 import os
@@ -415,11 +416,63 @@ def projection_records():
     return out
 
 
+def misc_records():
+    """optax.incremental_update / periodic_update / scale_gradient / multi_normal,
+    optax.second_order, optax.perturbations and the linear-algebra helpers."""
+    new, old = {"a": normal(3), "b": normal(2, 2)}, {"a": normal(3), "b": normal(2, 2)}
+    x = normal(4)
+    params = {"w": normal(3, 2), "b": normal(2)}
+    inputs, targets = normal(5, 3), normal(5, 2)
+
+    def loss(p, xs, ys):
+        return jnp.mean(jnp.sum(jnp.tanh(xs @ p["w"] + p["b"]) - ys, axis=-1) ** 2)
+    v = normal(8)
+    sym = normal(4, 4)
+    spd = sym @ sym.T + 0.5 * np.eye(4, dtype=np.float32)
+    A, b, B = normal(6, 3), normal(6), normal(6, 2)
+    key_loc, key_scale = normal(2, 3), normal(3) * 0.3
+    dist = optax.multi_normal(key_loc, key_scale)
+    sample = dist.sample((4,), jax.random.key(5))
+    argmax_fn = lambda z: jax.nn.one_hot(jnp.argmax(z), 4)
+    out = {
+        "new": enc(new), "old": enc(old), "x": enc(x), "params": enc(params),
+        "inputs": enc(inputs), "targets": enc(targets), "v": enc(v), "spd": enc(spd),
+        "A": enc(A), "b": enc(b), "B": enc(B), "loc": enc(key_loc),
+        "log_scale": enc(key_scale),
+        "incremental_update": enc(optax.incremental_update(new, old, 0.3)),
+        "periodic_update": [enc(optax.periodic_update(new, old, jnp.asarray(s), 3))
+                            for s in (6, 7)],
+        "scale_gradient_grad": enc(jax.grad(
+            lambda z: jnp.sum(optax.scale_gradient(z, -2.5) ** 3))(x)),
+        "multi_normal_sample": enc(sample),
+        "multi_normal_log_prob": enc(dist.log_prob(sample)),
+        "hvp": enc(optax.second_order.hvp(loss, v, params, inputs, targets)),
+        "hessian_diag": enc(optax.second_order.hessian_diag(loss, params, inputs, targets)),
+        "fisher_diag": enc(optax.second_order.fisher_diag(loss, params, inputs, targets)),
+        "power_iteration": enc(optax.power_iteration(spd, num_iters=200)),
+        "matrix_inverse_pth_root": [enc(optax.matrix_inverse_pth_root(spd, p)[0])
+                                    for p in (1, 2, 4)],
+        "nnls": enc(optax.nnls(A, b, 200)), "nnls_matrix": enc(optax.nnls(A, B, 200)),
+    }
+    perturbed = {}
+    for name, noise in [("normal", optax.perturbations.Normal()),
+                        ("gumbel", optax.perturbations.Gumbel())]:
+        fn = optax.perturbations.make_perturbed_fun(argmax_fn, num_samples=64, sigma=0.5,
+                                                    noise=noise)
+        value = fn(jax.random.key(11), jnp.asarray(x))
+        grad = jax.grad(lambda z: jnp.vdot(jnp.arange(4.0), fn(jax.random.key(11), z)))(
+            jnp.asarray(x))
+        perturbed[name] = {"value": enc(value), "grad": enc(grad)}
+    out["perturbed_argmax"] = perturbed
+    return out
+
+
 def main():
     out = {"versions": {"jax": jax.__version__, "optax": optax.__version__},
            "losses": loss_records(), "schedules": schedule_records(),
            "inject": inject_record(), "tree": tree_records(),
-           "tree_state": tree_state_record(), "projections": projection_records()}
+           "tree_state": tree_state_record(), "projections": projection_records(),
+           "misc": misc_records()}
     with open(OUT, "w") as f:
         json.dump(out, f, indent=None, separators=(",", ":"))
         f.write("\n")
