@@ -2,6 +2,7 @@
 hyperparameters carried in the state."""
 from __future__ import annotations
 
+import functools
 import inspect
 import warnings
 from typing import Any, Callable, NamedTuple, Optional, Union
@@ -193,8 +194,10 @@ class MultiSteps:
         """Whether the last call to `update` applied the inner optimizer."""
         return jnp.logical_and(state.mini_step == 0, state.gradient_step > 0)
 
-    def gradient_transformation(self) -> GradientTransformationExtraArgs:
-        return GradientTransformationExtraArgs(self.init, self.update)
+    def gradient_transformation(self) -> GradientTransformation:
+        """init and update as a GradientTransformation (a plain one, as Optax returns: a
+        chain holding it does not forward extra arguments to it)."""
+        return GradientTransformation(self.init, self.update)
 
 
 # --- hyperparameters in the state -------------------------------------------------------------
@@ -323,9 +326,7 @@ def inject_hyperparams(inner_factory: Callable[..., GradientTransformation], sta
             return updates, InjectStatefulHyperparamsState(
                 safe_int32_increment(state.count), hyperparams, sched_states, inner_state)
         return GradientTransformationExtraArgs(init, update)
-    wrapped.__name__ = getattr(inner_factory, "__name__", "wrapped")
-    wrapped.__doc__ = inner_factory.__doc__
-    return wrapped
+    return functools.wraps(inner_factory)(wrapped)
 
 
 def inject_stateful_hyperparams(inner_factory: Callable[..., GradientTransformation],

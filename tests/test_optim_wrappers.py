@@ -33,13 +33,18 @@ def check_case(name, jit=False):
 
 # apply_if_finite lets NaN updates through after max_consecutive_errors, as Optax does: the
 # loss of the NaN params then warns in NumPy's matmul
-@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+NAN_WARNINGS = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning",
+                                          "ignore:overflow encountered:RuntimeWarning")
+
+
+@NAN_WARNINGS
 def test_cases_match_optax_eagerly():
     assert set(GOLDEN["cases"]) == set(CASES)
     for name in CASES:
         check_case(name)
 
 
+@NAN_WARNINGS
 @pytest.mark.parametrize("name", JITTED)
 def test_cases_match_optax_under_jit(name):
     check_case(name, jit=True)
