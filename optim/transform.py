@@ -217,14 +217,24 @@ class ScaleByLionState(NamedTuple):
     mu: Any
 
 
-def scale_by_lion(b1=0.9, b2=0.99, mu_dtype=None) -> GradientTransformation:
-    """Lion: the sign of an interpolation between the gradient and its momentum."""
+def scale_by_lion(b1=0.9, b2=0.99, mu_dtype=None, *, mode: str = "hard",
+                  smooth_beta: float = 1.0) -> GradientTransformation:
+    """Lion: the sign of an interpolation between the gradient and its momentum
+    (`mode='smooth'`: tanh(smooth_beta * x) instead; `'refined'`: x itself where |x| < 1)."""
+    shapes = {"hard": jnp.sign,
+              "smooth": lambda x: jnp.tanh(smooth_beta * x),
+              "refined": lambda x: jnp.where(jnp.abs(x) < 1.0, x, jnp.sign(x))}
+    if mode not in shapes:
+        raise ValueError(f"Unknown lion mode: {mode}. It needs to be one of "
+                         "[\"hard\", \"smooth\", \"refined\"].")
+    shape = shapes[mode]
+
     def init(params):
         return ScaleByLionState(zero_count(), tu.tree_zeros_like(params, dtype=mu_dtype))
 
     def update(updates, state, params=None):
         del params
-        directions = _map(lambda g, m: jnp.sign((1 - b1) * g + b1 * m), updates, state.mu)
+        directions = _map(lambda g, m: shape((1.0 - b1) * g + b1 * m), updates, state.mu)
         mu = tu.tree_update_moment(updates, state.mu, b2, 1)
         return directions, ScaleByLionState(safe_int32_increment(state.count),
                                             tu.tree_cast(mu, mu_dtype))

@@ -176,6 +176,8 @@ def test_inject_hyperparams_exposes_learning_rate():
 def test_signatures_and_errors():
     with pytest.raises(ValueError, match="variant"):
         optim.polyak_sgd(variant="sps-")
+    with pytest.raises(ValueError, match="Unknown lion mode"):
+        optim.scale_by_lion(mode="soft")
     with pytest.raises(ValueError, match="optimistic_adam_v2"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -202,3 +204,22 @@ def test_signatures_and_errors():
     np.testing.assert_array_equal(optim.safe_increment(jnp.asarray(2**31 - 1, jnp.int32)),
                                   2**31 - 1)
     np.testing.assert_allclose(optim.safe_norm(jnp.zeros(3), 0.5), 0.5)
+
+
+def test_signatures_match_optax():
+    """Parameter names, kinds and (JSON-representable) defaults of every optimizer, block and
+    line search against Optax 0.2.8's."""
+    import inspect
+    mismatches = []
+    for name, expected in GOLDEN["signatures"].items():
+        actual = []
+        for p in inspect.signature(getattr(optim, name)).parameters.values():
+            d = p.default
+            if d is inspect.Parameter.empty:
+                d = "<empty>"
+            elif not (d is None or isinstance(d, (bool, int, float, str))):
+                d = "<object>"
+            actual.append([p.name, p.kind.name, d])
+        if actual != expected:
+            mismatches.append(f"{name}: optim {actual} != optax {expected}")
+    assert not mismatches, "\n".join(mismatches)

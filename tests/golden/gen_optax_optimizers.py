@@ -21,6 +21,8 @@ Writes tests/golden/optax_optimizers.json:
     sizes ("learning_rates") and numbers of evaluations ("linesearch_steps"); and the
     notebook's lax.while_loop run ("while_loop": final params, iteration count, final
     gradient norm; max_iter, tol).
+  * "signatures": the parameters (name, kind, default) of Optax's optimizers, blocks and
+    line searches that optim provides.
 Arrays hold float32 (or the array's own) values written exactly, as doubles.
 """
 import json
@@ -99,6 +101,8 @@ CASES = [
     spec("scale_by_sm3", b1=0.8, b2=0.9),
     spec("add_noise", eta=0.5, gamma=0.3, key=7),
     spec("add_decayed_weights", weight_decay=LINEAR),
+    spec("scale_by_lion", b1=0.8, mode="smooth", smooth_beta=3.0),
+    spec("scale_by_lion", b2=0.9, mode="refined"),
 ]
 
 EXTRA_ARGS = {"polyak_sgd"}  # updates that take value=
@@ -233,6 +237,43 @@ def lbfgs_records():
     return records
 
 
+SIGNATURE_NAMES = [
+    "sgd", "adam", "adamw", "nadam", "nadamw", "adamax", "adamaxw", "rmsprop", "adagrad", "lamb",
+    "lion", "adabelief", "adadelta", "adafactor", "adan", "amsgrad", "fromage", "lars",
+    "noisy_sgd", "novograd", "optimistic_gradient_descent", "optimistic_adam",
+    "optimistic_adam_v2", "polyak_sgd", "radam", "rprop", "sign_sgd", "signum", "sm3", "yogi",
+    "lbfgs", "scale_by_adam", "scale_by_adamax", "scale_by_amsgrad", "scale_by_belief",
+    "scale_by_yogi", "scale_by_radam", "scale_by_adadelta", "scale_by_adan",
+    "scale_by_novograd", "scale_by_sm3", "scale_by_rprop", "scale_by_sign",
+    "scale_by_optimistic_gradient", "scale_by_distance_over_gradients", "scale_by_polyak",
+    "scale_by_param_block_norm", "scale_by_param_block_rms", "scale_by_factored_rms",
+    "scale_by_lion", "scale_by_rms", "scale_by_stddev", "scale_by_rss", "scale_by_trust_ratio",
+    "scale_by_learning_rate", "scale_by_schedule", "scale", "add_decayed_weights", "trace",
+    "ema", "centralize", "normalize_by_update_norm", "add_noise", "scale_by_lbfgs",
+    "scale_by_backtracking_linesearch", "scale_by_zoom_linesearch",
+    "value_and_grad_from_state", "with_extra_args_support", "init_empty_state",
+    "safe_norm", "safe_root_mean_squares", "safe_increment",
+]
+
+
+def signature_records():
+    """Per function: [name, kind, default] per parameter; a default that is not a JSON
+    scalar is written as "<object>", a missing one as "<empty>"."""
+    import inspect
+    out = {}
+    for name in SIGNATURE_NAMES:
+        params = []
+        for p in inspect.signature(getattr(optax, name)).parameters.values():
+            d = p.default
+            if d is inspect.Parameter.empty:
+                d = "<empty>"
+            elif not (d is None or isinstance(d, (bool, int, float, str))):
+                d = "<object>"
+            params.append([p.name, p.kind.name, d])
+        out[name] = params
+    return out
+
+
 def main():
     rng = np.random.RandomState(0)
     params = {"w": jnp.asarray(rng.uniform(-1, 1, (3, 2)).astype(np.float32)),
@@ -256,7 +297,7 @@ def main():
         cases.append({"spec": s, "params": trajectory, "state": describe(state)})
     out = {"versions": {"jax": jax.__version__, "optax": optax.__version__},
            "params": tolist(params), "grads": [tolist(g) for g in grads], "values": values,
-           "cases": cases, "lbfgs": lbfgs_records()}
+           "cases": cases, "lbfgs": lbfgs_records(), "signatures": signature_records()}
     with open(OUT, "w") as f:
         json.dump(out, f)
         f.write("\n")
