@@ -81,3 +81,16 @@ def test_contrib_errors_name_the_problem():
     sophia = c.sophia(0.1)
     with pytest.raises(ValueError, match="obj_fn"):
         sophia.update(params, sophia.init(params), params)
+
+
+def test_sophia_verbose_prints_optax_s_win_rate(capsys):
+    """Optax 0.2.8 prints these two lines for this run (checked by hand with real Optax)."""
+    def loss(p):
+        return jnp.sum(p["w"] ** 4)
+    opt = optim.contrib.sophia(0.1, b2=0.1, gamma=0.05, update_interval=1, verbose=True,
+                               print_win_rate_every_n_steps=2)
+    params = {"w": jnp.asarray([1.0, 2.0, 0.1, -0.5])}
+    state = opt.init(params)
+    for _ in range(4):
+        _, state = opt.update(jax.grad(loss)(params), state, params, obj_fn=loss)
+    assert capsys.readouterr().out == "Sophia optimizer win rate: 0.25\n" * 2

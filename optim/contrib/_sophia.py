@@ -66,12 +66,8 @@ def scale_by_sophia(b1=0.965, b2=0.99, eps=1e-8, gamma=0.01, clip_threshold=1.0,
                     ) -> GradientTransformationExtraArgs:
     """Sophia's rescaling: clip(m_hat / max(gamma * h, eps), +-clip_threshold), h the EMA (b2)
     of `hessian_diagonal_fn`'s output, refreshed every `update_interval` steps; update's extra
-    arguments (e.g. obj_fn) go to `hessian_diagonal_fn`. `verbose` printing is not supported."""
-    if verbose:
-        raise NotImplementedError("scale_by_sophia(verbose=True): printing the win rate needs "
-                                  "jax.debug.print, which optim does not use; pass "
-                                  "verbose=False.")
-    del print_win_rate_every_n_steps
+    arguments (e.g. obj_fn) go to `hessian_diagonal_fn`. With `verbose`, the share of
+    coordinates not clipped is printed every `print_win_rate_every_n_steps` steps."""
     if hessian_diagonal_fn is None:
         hessian_diagonal_fn = hutchinson_estimator_diag_hessian()
     hessian_diagonal_fn = with_extra_args_support(hessian_diagonal_fn)
@@ -88,6 +84,13 @@ def scale_by_sophia(b1=0.965, b2=0.99, eps=1e-8, gamma=0.01, clip_threshold=1.0,
         mu_hat = tu.tree_bias_correction(mu, b1, count_inc)
         new_updates = _map(lambda m, h: m / jnp.maximum(gamma * h, eps), mu_hat, state.nu)
         if clip_threshold is not None:
+            if verbose:
+                kept = sum(jnp.sum(jnp.abs(u) < clip_threshold)
+                           for u in jax.tree_util.tree_leaves(new_updates))
+                win_rate = kept / sum(jnp.size(u) for u in jax.tree_util.tree_leaves(new_updates))
+                lax.cond(count_inc % print_win_rate_every_n_steps == 0,
+                         lambda: jax.debug.print("Sophia optimizer win rate: {}", win_rate),
+                         lambda: None)
             new_updates = _map(lambda u: jnp.clip(u, -clip_threshold, clip_threshold),
                                new_updates)
 
