@@ -54,3 +54,4 @@ from nn.initializers import zeros, ones  # noqa: F401
 from nn.linear import ConvLocal, Einsum  # noqa: F401
 from nn.normalization import InstanceNorm, WeightNorm, SpectralNorm  # noqa: F401
 from nn.activation import PReLU, normalize  # noqa: F401
+from nn.transforms import remat_scan  # noqa: F401

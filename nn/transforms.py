@@ -21,7 +21,8 @@ import corejax
 from corejax import lax, random, tree_util
 from nn.module import DenyList, Module, Scope, _Store
 
-__all__ = ["jit", "vmap", "scan", "remat", "checkpoint", "map_variables", "broadcast",
+__all__ = ["jit", "vmap", "scan", "remat", "checkpoint", "remat_scan", "map_variables",
+           "broadcast",
            "while_loop", "cond", "switch", "grad", "value_and_grad", "vjp", "jvp",
            "custom_vjp"]
 
@@ -512,6 +513,9 @@ def scan(target, variable_axes={}, variable_broadcast=False, variable_carry=Fals
             names = set(frame.store.variables) | {"params"}
             first_draw = 2 if frame.store.initializing and any(
                 route(c) == "axes" and mutable(c) for c in names) else 1
+            outer = frame.store.rng_counts
+            if isinstance(outer, _CountsFrom):  # a scan inside a scanned body: traces multiply
+                first_draw = (outer.start + 1) * (first_draw + 1) - 1
 
             def body(state, step):
                 c, cvars = state
@@ -541,6 +545,30 @@ def scan(target, variable_axes={}, variable_broadcast=False, variable_carry=Fals
         return call
 
     return _lift(target, "scan", make_call, methods)
+
+
+def remat_scan(target, lengths=(), policy=None, variable_broadcast=False, variable_carry=False,
+               variable_axes={True: 0}, split_rngs={True: True}):
+    """`target` (a method carry -> carry) repeated prod(lengths) times as nested scans, every
+    level but the innermost rematerialized; variables get one stacked axis per level."""
+    lengths = tuple(lengths or ())
+    if not lengths:
+        raise ValueError("nn.remat_scan: lengths must name at least one loop length, e.g. "
+                         "lengths=(4, 4).")
+
+    def make_call(fn):
+        step = fn
+        for level, n in enumerate(reversed(lengths)):
+            body = (lambda mdl, c, _inner=step: (_inner(mdl, c), ()))
+            looped = scan(body, variable_axes=variable_axes,
+                          variable_broadcast=variable_broadcast, variable_carry=variable_carry,
+                          split_rngs=split_rngs, length=n)
+            step = (lambda mdl, c, _looped=looped: _looped(mdl, c)[0])
+            if level < len(lengths) - 1:
+                step = checkpoint(step, policy=policy, prevent_cse=False)
+        return step
+
+    return _lift(target, "remat_scan", make_call)
 
 
 # --- map_variables --------------------------------------------------------------------------

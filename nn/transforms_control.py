@@ -79,7 +79,7 @@ def while_loop(cond_fn, body_fn, mdl, init, carry_variables=False, broadcast_var
     mutable = frame.store.is_mutable
     vars_in = t._read(frame.scope, lambda c: carried(c) or bcast(c))
     keys = frame.rngs()
-    split_base = {k: frame.split_key(k, 1)[0] for k in keys if split(k)}
+    split_base = {k: v for k, v in keys.items() if split(k)}
     if frame.store.initializing:
         _, vars_in = frame.run(cond_fn, vars_in, keys, mutable, (init,), {})
         _, vars_in = frame.run(body_fn, vars_in, keys, mutable, (init,), {})
@@ -87,6 +87,7 @@ def while_loop(cond_fn, body_fn, mdl, init, carry_variables=False, broadcast_var
     cvars = {c: tr for c, tr in vars_in.items() if carried(c)}
 
     def step_keys(i):
+        # As Flax: iteration i folds i into the stream's root key (the condition folds -i).
         out = dict(keys)
         out.update({k: random.fold_in(v, i) for k, v in split_base.items()})
         return out
@@ -95,7 +96,7 @@ def while_loop(cond_fn, body_fn, mdl, init, carry_variables=False, broadcast_var
         i, c, cv = state
         variables = dict(fixed)
         variables.update(cv)
-        out, _ = frame.run(cond_fn, variables, step_keys(i), lambda col: False, (c,), {})
+        out, _ = frame.run(cond_fn, variables, step_keys(-i), lambda col: False, (c,), {})
         return out
 
     def body_fun(state):

@@ -2,7 +2,7 @@
 grad / value_and_grad / vjp / jvp, custom_vjp) against Flax linen 0.12.8: with Flax's variables
 loaded, outputs and gradients agree, and init gives Flax's variables for the same key (the
 keys of split_rngs streams in nn.vmap / nn.scan and of modules under nn.jit included; to float32
-rounding of the initializers). Golden data:
+rounding of the initializers) except nn.remat_scan's (a strict xfail). Golden data:
 tests/golden/gen_flax_layers.py."""
 import importlib.util
 import os
@@ -25,7 +25,11 @@ GOLD = np.load(os.path.join(HERE, "flax_layers.npz"))
 NAMES = ["scan_stacked_layers", "vmap_ensemble", "vmap_shared", "jit_dense", "remat_mlp",
          "cond_branches", "switch_branches", "while_counter", "map_variables_causal",
          "lifted_grad_vjp", "custom_vjp_sign", "scan_sow_and_dropout", "vmap_batchnorm_ensemble",
-         "remat_static_sequential", "while_carry_state", "jit_in_setup"]
+         "remat_static_sequential", "while_carry_state", "jit_in_setup", "remat_scan_blocks",
+         "while_split_rngs"]
+# nn.remat_scan nests scans under remat; Flax's shared PRNG counters see a number of body traces
+# there (the first Dense key is draw 7 for lengths=(2, 3)) that ours does not reproduce.
+INIT_DIFFERS = {"remat_scan_blocks"}
 _results = {}
 
 
@@ -48,6 +52,15 @@ def _compare(name):
 def test_matches_flax(name):
     init_bad, apply_bad = _compare(name)
     assert not apply_bad, apply_bad
+    if name not in INIT_DIFFERS:
+        assert not init_bad, init_bad
+
+
+@pytest.mark.parametrize("name", sorted(INIT_DIFFERS))
+@pytest.mark.xfail(strict=True, reason="the PRNG draw count Flax reaches inside nested "
+                   "remat_scan loops is not reproduced (apply with Flax's variables matches)")
+def test_init_matches_flax_nested_remat_scan(name):
+    init_bad, _ = _compare(name)
     assert not init_bad, init_bad
 
 

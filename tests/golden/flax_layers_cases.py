@@ -410,13 +410,50 @@ def jit_in_setup(nn, jnp):
     return dict(model=M(), args=(_x(36, 2, 3),), grad=True)
 
 
+def remat_scan_blocks(nn, jnp):
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.tanh(nn.Dense(4)(x)) + x
+
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.remat_scan(Block, lengths=(2, 3))(name="blocks")(x)
+
+    return dict(model=M(), args=(_x(37, 2, 4),), grad=True)
+
+
+def while_split_rngs(nn, jnp):
+    class Noisy(nn.Module):
+        @nn.compact
+        def __call__(self, c):
+            return nn.Dropout(0.5, deterministic=self.is_initializing())(jnp.ones_like(c))
+
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            def cond_fn(mdl, c):
+                return c[0] < 3
+
+            def body_fn(mdl, c):
+                return c[0] + 1, c[1] + mdl(c[1])
+
+            body = Noisy(name="noisy")
+            return nn.while_loop(cond_fn, body_fn, body, (jnp.asarray(0), x),
+                                 split_rngs={"dropout": True})[1]
+
+    return dict(model=M(), args=(_x(38, 2, 6),), rngs={"dropout": 9})
+
+
 CASES = [lstm_cell, optimized_lstm_cell, gru_cell, simple_cell, mgu_cell, mgu_cell_no_reset,
          conv_lstm_cell, rnn_lstm_lengths, rnn_gru_reverse_time_major, bidirectional, scan_lstm,
          scan_stacked_layers, vmap_ensemble, vmap_shared, jit_dense, remat_mlp, cond_branches,
          switch_branches, while_counter, map_variables_causal, lifted_grad_vjp, custom_vjp_sign,
          einsum, instance_norm, weight_norm, spectral_norm, prelu, conv_local, self_attention,
          attention_bias_dropout, pooling, activations, scan_sow_and_dropout,
-         vmap_batchnorm_ensemble, remat_static_sequential, while_carry_state, jit_in_setup]
+         vmap_batchnorm_ensemble, remat_static_sequential, while_carry_state, jit_in_setup,
+         remat_scan_blocks, while_split_rngs]
 
 
 def flatten(tree, prefix=""):
