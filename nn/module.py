@@ -201,8 +201,7 @@ class ModulePath(tuple):
     def __str__(self):
         return self._text
 
-    def __format__(self, spec):
-        return format(self._text, spec)
+    __format__ = lambda self, spec: format(self._text, spec)
 
 
 def _maybe_unbox(value, unbox: bool):
@@ -277,23 +276,17 @@ def _is_module_tree(value) -> bool:
 class Variable:
     """A handle on one variable of a collection; assigning `.value` writes the store."""
 
-    __slots__ = ("scope", "collection", "name", "unbox")
+    __slots__ = ("scope", "collection", "name")
 
-    def __init__(self, scope: Scope, collection: str, name: str, unbox: bool = True):
+    def __init__(self, scope: Scope, collection: str, name: str):
         self.scope, self.collection, self.name = scope, collection, name
-        self.unbox = unbox
 
     @property
     def value(self):
-        """The value (taken out of its metadata box when `unbox`)."""
-        return _maybe_unbox(self.scope.get_variable(self.collection, self.name), self.unbox)
+        return self.scope.get_variable(self.collection, self.name)
 
     @value.setter
     def value(self, v):
-        # A boxed variable keeps its box (and metadata) when an unboxed value is assigned.
-        old = self.scope.get_variable(self.collection, self.name)
-        if self.unbox and isinstance(old, AxisMetadata) and not isinstance(v, AxisMetadata):
-            v = old.replace_boxed(v)
         self.scope.put_variable(self.collection, self.name, v)
 
     def is_mutable(self) -> bool:
@@ -592,7 +585,7 @@ class Module:
         return _maybe_unbox(value, unbox)
 
     def variable(self, col: str, name: str, init_fn: Callable | None = None, *init_args,
-                 unbox: bool = True, **init_kwargs) -> Variable:
+                 **init_kwargs) -> Variable:
         """A handle on variable `name` of collection `col`, created by `init_fn(*init_args)`
         when the collection is mutable and the variable does not exist yet."""
         scope = self._require_scope("variable")
@@ -604,7 +597,7 @@ class Module:
                     raise ScopeCollectionNotFound(col, name, scope.where)
                 raise ScopeVariableNotFound(name, col, scope.where)
             scope.put_variable(col, name, init_fn(*init_args, **init_kwargs))
-        return Variable(scope, col, name, unbox)
+        return Variable(scope, col, name)
 
     def has_variable(self, col: str, name: str) -> bool:
         return self._require_scope("has_variable").has_variable(col, name)

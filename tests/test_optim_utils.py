@@ -2,6 +2,7 @@
 tests/golden/optax_losses.json, written by tests/golden/gen_optax_losses.py):
 incremental_update, periodic_update, scale_gradient, multi_normal, optim.second_order,
 optim.perturbations, power_iteration, matrix_inverse_pth_root and nnls."""
+import os
 import warnings
 
 import numpy as np
@@ -90,3 +91,16 @@ def test_linear_algebra():
                  atol=1e-6)
     with pytest.raises(ValueError, match="v0 must be provided"):
         optim.power_iteration(lambda v: v)
+
+
+def test_hungarian_algorithms():
+    for rec in GOLDEN["assignment"]:
+        cost = dec(rec["cost"])
+        for name in ("hungarian_algorithm", "base_hungarian_algorithm"):
+            got = getattr(optim.assignment, name)(cost)
+            assert_close(got, rec[name], what=f"{name} {cost.shape}")
+        if os.environ.get("COREJAX_SLOW_TESTS") == "1":   # ~20 s of compilation (nested loops)
+            assert_close(jax.jit(optim.assignment.hungarian_algorithm)(cost),
+                         rec["hungarian_algorithm"], what="jit")
+    empty = optim.assignment.hungarian_algorithm(jnp.zeros((0, 3)))
+    assert [x.shape for x in empty] == [(0,), (0,)]

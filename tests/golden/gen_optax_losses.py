@@ -20,7 +20,8 @@ list or dict. Sections:
     get / get_all_with_path / set / map_params on an adam state (paths written with str()).
   * "projections": [{"id", "name", "args", "kwargs", "value", "grad"?}] ("grad": gradient of
     sum(weights * projection) in the first argument, weights given in "grad_weights").
-  * "misc": the other top-level helpers (see misc_records), inputs beside their results.
+  * "misc": the other top-level helpers (see misc_records), inputs beside their results;
+    "assignment": both Hungarian algorithms on square, wide and tall cost matrices.
 """
 import json
 import os
@@ -467,12 +468,23 @@ def misc_records():
     return out
 
 
+def assignment_records():
+    out = []
+    for shape in [(6, 6), (4, 7), (7, 4), (1, 3), (5, 1)]:
+        cost = jnp.asarray(uniform(*shape) * 10 - 3)
+        out.append({"cost": enc(cost),
+                    "hungarian_algorithm": enc(optax.assignment.hungarian_algorithm(cost)),
+                    "base_hungarian_algorithm": enc(
+                        optax.assignment.base_hungarian_algorithm(cost))})
+    return out
+
+
 def main():
     out = {"versions": {"jax": jax.__version__, "optax": optax.__version__},
            "losses": loss_records(), "schedules": schedule_records(),
            "inject": inject_record(), "tree": tree_records(),
            "tree_state": tree_state_record(), "projections": projection_records(),
-           "misc": misc_records()}
+           "misc": misc_records(), "assignment": assignment_records()}
     with open(OUT, "w") as f:
         json.dump(out, f, indent=None, separators=(",", ":"))
         f.write("\n")
