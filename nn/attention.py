@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import corejax.numpy as jnp
-from corejax import lax, random
+from corejax import random
 from corejax.nn import initializers, softmax
 from nn.linear import DenseGeneral, default_kernel_init, promote_dtype
 from nn.module import Module, compact, merge_param

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable
+from typing import Callable
 
 import corejax
 from corejax import lax, random, tree_util
@@ -187,14 +187,6 @@ class _Frame:
         for col, tree in variables.items():
             if pred(col) and self.is_mutable(col):
                 _write(self.scope, col, tree)
-
-
-def _changed_immutable(frame: _Frame, before: dict, after: dict, allowed) -> None:
-    for col in after:
-        if not allowed(col) and col not in before:
-            raise ValueError(f'nn.{frame.what}: variables of collection "{col}" were created '
-                             "inside the transformation, but it is not routed by it (give it "
-                             "in variable_axes / variable_broadcast / variable_carry).")
 
 
 # --- class form and function form ------------------------------------------------------------
