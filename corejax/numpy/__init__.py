@@ -56,7 +56,7 @@ from corejax.numpy._math import (
     bitwise_count, bitwise_invert, bitwise_left_shift, bitwise_right_shift, acos, acosh, asin,
     asinh, atan, atanh, atan2, imag, angle, iscomplex, isreal, iscomplexobj, isrealobj, i0,
 )
-from corejax.numpy._math import sort_complex
+from corejax.numpy._math import sort_complex, roots
 from corejax.numpy import fft  # noqa: E402  (the jnp.fft submodule)
 from corejax.numpy._logic import (
     isclose, allclose, array_equal, array_equiv, isdtype, can_cast, iterable,

@@ -332,6 +332,55 @@ def sort_complex(a):
     return lax.convert_element_type(a, dtypes.complex_dtype(get_aval(a).dtype))
 
 
+def _companion_roots(p):
+    """The eigenvalues of the companion matrix of the coefficients p (p[0] != 0)."""
+    from corejax.numpy import linalg
+    n = get_aval(p).shape[0]
+    if n < 2:
+        return lax.full((0,), 0, dtypes.complex_dtype(get_aval(p).dtype))
+    dt = get_aval(p).dtype
+    first_row = lax.neg(lax.div(lax.slice_in_dim(p, 1, n), lax.broadcast_in_dim(
+        lax.index_in_dim(p, 0, keepdims=False), (n - 1,), ())))
+    below = lax.pad(lax.convert_element_type(np.eye(n - 2, n - 1), dt), np.zeros((), dt),
+                    ((0, 0, 0), (0, 0, 0)))
+    return linalg.eigvals(lax.concatenate([lax.reshape(first_row, (1, n - 1)), below], 0))
+
+
+def roots(p, *, strip_zeros=True):
+    """The roots of the polynomial with coefficients p (highest degree first), complex.
+    strip_zeros=True drops leading zero coefficients (which needs concrete values); with
+    False the roots they stand for are NaN, and p may be traced."""
+    check_arraylike("roots", p)
+    p = asarray(p)
+    if get_aval(p).ndim != 1:
+        raise ValueError("Input must be a rank-1 array.")
+    (p,) = promote_dtypes_inexact(p)
+    n = get_aval(p).shape[0]
+    if strip_zeros:
+        from corejax import core
+        values = core.concrete_or_error(np.asarray, p, "The error occurred in the jnp.roots() "
+                                        "function. To use jnp.roots under jit, pass "
+                                        "strip_zeros=False.")
+        leading = int(np.argmax(values != 0)) if np.any(values != 0) else n
+        return _companion_roots(lax.slice_in_dim(p, leading, n))
+    if n < 2:
+        return lax.full((0,), 0, dtypes.complex_dtype(get_aval(p).dtype))
+    from corejax.numpy._reductions import argmin
+    zero = lax.full_like(p, 0)
+    is_zero = lax.eq(p, zero)
+    leading = lax.convert_element_type(argmin(is_zero), np.int32)
+    all_zero = lax.reduce_and(is_zero, (0,))
+    leading = lax.select(all_zero, lax.full((), n, np.int32), leading)
+    safe = lax.select(lax.broadcast_in_dim(all_zero, (n,), ()), lax.full_like(p, 1), p)
+    # the leading zeros rolled to the end: p p, read from the first nonzero coefficient
+    rolled = lax.dynamic_slice(lax.concatenate([safe, safe], 0), (leading,), (n,))
+    found = _companion_roots(rolled)
+    found = lax.sort_key_val(lax.eq(found, lax.full_like(found, 0)), found)[1]
+    keep = lax.lt(lax.iota(np.int32, n - 1), lax.sub(lax.full((), n - 1, np.int32), leading))
+    nan = lax.full_like(found, complex(np.nan, np.nan))
+    return lax.select(keep, found, nan)
+
+
 def iscomplexobj(x):
     """Whether x has a complex dtype (a Python bool)."""
     return dtypes.is_complex(_obj_dtype(x))

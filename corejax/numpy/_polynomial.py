@@ -75,9 +75,10 @@ def poly(seq_of_zeros):
     (roots,) = promote_dtypes_inexact(seq_of_zeros)
     roots = _strong(roots)
     nd = get_aval(roots).ndim
-    if nd == 2:
-        raise NotImplementedError("jnp.poly of a square matrix needs its (complex) eigenvalues; "
-                                  "corejax has no complex numbers yet: pass the roots instead.")
+    if nd == 2:  # a square matrix: its characteristic polynomial, from its eigenvalues
+        from corejax.numpy.linalg import eigvals
+        roots = eigvals(roots)
+        nd = 1
     if nd == 0:
         roots = lax.reshape(roots, (1,))
     elif nd != 1:
