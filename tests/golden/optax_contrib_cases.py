@@ -14,6 +14,12 @@ CASES = {
         ox.adam(0.2), _c(ox).reduce_on_plateau(factor=0.5, patience=1, rtol=0.0, atol=0.2,
                                                cooldown=1, accumulation_size=2,
                                                min_scale=0.2)), extra=("value",)),
+    "reduce_on_plateau_injected": dict(build=lambda ox, jnp: ox.chain(
+        ox.adam(0.2), ox.inject_hyperparams(_c(ox).reduce_on_plateau)(
+            factor=0.5, patience=1, atol=0.2, rtol=0.0)), extra=("value",)),
+    "reduce_on_plateau_multisteps": dict(build=lambda ox, jnp: ox.MultiSteps(ox.chain(
+        ox.sgd(0.05), _c(ox).reduce_on_plateau(factor=0.3, patience=0, atol=0.5, rtol=0.0)),
+        every_k_schedule=2), extra=("value",)),
     "sam": dict(build=lambda ox, jnp: _c(ox).sam(
         ox.sgd(0.1), ox.chain(_c(ox).normalize(), ox.sgd(0.05)), sync_period=2)),
     "sam_adam_no_reset": dict(build=lambda ox, jnp: _c(ox).sam(
