@@ -201,7 +201,8 @@ class ModulePath(tuple):
     def __str__(self):
         return self._text
 
-    __format__ = lambda self, spec: format(self._text, spec)
+    def __format__(self, spec):
+        return format(self._text, spec)
 
 
 def _maybe_unbox(value, unbox: bool):
@@ -276,17 +277,23 @@ def _is_module_tree(value) -> bool:
 class Variable:
     """A handle on one variable of a collection; assigning `.value` writes the store."""
 
-    __slots__ = ("scope", "collection", "name")
+    __slots__ = ("scope", "collection", "name", "unbox")
 
-    def __init__(self, scope: Scope, collection: str, name: str):
+    def __init__(self, scope: Scope, collection: str, name: str, unbox: bool = True):
         self.scope, self.collection, self.name = scope, collection, name
+        self.unbox = unbox
 
     @property
     def value(self):
-        return self.scope.get_variable(self.collection, self.name)
+        """The value (taken out of its metadata box when `unbox`)."""
+        return _maybe_unbox(self.scope.get_variable(self.collection, self.name), self.unbox)
 
     @value.setter
     def value(self, v):
+        # A boxed variable keeps its box (and metadata) when an unboxed value is assigned.
+        old = self.scope.get_variable(self.collection, self.name)
+        if self.unbox and isinstance(old, AxisMetadata) and not isinstance(v, AxisMetadata):
+            v = old.replace_boxed(v)
         self.scope.put_variable(self.collection, self.name, v)
 
     def is_mutable(self) -> bool:
@@ -403,6 +410,12 @@ class Module:
     def _adopt(self, name: str, value):
         """Registers the modules in `value` as children named after `name` (and indices)."""
         if isinstance(value, Module):
+            # A module made, unnamed, in another module's setup() and handed to this one
+            # (e.g. the layers of a Sequential built in setup) belongs here, as in Flax.
+            if (isinstance(value.parent, Module) and value.parent is not self
+                    and value.parent._in_setup and value.name is None
+                    and value._scope is None):
+                object.__setattr__(value, "parent", self)
             if value.parent is None or value.parent is self:
                 if value._scope is not None and value.parent is self:
                     return value
@@ -585,7 +598,7 @@ class Module:
         return _maybe_unbox(value, unbox)
 
     def variable(self, col: str, name: str, init_fn: Callable | None = None, *init_args,
-                 **init_kwargs) -> Variable:
+                 unbox: bool = True, **init_kwargs) -> Variable:
         """A handle on variable `name` of collection `col`, created by `init_fn(*init_args)`
         when the collection is mutable and the variable does not exist yet."""
         scope = self._require_scope("variable")
@@ -597,7 +610,7 @@ class Module:
                     raise ScopeCollectionNotFound(col, name, scope.where)
                 raise ScopeVariableNotFound(name, col, scope.where)
             scope.put_variable(col, name, init_fn(*init_args, **init_kwargs))
-        return Variable(scope, col, name)
+        return Variable(scope, col, name, unbox)
 
     def has_variable(self, col: str, name: str) -> bool:
         return self._require_scope("has_variable").has_variable(col, name)

@@ -91,6 +91,19 @@ class Masks(nn.Module):
         return drop(x) + 10 * drop(x) + 100 * wide(x)
 
 
+class Stack(nn.Module):
+    """Sequential, a setup submodule called twice, and attention with dropout."""
+
+    def setup(self):
+        self.seq = nn.Sequential([nn.Dense(4), nn.relu, nn.Dense(4)])
+        self.attn = nn.MultiHeadDotProductAttention(num_heads=2, qkv_features=4,
+                                                    dropout_rate=0.5, deterministic=False)
+
+    def __call__(self, seq):
+        h = self.seq(self.seq(seq))
+        return self.attn(h) + self.attn(h)
+
+
 def _inputs():
     x = jnp.asarray(np.cos(np.arange(2 * 5) * 0.7).reshape(2, 5), jnp.float32)
     img = jnp.asarray(np.sin(np.arange(2 * 4 * 4 * 2) * 0.3).reshape(2, 4, 4, 2), jnp.float32)
@@ -114,6 +127,8 @@ def _runs():
          {"rngs": {"dropout": k(14)}, "mutable": ["batch_stats"]}),
         ("masks", Masks(), {"dropout": k(15)}, (jnp.ones((3, 8), jnp.float32),),
          {"rngs": {"dropout": k(16)}}),
+        ("stack", Stack(), {"params": k(17), "dropout": k(18)}, (seq,),
+         {"rngs": {"dropout": k(19)}}),
     ]
 
 
