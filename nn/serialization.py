@@ -19,7 +19,6 @@ import enum
 import threading
 from typing import Any
 
-import msgpack
 import numpy as np
 
 from corejax import Array, tree_util
@@ -162,6 +161,16 @@ class _Ext(enum.IntEnum):
     npscalar = 3
 
 
+def _msgpack():
+    """The msgpack package (a dependency of corejax, imported when bytes are made or read)."""
+    try:
+        import msgpack
+    except ImportError as e:
+        raise ImportError("nn.serialization needs the msgpack package for to_bytes/from_bytes "
+                          "and checkpoints: pip install msgpack") from e
+    return msgpack
+
+
 # msgpack caps one object at 2**31 - 1 bytes; larger arrays travel as chunks of 1 GiB.
 MAX_CHUNK_SIZE = 2 ** 30
 _CHUNKED = "__msgpack_chunked_array__"
@@ -171,11 +180,11 @@ def _array_payload(arr: np.ndarray) -> bytes:
     if arr.dtype.hasobject or arr.dtype.isalignedstruct:
         raise ValueError("Object and structured dtypes not supported for serialization of "
                          "ndarrays.")
-    return msgpack.packb((arr.shape, arr.dtype.name, arr.tobytes("C")), use_bin_type=True)
+    return _msgpack().packb((arr.shape, arr.dtype.name, arr.tobytes("C")), use_bin_type=True)
 
 
 def _array_from_payload(data: bytes) -> np.ndarray:
-    shape, dtype_name, buffer = msgpack.unpackb(data, raw=True)
+    shape, dtype_name, buffer = _msgpack().unpackb(data, raw=True)
     if dtype_name == b"bfloat16":
         raise NotImplementedError("bfloat16 arrays cannot be restored: corejax has no bfloat16 "
                                   "dtype; convert them to float32 before saving.")
@@ -185,11 +194,11 @@ def _array_from_payload(data: bytes) -> np.ndarray:
 
 def _pack_ext(x):
     if isinstance(x, np.ndarray):
-        return msgpack.ExtType(_Ext.ndarray, _array_payload(x))
+        return _msgpack().ExtType(_Ext.ndarray, _array_payload(x))
     if isinstance(x, np.generic):
-        return msgpack.ExtType(_Ext.npscalar, _array_payload(np.asarray(x)))
+        return _msgpack().ExtType(_Ext.npscalar, _array_payload(np.asarray(x)))
     if isinstance(x, complex):
-        return msgpack.ExtType(_Ext.native_complex, msgpack.packb((x.real, x.imag)))
+        return _msgpack().ExtType(_Ext.native_complex, _msgpack().packb((x.real, x.imag)))
     raise TypeError(f"can not serialize {type(x).__name__!r} object {x!r}: state dict leaves "
                     "must be arrays, NumPy scalars or Python scalars/strings/None.")
 
@@ -198,11 +207,11 @@ def _unpack_ext(code, data):
     if code == _Ext.ndarray:
         return _array_from_payload(data)
     if code == _Ext.native_complex:
-        real, imag = msgpack.unpackb(data)
+        real, imag = _msgpack().unpackb(data)
         return complex(real, imag)
     if code == _Ext.npscalar:
         return _array_from_payload(data)[()]
-    return msgpack.ExtType(code, data)
+    return _msgpack().ExtType(code, data)
 
 
 def _prepare(node, sort_keys: bool):
@@ -239,12 +248,12 @@ def msgpack_serialize(pytree, in_place: bool = False) -> bytes:
     """Flax's msgpack bytes of a tree of dicts, lists, arrays and scalars. As in Flax, dict
     entries are written in sorted key order unless `in_place` (then in insertion order); the
     tree itself is never modified."""
-    return msgpack.packb(_prepare(pytree, not in_place), default=_pack_ext, strict_types=True)
+    return _msgpack().packb(_prepare(pytree, not in_place), default=_pack_ext, strict_types=True)
 
 
 def msgpack_restore(encoded_pytree: bytes):
     """The tree of dicts, lists, NumPy arrays and scalars that msgpack_serialize encoded."""
-    tree = msgpack.unpackb(encoded_pytree, ext_hook=_unpack_ext, raw=False,
+    tree = _msgpack().unpackb(encoded_pytree, ext_hook=_unpack_ext, raw=False,
                            strict_map_key=False)
     return _unchunk(tree)
 
