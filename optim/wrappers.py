@@ -298,7 +298,7 @@ def inject_hyperparams(inner_factory: Callable[..., GradientTransformation], sta
                 schedules[name] = value
             elif callable(value):
                 schedules[name] = WrappedSchedule(value)
-            elif isinstance(value, (int, float, np.number, np.ndarray, jax.Array, Tracer)):
+            elif isinstance(value, (int, float, np.ndarray, jax.Array, Tracer)):
                 numeric[name] = value
             else:
                 fixed[name] = value

@@ -59,7 +59,7 @@ CASES = {
     "inject_hyperparams_dtypes": dict(build=lambda ox, jnp: ox.inject_hyperparams(
         ox.adamw, hyperparam_dtype=jnp.float16)(
             learning_rate=jnp.asarray(0.05, jnp.float32), b1=np.float64(0.8), weight_decay=1,
-            eps=1e-3)),
+            eps=1e-3, b2=np.float32(0.99))),     # a NumPy float32 scalar stays static
     "keep_params_nonnegative": dict(build=lambda ox, jnp: ox.chain(
         ox.sgd(0.5), ox.keep_params_nonnegative()), abs_params=True),
     "zero_nans": dict(build=lambda ox, jnp: ox.chain(ox.zero_nans(), ox.adam(0.05)),
