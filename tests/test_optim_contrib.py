@@ -46,8 +46,9 @@ def test_contrib_matches_optax_under_jit(name):
 
 def test_contrib_namespace_is_optax_s():
     ours = {n for n in dir(optim.contrib) if not n.startswith("_")}
-    missing = sorted(set(GOLDEN["namespace"]) - ours)
-    assert not missing, f"optim.contrib lacks {missing}"
+    theirs = set(GOLDEN["namespace"])
+    missing, extra = sorted(theirs - ours), sorted(ours - theirs)
+    assert not missing and not extra, f"optim.contrib lacks {missing}, has extra {extra}"
 
 
 def test_contrib_errors_name_the_problem():

@@ -52,8 +52,9 @@ def test_cases_match_optax_under_jit(name):
 
 def test_transforms_namespace_is_optax_s():
     ours = {n for n in dir(optim.transforms) if not n.startswith("_")}
-    missing = sorted(set(GOLDEN["namespace"]) - ours)
-    assert not missing, f"optim.transforms lacks {missing}"
+    theirs = set(GOLDEN["namespace"])
+    missing, extra = sorted(theirs - ours), sorted(ours - theirs)
+    assert not missing and not extra, f"optim.transforms lacks {missing}, has extra {extra}"
     assert optim.transforms.masked is optim.masked and optim.multi_transform is optim.partition
 
 
