@@ -115,6 +115,29 @@ class Stack(nn.Module):
         return self.attn(h) + self.attn(h)
 
 
+class SeqCompact(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Sequential([nn.Dense(3), nn.relu, nn.Dense(2)])(x)
+
+
+class Inner(nn.Module):
+    layer: nn.Module
+
+    @nn.compact
+    def __call__(self, x):
+        return self.layer(x) + nn.Dense(3)(x)
+
+
+class Passed(nn.Module):
+    """A submodule passed as an attribute to another and also called by its creator."""
+
+    @nn.compact
+    def __call__(self, x):
+        d = nn.Dense(3)
+        return Inner(d)(x) + d(x)
+
+
 def inputs():
     x = jnp.asarray(np.cos(np.arange(2 * 5) * 0.7).reshape(2, 5), jnp.float32)
     img = jnp.asarray(np.sin(np.arange(2 * 4 * 4 * 2) * 0.3).reshape(2, 4, 4, 2), jnp.float32)
@@ -141,6 +164,8 @@ def runs():
          {"rngs": {"dropout": k(16)}}),
         ("stack", Stack(), {"params": k(17), "dropout": k(18)}, (seq,),
          {"rngs": {"dropout": k(19)}}),
+        ("seq_compact", SeqCompact(), k(20), (x,), {}),
+        ("passed", Passed(), k(21), (x,), {}),
     ]
 
 
