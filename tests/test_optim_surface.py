@@ -4,8 +4,7 @@ covered fraction and the names still missing, and asserts a floor per namespace:
 of names covered when it was last set (raise it as names land, never lower it).
 
 Left out of the top-level namespace, and why (see the report of issue #28): Optax's
-experimental (aggregating) and microbatching (microbatch) sub-packages: research utilities
-that no optimizer or wrapper uses."""
+experimental sub-package (aggregating): an experimental API that no optimizer uses."""
 import importlib
 import json
 import os
@@ -14,7 +13,7 @@ import pytest
 
 NAMES = json.load(open(os.path.join(os.path.dirname(__file__), "golden", "optax_names.json")))
 # Names covered per namespace when the floor was last set (issue #28).
-FLOORS = {"optax": 212, "optax.schedules": 21, "optax.losses": 32, "optax.tree": 35,
+FLOORS = {"optax": 214, "optax.schedules": 21, "optax.losses": 32, "optax.tree": 35,
           "optax.tree_utils": 36, "optax.transforms": 46, "optax.projections": 12,
           "optax.contrib": 58}
 

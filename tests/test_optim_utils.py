@@ -104,3 +104,40 @@ def test_hungarian_algorithms():
                          rec["hungarian_algorithm"], what="jit")
     empty = optim.assignment.hungarian_algorithm(jnp.zeros((0, 3)))
     assert [x.shape for x in empty] == [(0,), (0,)]
+
+
+def test_microbatching():
+    rec, mb = GOLDEN["microbatching"], optim.microbatching
+    x, y, params = dec(rec["x"]), dec(rec["y"]), dec(rec["params"])
+    assert_close(mb.reshape_batch_axis(x, 2), rec["reshape"])
+
+    def stats(xs, ys):
+        return {"sq": jnp.sum(xs ** 2, axis=0), "dot": jnp.sum(xs, axis=1) * ys}
+
+    def loss(p, xs, ys):
+        return jnp.mean((xs @ p["w"] + p["b"] - ys) ** 2)
+
+    def clip(g):
+        return optim.tree.scale(1.0 / jnp.maximum(1.0, optim.tree.norm(g)), g)
+    for name in ["SUM", "MEAN", "RUNNING_MEAN"]:
+        acc = {"sq": getattr(mb.AccumulationType, name), "dot": mb.AccumulationType.CONCAT}
+        fn = mb.microbatch(stats, argnums=(0, 1), microbatch_size=2, accumulator=acc)
+        assert_close(fn(x, y), rec["microbatch_" + name], rtol=1e-5, atol=1e-6, what=name)
+    fn = mb.microbatch(stats, argnums=0, argnames="ys", microbatch_size=4,
+                       accumulator={"sq": mb.AccumulationType.SUM,
+                                    "dot": mb.AccumulationType.CONCAT},
+                       num_real_microbatches=1)
+    assert_close(fn(x, ys=y), rec["microbatch_early_stop"], rtol=1e-5, atol=1e-6)
+    assert_close(mb.micro_vmap(lambda row, s: jnp.sum(row) * s, in_axes=(0, None),
+                               microbatch_size=4)(x, 3.0), rec["micro_vmap"], rtol=1e-5)
+    grad_fn = mb.micro_grad(loss, batch_argnums=(1, 2), microbatch_size=2, transform_fn=clip,
+                            metrics_fn=optim.tree.norm)
+    total, aux = grad_fn(params, x, y)
+    assert_close(total, rec["micro_grad"]["total"], rtol=1e-5, atol=1e-6)
+    assert_close(aux.values, rec["micro_grad"]["values"], rtol=1e-5, atol=1e-6)
+    assert_close(aux.metrics, rec["micro_grad"]["metrics"], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="divisible"):
+        mb.microbatch(stats, argnums=(0, 1), microbatch_size=3)(x, y)
+    with pytest.raises(ValueError, match="floating-point"):
+        mb.microbatch(lambda v: v, argnums=0, microbatch_size=2,
+                      accumulator=mb.AccumulationType.MEAN)(jnp.arange(4))

@@ -21,7 +21,8 @@ list or dict. Sections:
   * "projections": [{"id", "name", "args", "kwargs", "value", "grad"?}] ("grad": gradient of
     sum(weights * projection) in the first argument, weights given in "grad_weights").
   * "misc": the other top-level helpers (see misc_records), inputs beside their results;
-    "assignment": both Hungarian algorithms on square, wide and tall cost matrices.
+    "assignment": both Hungarian algorithms on square, wide and tall cost matrices;
+    "microbatching": microbatch / micro_vmap / micro_grad results on a small batch.
 """
 import json
 import os
@@ -479,12 +480,49 @@ def assignment_records():
     return out
 
 
+def microbatching_records():
+    mb = optax.microbatching
+    x, y = normal(8, 3), normal(8)
+    params = {"w": normal(3), "b": np.float32(0.2)}
+
+    def stats(xs, ys):
+        return {"sq": jnp.sum(xs ** 2, axis=0), "dot": jnp.sum(xs, axis=1) * ys}
+
+    def loss(p, xs, ys):
+        return jnp.mean((xs @ p["w"] + p["b"] - ys) ** 2)
+
+    def clip(g):
+        norm = optax.tree.norm(g)
+        return optax.tree.scale(1.0 / jnp.maximum(1.0, norm), g)
+    out = {"x": enc(x), "y": enc(y), "params": enc(params),
+           "reshape": enc(mb.reshape_batch_axis(jnp.asarray(x), 2))}
+    for name in ["SUM", "MEAN", "RUNNING_MEAN"]:
+        acc = {"sq": getattr(mb.AccumulationType, name),
+               "dot": mb.AccumulationType.CONCAT}
+        fn = mb.microbatch(stats, argnums=(0, 1), microbatch_size=2, accumulator=acc)
+        out["microbatch_" + name] = enc(fn(jnp.asarray(x), jnp.asarray(y)))
+    fn = mb.microbatch(stats, argnums=0, argnames="ys", microbatch_size=4,
+                       accumulator={"sq": mb.AccumulationType.SUM,
+                                    "dot": mb.AccumulationType.CONCAT},
+                       num_real_microbatches=1)
+    out["microbatch_early_stop"] = enc(fn(jnp.asarray(x), ys=jnp.asarray(y)))
+    out["micro_vmap"] = enc(mb.micro_vmap(lambda row, s: jnp.sum(row) * s, in_axes=(0, None),
+                                          microbatch_size=4)(jnp.asarray(x), 3.0))
+    grad_fn = mb.micro_grad(loss, batch_argnums=(1, 2), microbatch_size=2, transform_fn=clip,
+                            metrics_fn=optax.tree.norm)
+    total, aux = grad_fn(params, jnp.asarray(x), jnp.asarray(y))
+    out["micro_grad"] = {"total": enc(total), "values": enc(aux.values),
+                         "metrics": enc(aux.metrics)}
+    return out
+
+
 def main():
     out = {"versions": {"jax": jax.__version__, "optax": optax.__version__},
            "losses": loss_records(), "schedules": schedule_records(),
            "inject": inject_record(), "tree": tree_records(),
            "tree_state": tree_state_record(), "projections": projection_records(),
-           "misc": misc_records(), "assignment": assignment_records()}
+           "misc": misc_records(), "assignment": assignment_records(),
+           "microbatching": microbatching_records()}
     with open(OUT, "w") as f:
         json.dump(out, f, indent=None, separators=(",", ":"))
         f.write("\n")
