@@ -12,7 +12,8 @@ fixed x (4, 3), y (4, 2). A case is a dict: "build" (ox, jnp) -> transform; opti
 one per row of x), "complex" (w is complex, w * (1 + 0.5j); its gradient is the real one times
 (1 + 0.5j)), "post" ((ox, state, params) -> pytree recorded after the last step), "steps" (10
 by default), "compare_state" (False: the final state is not compared), "eager_only" (not
-run under jit by the tests). Typed PRNG keys are recorded as their key data, complex values as [real, imag].
+run under jit by the tests). Typed PRNG keys are recorded as their key data, complex values
+as [real, imag].
 """
 import numpy as np
 
