@@ -274,7 +274,8 @@ def inject_hyperparams(inner_factory: Callable[..., GradientTransformation], sta
     `inject_hyperparams(optim.adam)(learning_rate=schedule)` behaves like `optim.adam` but its
     state has `.hyperparams['learning_rate']` (the value used by the latest update, readable
     and writable between steps). Numeric arguments (int, float, arrays) become arrays in the
-    state; callables are schedules evaluated at each step (stateful schedules, objects with
+    state (NumPy scalars other than float64, which is a float, are passed through as Optax
+    does); callables are schedules evaluated at each step (stateful schedules, objects with
     init / update / __call__, keep their state in `.hyperparams_states`); bools, None,
     strings and the names in `static_args` are passed through unchanged (name a callable that
     is not a schedule, such as adamw's `mask`, in `static_args`). Floating hyperparameters take
