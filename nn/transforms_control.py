@@ -214,11 +214,9 @@ def jvp(fn, mdl, primals, tangents, variable_tangents, variables=True, rngs=True
 def custom_vjp(fn, forward_fn, backward_fn, grad_vars="params", nondiff_argnums=()):
     """A lifted function (mdl, *args) with a custom backward pass:
     forward_fn(mdl, *args) -> (out, residuals); backward_fn(*nondiff_args, residuals, g) ->
-    (gradients of the `grad_vars` collections, *gradients of the differentiable args)."""
-    nondiff = tuple(nondiff_argnums)
-    if nondiff:
-        raise NotImplementedError("nn.custom_vjp: nondiff_argnums is not supported; close "
-                                  "over the non-differentiable values instead.")
+    (gradients of the `grad_vars` collections, *gradients of the differentiable args).
+    `nondiff_argnums` count the module as argument 0."""
+    nondiff = tuple(nondiff_argnums)  # positions counted with the module as argument 0
 
     @functools.wraps(fn)
     def wrapper(mdl, *args):
@@ -237,11 +235,11 @@ def custom_vjp(fn, forward_fn, backward_fn, grad_vars="params", nondiff_argnums=
             out, res = frame.run(forward_fn, dict(other, **diff_), keys, read_only, a, {})[0]
             return out, res
 
-        def bwd(res, g):
-            grads = backward_fn(res, g)
-            return tuple(grads)
+        def bwd(*rest):
+            *nondiff_args, res, g = rest
+            return tuple(backward_fn(*nondiff_args, res, g))
 
-        f = corejax.custom_vjp(primal)
+        f = corejax.custom_vjp(primal, nondiff_argnums=nondiff)
         f.defvjp(fwd, bwd)
         return f(diff, *args)
 

@@ -446,6 +446,45 @@ def while_split_rngs(nn, jnp):
     return dict(model=M(), args=(_x(38, 2, 6),), rngs={"dropout": 9})
 
 
+def scan_broadcast_reverse(nn, jnp):
+    class Step(nn.Module):
+        @nn.compact
+        def __call__(self, c, x, bias):
+            c = nn.GRUCell(3)(c, x)[0] + bias
+            return c, c * 2
+
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, xs, bias):
+            scan = nn.scan(Step, variable_broadcast="params", split_rngs={"params": False},
+                           in_axes=(1, nn.broadcast), out_axes=2, reverse=True, unroll=2)
+            return scan()(jnp.zeros((xs.shape[0], 3)), xs, bias)
+
+    return dict(model=M(), args=(_x(39, 2, 5, 4), _x(40, 3)), grad=True)
+
+
+def custom_vjp_nondiff(nn, jnp):
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            def f(mdl, x, scale):
+                return mdl(x) * scale
+
+            def fwd(mdl, x, scale):
+                return nn.vjp(lambda m, x: m(x) * scale, mdl, x)
+
+            def bwd(scale, vjp_fn, y_t):
+                params_t, x_t = vjp_fn(y_t)
+                params_t = {c: {k: v * scale + 1.0 for k, v in t.items()}
+                            for c, t in params_t.items()}
+                return params_t, -x_t
+
+            g = nn.custom_vjp(f, forward_fn=fwd, backward_fn=bwd, nondiff_argnums=(2,))
+            return g(nn.Dense(3), x, 3.0)
+
+    return dict(model=M(), args=(_x(41, 2, 4),), grad=True)
+
+
 CASES = [lstm_cell, optimized_lstm_cell, gru_cell, simple_cell, mgu_cell, mgu_cell_no_reset,
          conv_lstm_cell, rnn_lstm_lengths, rnn_gru_reverse_time_major, bidirectional, scan_lstm,
          scan_stacked_layers, vmap_ensemble, vmap_shared, jit_dense, remat_mlp, cond_branches,
@@ -453,7 +492,8 @@ CASES = [lstm_cell, optimized_lstm_cell, gru_cell, simple_cell, mgu_cell, mgu_ce
          einsum, instance_norm, weight_norm, spectral_norm, prelu, conv_local, self_attention,
          attention_bias_dropout, pooling, activations, scan_sow_and_dropout,
          vmap_batchnorm_ensemble, remat_static_sequential, while_carry_state, jit_in_setup,
-         remat_scan_blocks, while_split_rngs]
+         remat_scan_blocks, while_split_rngs, scan_broadcast_reverse,
+         custom_vjp_nondiff]
 
 
 def flatten(tree, prefix=""):
