@@ -103,7 +103,8 @@ def set_to_zero() -> GradientTransformation:
 def stateless(f: Callable[[Updates, Optional[Params]], Updates]) -> GradientTransformation:
     """A transform from `f(updates, params) -> updates`, with no state."""
     def update(updates, state, params=None):
-        return f(updates, params), state
+        del state
+        return f(updates, params), EmptyState()
     return GradientTransformation(_empty_init, update)
 
 

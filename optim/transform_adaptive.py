@@ -8,6 +8,8 @@ import functools
 import warnings
 from typing import Any, NamedTuple
 
+import numpy as np
+
 import corejax as jax
 import corejax.numpy as jnp
 from corejax import lax
@@ -460,7 +462,8 @@ def add_noise(eta, gamma, key=None, *, seed=None) -> GradientTransformation:
 
     def init(params):
         del params
-        return AddNoiseState(zero_count(), jax.random.key(key) if isinstance(key, int) else key)
+        is_seed = isinstance(key, (int, np.integer))
+        return AddNoiseState(zero_count(), jax.random.key(key) if is_seed else key)
 
     def update(updates, state, params=None):
         del params

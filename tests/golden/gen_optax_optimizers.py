@@ -103,6 +103,10 @@ CASES = [
     spec("add_decayed_weights", weight_decay=LINEAR),
     spec("scale_by_lion", b1=0.8, mode="smooth", smooth_beta=3.0),
     spec("scale_by_lion", b2=0.9, mode="refined"),
+    # accumulators kept in float16 (corejax has no bfloat16)
+    spec("adam", learning_rate=0.05, mu_dtype="float16"),
+    spec("sgd", learning_rate=0.05, momentum=0.9, accumulator_dtype="float16"),
+    spec("amsgrad", learning_rate=0.05, mu_dtype="float16"),
 ]
 
 EXTRA_ARGS = {"polyak_sgd"}  # updates that take value=
