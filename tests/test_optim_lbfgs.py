@@ -193,3 +193,26 @@ def test_lbfgs_state_and_errors():
                   unknown=1)
     with pytest.raises(ValueError, match="Value or gradient not found"):
         optim.value_and_grad_from_state(rosenbrock)(x, state=optim.sgd(0.1).init(x))
+
+
+def test_inject_hyperparams_with_extra_args():
+    """inject_hyperparams passes value=/grad=/value_fn= through (Optax 0.2.8 gives the same
+    numbers: polyak's step min(f / |u|^2, 0.5) = 0.25 on u = -grad = [4, 4] is [1, 1]; L-BFGS
+    with its zoom search solves the quadratic exactly in its first step)."""
+    def quadratic(x):
+        return jnp.sum((x - 3.0) ** 2)
+    x = jnp.ones(2)
+    opt = optim.inject_hyperparams(optim.polyak_sgd)(max_learning_rate=0.5)
+    value, grad = jax.value_and_grad(quadratic)(x)
+    updates, state = opt.update(grad, opt.init(x), x, value=value)
+    np.testing.assert_allclose(updates, [1.0, 1.0])
+    assert set(state.hyperparams) == {"max_learning_rate", "scaling", "f_min", "eps"}
+    opt = optim.inject_hyperparams(optim.lbfgs)(learning_rate=1.0)
+    state, value_and_grad = opt.init(x), optim.value_and_grad_from_state(quadratic)
+    for _ in range(3):
+        value, grad = value_and_grad(x, state=state)
+        updates, state = opt.update(grad, state, x, value=value, grad=grad,
+                                    value_fn=quadratic)
+        x = optim.apply_updates(x, updates)
+    np.testing.assert_allclose(x, [3.0, 3.0])
+    assert set(state.hyperparams) == {"learning_rate", "memory_size"}
