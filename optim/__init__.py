@@ -82,7 +82,7 @@ from optim.tree_utils import tree_bias_correction as bias_correction
 from optim.tree_utils import tree_update_infinity_moment as update_infinity_moment
 from optim.tree_utils import tree_update_moment as update_moment
 from optim.tree_utils import tree_update_moment_per_elem_norm as update_moment_per_elem_norm
-from optim import assignment, microbatching, perturbations, second_order
+from optim import assignment, experimental, microbatching, perturbations, second_order
 from optim.microbatching import microbatch
 from optim.linear_algebra import matrix_inverse_pth_root, nnls, power_iteration
 from optim.update import incremental_update, periodic_update

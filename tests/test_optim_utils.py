@@ -141,3 +141,24 @@ def test_microbatching():
     with pytest.raises(ValueError, match="floating-point"):
         mb.microbatch(lambda v: v, argnums=0, microbatch_size=2,
                       accumulator=mb.AccumulationType.MEAN)(jnp.arange(4))
+
+
+def test_experimental_aggregating():
+    rec, ag = GOLDEN["aggregating"], optim.experimental.aggregating
+    params, per_elt = dec(rec["params"]), dec(rec["per_elt"])
+    runs = {"mean_variance_1": ag.add_mean_variance_to_opt(optim.sgd(0.1), ema_decay=0.8),
+            "mean_variance_2": ag.add_mean_variance_to_opt(optim.adam(0.05),
+                                                           accumulation_steps=2),
+            "incremental_3": ag.average_incrementally_updates(0, 3)}
+    for name, opt in runs.items():
+        state = opt.init(params)
+        for g, want in zip(per_elt, rec["runs"][name]["updates"]):
+            updates, state = opt.update(g, state, params)
+            assert_close(updates, want, rtol=1e-5, atol=1e-6, what=name)
+        if "unbiased" in rec["runs"][name]:
+            assert_close(ag.get_unbiased_mean_and_variance_ema(state),
+                         rec["runs"][name]["unbiased"], rtol=1e-5, atol=1e-6, what=name)
+    with pytest.raises(ValueError, match="same batch size"):
+        ag.get_batch_size_from_per_elt_updates({"a": jnp.ones((2, 3)), "b": jnp.ones(3)}, 0)
+    with pytest.raises(ValueError, match="larger than or equal to 1"):
+        ag.accumulate_avg_updates(0)

@@ -22,7 +22,8 @@ list or dict. Sections:
     sum(weights * projection) in the first argument, weights given in "grad_weights").
   * "misc": the other top-level helpers (see misc_records), inputs beside their results;
     "assignment": both Hungarian algorithms on square, wide and tall cost matrices;
-    "microbatching": microbatch / micro_vmap / micro_grad results on a small batch.
+    "microbatching": microbatch / micro_vmap / micro_grad results on a small batch;
+    "aggregating": optax.experimental.aggregating optimizers run on per-example updates.
 """
 import json
 import os
@@ -516,13 +517,34 @@ def microbatching_records():
     return out
 
 
+def aggregating_records():
+    ag = optax.experimental.aggregating
+    params = {"w": normal(3), "b": normal(2)}
+    per_elt = [{"w": normal(4, 3), "b": normal(4, 2)} for _ in range(4)]
+    out = {"params": enc(params), "per_elt": enc(per_elt), "runs": {}}
+    runs = {"mean_variance_1": ag.add_mean_variance_to_opt(optax.sgd(0.1), ema_decay=0.8),
+            "mean_variance_2": ag.add_mean_variance_to_opt(optax.adam(0.05),
+                                                           accumulation_steps=2),
+            "incremental_3": ag.average_incrementally_updates(0, 3)}
+    for name, opt in runs.items():
+        state, updates = opt.init(params), []
+        for g in per_elt:
+            u, state = opt.update(g, state, params)
+            updates.append(enc(u))
+        run = {"updates": updates}
+        if name.startswith("mean_variance"):
+            run["unbiased"] = enc(ag.get_unbiased_mean_and_variance_ema(state))
+        out["runs"][name] = run
+    return out
+
+
 def main():
     out = {"versions": {"jax": jax.__version__, "optax": optax.__version__},
            "losses": loss_records(), "schedules": schedule_records(),
            "inject": inject_record(), "tree": tree_records(),
            "tree_state": tree_state_record(), "projections": projection_records(),
            "misc": misc_records(), "assignment": assignment_records(),
-           "microbatching": microbatching_records()}
+           "microbatching": microbatching_records(), "aggregating": aggregating_records()}
     with open(OUT, "w") as f:
         json.dump(out, f, indent=None, separators=(",", ":"))
         f.write("\n")
