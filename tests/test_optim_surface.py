@@ -10,7 +10,7 @@ import pytest
 
 NAMES = json.load(open(os.path.join(os.path.dirname(__file__), "golden", "optax_names.json")))
 # Names covered per namespace when the floor was last set (issue #28).
-FLOORS = {"optax": 215, "optax.schedules": 21, "optax.losses": 32, "optax.tree": 35,
+FLOORS = {"optax": 224, "optax.schedules": 21, "optax.losses": 32, "optax.tree": 35,
           "optax.tree_utils": 36, "optax.transforms": 46, "optax.projections": 12,
           "optax.contrib": 58}
 
