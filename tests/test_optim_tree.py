@@ -110,3 +110,19 @@ def test_projections_under_jit():
     for rec in [r for r in PROJECTIONS if r["name"] == "projection_l1_ball"]:
         assert_close(project(dec(rec["args"])[0], **rec["kwargs"]), rec["value"], rtol=2e-6,
                      atol=2e-6)
+
+
+def test_tree_functions_under_jit():
+    # One compilation for a batch of the golden cases, each compared with Optax's value.
+    picked = [r for r in TREE["cases"] if r["name"] in
+              ("add", "add_scale", "vdot", "sum", "max", "norm", "clip", "update_moment",
+               "update_infinity_moment", "bias_correction", "where")]
+    arrays = [dec(r["args"]) for r in picked]
+    kwargs = [dec(r["kwargs"]) for r in picked]
+
+    @jax.jit
+    def run_all(all_args):
+        return [getattr(optim.tree, r["name"])(*args, **kw)
+                for r, args, kw in zip(picked, all_args, kwargs)]
+    for record, got in zip(picked, run_all(arrays)):
+        assert_close(got, record["value"], rtol=3e-6, atol=1e-6, what=record["id"])
