@@ -22,7 +22,7 @@ GOLD = np.load(os.path.join(HERE, "flax_layers.npz"))
 
 NAMES = ["lstm_cell", "optimized_lstm_cell", "gru_cell", "simple_cell", "mgu_cell",
          "mgu_cell_no_reset", "conv_lstm_cell", "rnn_lstm_lengths",
-         "rnn_gru_reverse_time_major", "bidirectional", "scan_lstm"]
+         "rnn_gru_reverse_time_major", "bidirectional", "scan_lstm", "bidirectional_lengths_carry"]
 
 
 @pytest.fixture(autouse=True)

@@ -485,6 +485,13 @@ def custom_vjp_nondiff(nn, jnp):
     return dict(model=M(), args=(_x(41, 2, 4),), grad=True)
 
 
+def bidirectional_lengths_carry(nn, jnp):
+    return dict(model=nn.Bidirectional(nn.RNN(nn.OptimizedLSTMCell(3), unroll=2),
+                                       nn.RNN(nn.SimpleCell(3)), return_carry=True),
+                args=(_x(42, 3, 5, 2),), kwargs=dict(seq_lengths=np.array([5, 1, 3], np.int32)),
+                grad=True)
+
+
 CASES = [lstm_cell, optimized_lstm_cell, gru_cell, simple_cell, mgu_cell, mgu_cell_no_reset,
          conv_lstm_cell, rnn_lstm_lengths, rnn_gru_reverse_time_major, bidirectional, scan_lstm,
          scan_stacked_layers, vmap_ensemble, vmap_shared, jit_dense, remat_mlp, cond_branches,
@@ -493,7 +500,7 @@ CASES = [lstm_cell, optimized_lstm_cell, gru_cell, simple_cell, mgu_cell, mgu_ce
          attention_bias_dropout, pooling, activations, scan_sow_and_dropout,
          vmap_batchnorm_ensemble, remat_static_sequential, while_carry_state, jit_in_setup,
          remat_scan_blocks, while_split_rngs, scan_broadcast_reverse,
-         custom_vjp_nondiff]
+         custom_vjp_nondiff, bidirectional_lengths_carry]
 
 
 def flatten(tree, prefix=""):
