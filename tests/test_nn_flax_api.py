@@ -124,6 +124,20 @@ def test_struct_frozen_dict_and_meta():
     np.testing.assert_allclose(np.asarray(model.apply(v, jnp.ones((1, 2)))), [[2.0, 2.0, 2.0]])
     assert nn.unbox(v)["params"]["kernel"].shape == (2, 3)
 
+    class Counter(nn.Module):
+        @nn.compact
+        def __call__(self):
+            c = self.variable("state", "count",
+                              nn.with_partitioning(lambda: jnp.zeros((2,)), ("data",)))
+            c.value = c.value + 1  # read unboxed, written back into the box
+            return c.value
+    out, upd = Counter().apply({"state": {"count": nn.Partitioned(jnp.zeros((2,)), ("data",))}},
+                               mutable=["state"])
+    assert isinstance(upd["state"]["count"], nn.Partitioned)
+    assert upd["state"]["count"].names == ("data",)
+    np.testing.assert_array_equal(np.asarray(upd["state"]["count"].value), [1.0, 1.0])
+    np.testing.assert_array_equal(np.asarray(out), [1.0, 1.0])
+
 
 def test_train_state_checkpoints_and_utils(tmp_path):
     model = nn.Dense(2)
