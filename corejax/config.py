@@ -52,7 +52,7 @@ def _env_num_cpu_devices() -> int:
 class Config:
     _defaults = {
         "enable_x64": lambda: _env_bool("JAX_ENABLE_X64", False),
-        "threefry_partitionable": lambda: _env_bool("JAX_THREEFRY_PARTITIONABLE", False),
+        "threefry_partitionable": lambda: _env_bool("JAX_THREEFRY_PARTITIONABLE", True),
         "debug_nans": lambda: _env_bool("JAX_DEBUG_NANS", False),
         "debug_infs": lambda: _env_bool("JAX_DEBUG_INFS", False),
         # Rank promotion of jnp operands: 'allow', 'warn' or 'raise' (JAX's option).

@@ -214,10 +214,12 @@ def test_seed_from_traced_and_array_integers():
         random.PRNGKey(jnp.float32(1.0))
 
 
-def test_default_layout_is_not_partitionable():
+def test_default_layout_is_jax_default():
+    """The same key draws JAX's numbers without any setting: the default layout is the one JAX
+    recorded as its own (partitionable since JAX 0.5)."""
     if "JAX_THREEFRY_PARTITIONABLE" in os.environ:
         pytest.skip("layout set from the environment")
-    assert config.threefry_partitionable is False
+    assert config.threefry_partitionable is META["default_threefry_partitionable"]
 
 
 def test_the_two_seed_facts():

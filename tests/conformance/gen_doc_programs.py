@@ -8,8 +8,8 @@ Writes tests/conformance/golden_doc_programs.json: {"jax_version": ...,
 "results": {setting: {program: [[value (nested lists; a flat list of reprs when some float
 is not finite), dtype name, weak_type, shape], ...] per output leaf, or "raises
 <ExceptionType>"}}}. Settings: "threefry_partitionable=False"
-(corejax's default, JAX 0.4's layout) runs every program; "threefry_partitionable=True" (JAX's
-current default) reruns the ones that draw random numbers.
+(JAX 0.4's layout) runs every program; "threefry_partitionable=True" (the default of JAX 0.10
+and of corejax) reruns the ones that draw random numbers.
 """
 import json
 import os

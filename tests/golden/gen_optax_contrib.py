@@ -15,7 +15,7 @@ import warnings
 import optax
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gen_optax_wrappers  # noqa: E402  (sets the threefry layout corejax uses by default)
+import gen_optax_wrappers  # noqa: E402  (sets the default threefry layout)
 import optax_contrib_cases  # noqa: E402
 
 if __name__ == "__main__":
