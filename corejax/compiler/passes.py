@@ -322,7 +322,7 @@ def cse(closed: ClosedJaxpr) -> ClosedJaxpr:
     for eqn in closed.jaxpr.eqns:
         invars = [_substitute(v, env) for v in eqn.invars]
         eqn = eqn._replace(invars=invars)
-        pk = None if eqn.primitive in registry.effectful else _params_key(eqn.params)
+        pk = None if has_effects(eqn) else _params_key(eqn.params)
         if pk is not None:
             key = (eqn.primitive, tuple(map(_atom_key, invars)), pk)
             prev = seen.get(key)
@@ -336,6 +336,36 @@ def cse(closed: ClosedJaxpr) -> ClosedJaxpr:
     return _rebuild(closed, eqns, outs)
 
 
+# --- effects -------------------------------------------------------------------------------
+
+def _sub_jaxprs(value):
+    if isinstance(value, ClosedJaxpr):
+        yield value.jaxpr
+    elif isinstance(value, Jaxpr):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _sub_jaxprs(item)
+
+
+def has_effects(eqn, _memo: dict | None = None) -> bool:
+    """Whether an equation has an effect: an effectful primitive (a debug print, a callback),
+    or a control-flow or call primitive whose body holds one (a print in a cond branch must
+    stay when the cond has no used results)."""
+    if eqn.primitive in registry.effectful:
+        return True
+    memo = {} if _memo is None else _memo
+    for value in eqn.params.values():
+        for jaxpr in _sub_jaxprs(value):
+            key = id(jaxpr)
+            if key not in memo:
+                memo[key] = False
+                memo[key] = any(has_effects(e, memo) for e in jaxpr.eqns)
+            if memo[key]:
+                return True
+    return False
+
+
 # --- dead-code elimination -----------------------------------------------------------------
 
 def dce(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -343,8 +373,9 @@ def dce(closed: ClosedJaxpr) -> ClosedJaxpr:
     and constants nothing reads."""
     live = {v for v in closed.jaxpr.outvars if type(v) is Var}
     kept = []
+    memo: dict = {}
     for eqn in reversed(closed.jaxpr.eqns):
-        if eqn.primitive in registry.effectful or any(v in live for v in eqn.outvars):
+        if any(v in live for v in eqn.outvars) or has_effects(eqn, memo):
             kept.append(eqn)
             live.update(v for v in eqn.invars if type(v) is Var)
     kept.reverse()

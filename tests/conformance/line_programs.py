@@ -375,7 +375,35 @@ def dtype_warnings(jax, jnp):
     return [f"{x.category.__name__} {str(x.message).split('. To enable')[0]}" for x in w]
 
 
+def effects_in_control_flow(jax, jnp):
+    """debug.print inside cond branches, switch, while and scan bodies whose results are unused
+    (or that have none), eagerly and under jit: every print happens, once, in order."""
+    import contextlib
+    import io
+    lax = jax.lax
+
+    def f(x):
+        lax.cond(x.sum() > 1, lambda: jax.debug.print("cond {}", x.sum()), lambda: None)
+        lax.cond(x.sum() > 1, lambda: jax.debug.print("cond {}", x.sum()), lambda: None)
+        lax.switch(1, [lambda: None, lambda: jax.debug.print("switch {}", x[0])])
+        lax.while_loop(lambda c: c < 2, lambda c: (jax.debug.print("while {}", c), c + 1)[1], 0)
+        lax.scan(lambda c, t: (jax.debug.print("scan {}", t), (c, None))[1], 0.0, jnp.arange(2.))
+        return x * 2
+
+    out = []
+    for name, fn in (("eager", f), ("jit", jax.jit(f))):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            r = fn(jnp.ones(3))
+            jax.block_until_ready(r)
+            jax.effects_barrier()
+        out += [f"{name}: {line}" for line in buf.getvalue().splitlines()]
+        out.append(f"{name}: {np.asarray(r).tolist()}")
+    return out
+
+
 PROGRAMS = {"dtype_warnings": dtype_warnings, "collectives": collectives, "precisions": precisions, "array_instances": array_instances, "stages": stages, "callbacks": callbacks,
             "transposes": transposes,
             "custom_vmaps": custom_vmaps, "io_callbacks": io_callbacks,
-            "config_options": config_options}
+            "config_options": config_options,
+            "effects_in_control_flow": effects_in_control_flow}
