@@ -74,6 +74,13 @@ def _full(shape, fill_value, dtype):
 
 
 def _like(a, shape, dtype):
+    if not hasattr(a, "aval") and hasattr(a, "shape") and hasattr(a, "dtype") \
+            and not isinstance(a, np.ndarray):
+        # A shape/dtype description (ShapeDtypeStruct, eval_shape's results): its shape and
+        # dtype, strongly typed, as JAX's *_like take it.
+        shape = tuple(a.shape) if shape is None else _shape(shape)
+        dt = np.dtype(a.dtype) if dtype is None else dtypes.canonicalize_dtype(dtype)
+        return shape, dtypes.canonicalize_dtype(dt), False
     aval = get_aval(asarray(a)) if not hasattr(a, "aval") else a.aval
     shape = aval.shape if shape is None else _shape(shape)
     dt = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)

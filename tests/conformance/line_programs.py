@@ -402,8 +402,25 @@ def effects_in_control_flow(jax, jnp):
     return out
 
 
+def like_descriptions(jax, jnp):
+    """zeros_like & co. of shape/dtype descriptions (ShapeDtypeStruct, eval_shape's result)."""
+    out = []
+    descs = [jax.ShapeDtypeStruct((2,), jnp.float32),
+             jax.ShapeDtypeStruct((2, 1), jnp.float32, weak_type=True),
+             jax.eval_shape(lambda: jnp.ones(3, jnp.int32)), jax.ShapeDtypeStruct((), jnp.bool_)]
+    for d in descs:
+        for name, fn in (("zeros", jnp.zeros_like), ("ones", jnp.ones_like),
+                         ("full", lambda a: jnp.full_like(a, 3)),
+                         ("zeros_f16", lambda a: jnp.zeros_like(a, dtype=jnp.float16)),
+                         ("shape", lambda a: jnp.ones_like(a, shape=(1, 2)))):
+            r = fn(d)
+            out.append(f"{name} {r.dtype} {r.shape} {r.weak_type} {np.asarray(r).tolist()}")
+    return out
+
+
 PROGRAMS = {"dtype_warnings": dtype_warnings, "collectives": collectives, "precisions": precisions, "array_instances": array_instances, "stages": stages, "callbacks": callbacks,
             "transposes": transposes,
             "custom_vmaps": custom_vmaps, "io_callbacks": io_callbacks,
             "config_options": config_options,
-            "effects_in_control_flow": effects_in_control_flow}
+            "effects_in_control_flow": effects_in_control_flow,
+            "like_descriptions": like_descriptions}
