@@ -176,16 +176,10 @@ kaiming_uniform, kaiming_normal = he_uniform, he_normal
 
 
 def _orthonormal_columns(a):
-    """Q of the QR factorization of `a` (rows >= columns) with R's diagonal positive, by
-    Gram-Schmidt applied twice per column (stable enough for initialization, and traceable)."""
-    cols = []
-    for j in range(a.shape[1]):
-        v = a[:, j]
-        for _ in range(2):
-            for q in cols:
-                v = v - jnp.sum(q * v) * q
-        cols.append(v / jnp.sqrt(jnp.sum(v * v)))
-    return jnp.stack(cols, axis=1)
+    """Q of the QR factorization of `a` (rows >= columns), with signs making R's diagonal
+    positive (so Q is Haar-distributed when `a` is Gaussian): one qr primitive, as JAX's."""
+    q, r = jnp.linalg.qr(a)
+    return q * jnp.sign(jnp.diagonal(r))[None, :]
 
 
 def orthogonal(scale=1.0, column_axis=-1, dtype=None):
