@@ -256,8 +256,10 @@ class CNN(nn.Module):
         if self.pool not in ("max", "avg"):
             raise ConfigError(f"model.args.pool: unknown pool {self.pool!r}; use 'max' or 'avg'.")
         pool = nn.max_pool if self.pool == "max" else nn.avg_pool
-        if x.ndim == 2:
+        if x.ndim == 2:      # flattened images
             x = x.reshape((x.shape[0], 28, 28, 1))
+        elif x.ndim == 3:    # (batch, 28, 28): one channel (nn.Conv reads a 3-D input as an
+            x = x[..., None]  # unbatched image, as Flax's does)
         for width in self.features:
             x = act(nn.Conv(width, kernel_size=(self.kernel_size, self.kernel_size))(x))
             x = pool(x, window_shape=(2, 2), strides=(2, 2))

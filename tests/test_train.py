@@ -122,9 +122,16 @@ def test_data_dir_precedence(tmp_path, monkeypatch):
 def test_shipped_configs_are_valid(path):
     cfg = train.load_config(path)
     assert cfg["output.dir"].startswith("runs/")
-    train.build_optimizer(cfg)
+    tx = train.build_optimizer(cfg)
     _require_stack()
-    train.build_model(cfg)
+    model = train.build_model(cfg)
+    # initialized and updated once from a preprocessed sample, as train() starts
+    pre = train.Preprocess(flatten=cfg["data.flatten"], scale=cfg["data.scale"], one_hot=10)
+    sample, _ = train.batches_preprocess(np.zeros((1, 28, 28), np.uint8), np.zeros(1, np.uint8),
+                                         pre)
+    import corejax
+    params = train._checked_init(model, tx, corejax.random.PRNGKey(0), sample, cfg)
+    assert corejax.tree.leaves(params)
 
 
 def test_model_and_optimizer_argument_errors():
