@@ -341,8 +341,7 @@ def _companion_roots(p):
     dt = get_aval(p).dtype
     first_row = lax.neg(lax.div(lax.slice_in_dim(p, 1, n), lax.broadcast_in_dim(
         lax.index_in_dim(p, 0, keepdims=False), (n - 1,), ())))
-    below = lax.pad(lax.convert_element_type(np.eye(n - 2, n - 1), dt), np.zeros((), dt),
-                    ((0, 0, 0), (0, 0, 0)))
+    below = asarray(np.eye(n - 2, n - 1), dt)  # the companion matrix's shifted identity
     return linalg.eigvals(lax.concatenate([lax.reshape(first_row, (1, n - 1)), below], 0))
 
 

@@ -38,7 +38,8 @@ BASIC = ("eager", "jit")
 BATCH = 3  # the vmap batch size: distinct from every case dimension (1, 2, 4, 5)
 
 _DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8,
-           "i32": np.int32, "i64": np.int64, "u8": np.uint8, "u32": np.uint32, "bool": np.bool_}
+           "i32": np.int32, "i64": np.int64, "u8": np.uint8, "u32": np.uint32, "bool": np.bool_,
+           "c64": np.complex64, "c128": np.complex128}
 _SPEC = re.compile(r"^(key|[a-z]+\d*)\[([0-9,]*)\](?::(\w+))?$")
 
 
@@ -102,6 +103,10 @@ def make_array(spec, rng, shape=None):
             return rng.integers(0, dt.itemsize * 8, size=shape).astype(dt)
         lo = 0 if dt.kind == "u" else -5
         return rng.integers(lo, 6, size=shape).astype(dt)
+    if dt.kind == "c":  # real and imaginary parts drawn from the domain's real spec
+        real_spec = spec.replace(kind, "f64", 1)
+        return (make_array(real_spec, rng, shape) + 1j * make_array(real_spec, rng, shape)
+                ).astype(dt)
     if domain == "real":
         x = rng.standard_normal(shape)
     elif domain == "pos":

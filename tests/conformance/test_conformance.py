@@ -70,6 +70,10 @@ def _compare_array(got, expected_leaf, tol_ulp, where):
     size = int(np.prod(shape)) if shape else 1
     expected = FLAT[dtype][offset:offset + size].reshape(shape)
     actual = np.asarray(got)
+    if np.dtype(dtype).kind == "c":  # complex: the real and imaginary parts, compared as floats
+        expected = np.stack([expected.real, expected.imag], -1)
+        actual = np.stack([actual.real, actual.imag], -1)
+        dtype = expected.dtype.name
     if np.dtype(dtype).kind != "f" or tol_ulp == 0:
         np.testing.assert_array_equal(actual, expected, err_msg=where)
         return
