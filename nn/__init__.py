@@ -42,7 +42,7 @@ from nn.recurrent import (  # noqa: F401
 from nn.functional import (  # noqa: F401
     apply, init, init_with_output, BatchApply, intercept_methods,
 )
-from nn import core, meta, serialization, struct  # noqa: F401
+from nn import core, dtypes, meta, serialization, struct  # noqa: F401
 from nn.core import FrozenDict  # noqa: F401
 from nn.meta import (  # noqa: F401
     Partitioned, LogicallyPartitioned, PARTITION_NAME, with_partitioning,
