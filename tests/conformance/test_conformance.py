@@ -29,8 +29,105 @@ FW = cases.Framework(corejax)
 
 # "<case id>|<transform>" -> why it fails (each runs as xfail(strict=True): fixing the bug
 # turns it into a failure that asks for the entry to be removed).
-KNOWN_FAILURES = {
+#
+# Found when the cases of the scipy.stats, lax and nn functions added in sessions 7-8 were first
+# compared with JAX (2026-11-25); not yet investigated. Prefix of "<case id>|<transform>" ->
+# why; each listed key runs as xfail(strict=True).
+_KNOWN_REASONS = {
+    "lax.cumprod/axism1": "JAX's lax.cumprod raises ValueError for axis=-1; corejax accepts it",
+    "lax.reduce/": "derivative of lax.reduce with a non-identity or traced init: wrong value",
+    "nn.dot_product_attention/residual": "gradient through return_residual=True: wrong value",
+    "nn.dot_product_attention/f16": "JAX raises ValueError for float16 under jit; corejax computes",
+    "scipy.stats.bernoulli.ppf": "weak_type True where JAX's result is strong",
+    "scipy.stats.sem/raise": "nan_policy='raise': NotImplementedError where JAX raises ValueError",
+    "scipy.stats.binom.": "pmf/logpmf with loc: wrong value",
+    "scipy.stats.betabinom.": "pmf/logpmf with loc: wrong value",
+    "scipy.stats.poisson.entropy": "wrong value at special inputs, and its derivative",
+    "scipy.stats.gamma.": "NaN or wrong derivative at special inputs or support edges",
+    "scipy.stats.chi2.": "derivative of logcdf: wrong value at support edges",
+    "scipy.stats.cauchy.": "special inputs under jit: inf/nan where JAX is finite",
+    "scipy.stats.uniform.cdf": "NaN at special inputs where JAX is finite",
+    "scipy.stats.gumbel_": "special inputs (inf, nan, support edges) differ from JAX",
+    "scipy.stats.wrapcauchy": "special inputs: NaN where JAX is finite",
 }
+_KNOWN_KEYS = """
+lax.cumprod/axism1|eager
+lax.cumprod/axism1|jit
+lax.cumprod/axism1|vmap
+lax.reduce/add_init1|jvp
+lax.reduce/add_init1|vjp
+lax.reduce/mul_traced_init|grad
+lax.reduce/mul_traced_init|jvp
+lax.reduce/mul_traced_init|vjp
+lax.reduce/mul_traced_init|hvp
+lax.reduce/mul_traced_init|jit_grad
+nn.dot_product_attention/residual|grad
+nn.dot_product_attention/f16|jit
+scipy.stats.gamma.logpdf/f322x3_f323_f323_f323|grad
+scipy.stats.gamma.logpdf/f322x3_f323_f323_f323|vjp
+scipy.stats.gamma.logpdf/f322x3_f323_f323_f323|hvp
+scipy.stats.gamma.logpdf/f322x3_f323_f323_f323|jit_grad
+scipy.stats.gamma.pdf/special|eager
+scipy.stats.gamma.pdf/special|jit
+scipy.stats.gamma.logcdf/f322x3_f323_f323_f323|grad
+scipy.stats.gamma.logsf/f322x3_f323_f323_f323|grad
+scipy.stats.chi2.logcdf/f322x3_f323_f323_f323|grad
+scipy.stats.cauchy.logcdf/special|jit
+scipy.stats.cauchy.logsf/special|jit
+scipy.stats.uniform.cdf/special|eager
+scipy.stats.uniform.cdf/special|jit
+scipy.stats.gumbel_r.pdf/f322x3_f323_f323|grad
+scipy.stats.gumbel_r.ppf/f322x3_f323_f323|grad
+scipy.stats.gumbel_r.ppf/defaults|grad
+scipy.stats.gumbel_r.ppf/special|eager
+scipy.stats.gumbel_r.ppf/special|jit
+scipy.stats.gumbel_l.logpdf/f322x3_f323_f323|grad
+scipy.stats.gumbel_l.logpdf/f322x3_f323_f323|jvp
+scipy.stats.gumbel_l.logpdf/f322x3_f323_f323|vjp
+scipy.stats.gumbel_l.logpdf/f322x3_f323_f323|hvp
+scipy.stats.gumbel_l.logpdf/f322x3_f323_f323|jit_grad
+scipy.stats.gumbel_r.logpdf/f322x3_f323_f323|grad
+scipy.stats.gumbel_r.logpdf/f322x3_f323_f323|jvp
+scipy.stats.gumbel_r.logpdf/f322x3_f323_f323|vjp
+scipy.stats.gumbel_r.logpdf/f322x3_f323_f323|hvp
+scipy.stats.gumbel_l.logpdf/special|jit
+scipy.stats.gumbel_r.logpdf/f322x3_f323_f323|jit_grad
+scipy.stats.gumbel_r.logpdf/special|jit
+scipy.stats.gumbel_l.pdf/f322x3_f323_f323|grad
+scipy.stats.gumbel_l.pdf/special|jit
+scipy.stats.wrapcauchy.logpdf/special|eager
+scipy.stats.wrapcauchy.logpdf/special|jit
+scipy.stats.gumbel_l.ppf/f322x3_f323_f323|grad
+scipy.stats.gumbel_l.ppf/defaults|grad
+scipy.stats.gumbel_l.ppf/special|eager
+scipy.stats.gumbel_l.ppf/special|jit
+scipy.stats.wrapcauchy.pdf/special|eager
+scipy.stats.wrapcauchy.pdf/special|jit
+scipy.stats.binom.logpmf/loc|eager
+scipy.stats.binom.logpmf/loc|jit
+scipy.stats.binom.logpmf/loc|vmap
+scipy.stats.betabinom.logpmf/loc|eager
+scipy.stats.binom.pmf/loc|jit
+scipy.stats.binom.pmf/loc|vmap
+scipy.stats.betabinom.logpmf/loc|jit
+scipy.stats.betabinom.logpmf/loc|vmap
+scipy.stats.binom.pmf/loc|eager
+scipy.stats.betabinom.pmf/loc|eager
+scipy.stats.betabinom.pmf/loc|jit
+scipy.stats.betabinom.pmf/loc|vmap
+scipy.stats.bernoulli.ppf/f327_0.4|eager
+scipy.stats.bernoulli.ppf/f327_0.4|jit
+scipy.stats.bernoulli.ppf/f327_0.4|vmap
+scipy.stats.bernoulli.ppf/special|eager
+scipy.stats.bernoulli.ppf/special|jit
+scipy.stats.bernoulli.ppf/special|vmap
+scipy.stats.poisson.entropy/special|eager
+scipy.stats.poisson.entropy/special|jit
+scipy.stats.poisson.entropy/f322x3|jvp
+scipy.stats.sem/raise|eager
+""".split()
+KNOWN_FAILURES = {key: next(r for p, r in _KNOWN_REASONS.items() if key.startswith(p))
+                  for key in _KNOWN_KEYS}
 
 # a transformation's result goes through more operations than the function alone
 TRANSFORM_ULP_FACTOR = {"eager": 1, "jit": 1, "vmap": 1, "grad": 4, "jvp": 4, "vjp": 4,

@@ -45,13 +45,22 @@ def _log_cdf_and_sf(x, a, b, loc, scale):
     """(log cdf, log sf), each taken as log1p(-other) where the other is below 1/2 (so that a
     value next to 1 keeps the precision of its small complement)."""
     z, a, b, _ = _standardize(x, a, b, loc, scale)
-    inside = _jnp.clip(z, a, b)
+    # Outside (a, b) the result is a constant; the branches below are evaluated at a point
+    # strictly inside instead, so that their (discarded) derivatives stay finite there.
+    outside = (z <= a) | (z >= b)
+    middle = _jnp.where(_jnp.isfinite(a) & _jnp.isfinite(b), (a + b) / 2,
+                        _jnp.where(_jnp.isfinite(a), a + 1,
+                                   _jnp.where(_jnp.isfinite(b), b - 1, _jnp.zeros_like(z))))
+    inside = _jnp.where(outside, middle, z)
     log_total = _log_mass(a, b)
     direct_cdf = _log_mass(a, inside) - log_total
     direct_sf = _log_mass(inside, b) - log_total
     half = -0.6931471805599453
-    log_cdf = _jnp.where(direct_sf < half, _jnp.log1p(-_jnp.exp(direct_sf)), direct_cdf)
-    log_sf = _jnp.where(direct_cdf < half, _jnp.log1p(-_jnp.exp(direct_cdf)), direct_sf)
+    # log1p(-exp(v)) only where v < log(1/2); elsewhere at log(1/2), whose derivative is finite
+    log_cdf = _jnp.where(direct_sf < half,
+                         _jnp.log1p(-_jnp.exp(_jnp.minimum(direct_sf, half))), direct_cdf)
+    log_sf = _jnp.where(direct_cdf < half,
+                        _jnp.log1p(-_jnp.exp(_jnp.minimum(direct_cdf, half))), direct_sf)
     log_cdf = _jnp.where(z <= a, -_jnp.inf, _jnp.where(z >= b, 0, log_cdf))
     log_sf = _jnp.where(z <= a, 0, _jnp.where(z >= b, -_jnp.inf, log_sf))
     return log_cdf, log_sf
