@@ -105,6 +105,7 @@ from corejax.numpy import linalg  # noqa: E402
 
 pi = _np.pi
 e = _np.e
+euler_gamma = _np.euler_gamma
 inf = _np.inf
 nan = _np.nan
 newaxis = None

@@ -418,9 +418,15 @@ def like_descriptions(jax, jnp):
     return out
 
 
+def numpy_constants(jax, jnp):
+    """jnp's constants: value and Python type."""
+    return [f"{name} {getattr(jnp, name)!r} {type(getattr(jnp, name)).__name__}"
+            for name in ("pi", "e", "euler_gamma", "inf", "nan", "newaxis")]
+
+
 PROGRAMS = {"dtype_warnings": dtype_warnings, "collectives": collectives, "precisions": precisions, "array_instances": array_instances, "stages": stages, "callbacks": callbacks,
             "transposes": transposes,
             "custom_vmaps": custom_vmaps, "io_callbacks": io_callbacks,
             "config_options": config_options,
             "effects_in_control_flow": effects_in_control_flow,
-            "like_descriptions": like_descriptions}
+            "like_descriptions": like_descriptions, "numpy_constants": numpy_constants}
