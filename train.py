@@ -628,6 +628,11 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False, overwrite: bool 
     _prepare_output(out_dir, cfg, resume, overwrite)
 
     train_x, train_y, test_x, test_y = load_data(cfg)
+    first, _ = batches_preprocess(train_x[:1], train_y[:1], pre)
+    if first.shape != sample.shape:
+        # images of another size than MNIST's (a stand-in data set): parameters for them
+        params = _checked_init(model, tx, init_key, first, cfg)
+        opt_state = tx.init(params)
     loss_of = make_loss(cfg["loss"])
     bs = cfg["train.batch_size"]
 
