@@ -22,7 +22,8 @@ import numpy as np
 
 from corejax import core, parallel
 from corejax._traceback import api_boundary
-from corejax.api import _canonical_leaves, _flatten_axes, _wraps, vmap
+from corejax.api import (_canonical_leaves, _flatten_axes, _wraps, check_mapped_sizes,
+                         mapped_axes, vmap)
 from corejax.array import Array, to_numpy
 from corejax.core import get_aval
 from corejax.sharding import Mesh, NamedSharding, PartitionSpec, with_sharding
@@ -126,29 +127,10 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
 
     def _call_top(with_statics, dyn_args, leaves, in_tree, axes_spec, statics, args):
         leaves = _canonical_leaves(leaves)
-        axes = _flatten_axes("pmap in_axes", dyn_args, axes_spec if isinstance(axes_spec, tuple)
-                             else tuple([axes_spec] * len(dyn_args)))
-        axes += [0] * (len(leaves) - len(axes))
-        dims, sizes = [], []
-        for x, ax in zip(leaves, axes):
-            if ax is None:
-                dims.append(None)
-                continue
-            aval = get_aval(x)
-            if not -aval.ndim <= ax < aval.ndim or aval.ndim == 0:
-                raise ValueError(f"pmap was requested to map its argument along axis {ax}, "
-                                 f"which implies that its rank should be at least "
-                                 f"{max(ax + 1, -ax)}, but is only {aval.ndim} (its shape is "
-                                 f"{aval.shape})")
-            dims.append(ax % aval.ndim)
-            sizes.append(aval.shape[ax % aval.ndim])
+        dims, sizes = mapped_axes("pmap", dyn_args, axes_spec, leaves)
         if not sizes:
             raise ValueError("pmap requires at least one argument with a mapped axis.")
-        if len(set(sizes)) > 1:
-            desc = [f"axis {d} of an argument of shape {get_aval(x).shape} has size "
-                    f"{get_aval(x).shape[d]}" for x, d in zip(leaves, dims) if d is not None]
-            raise ValueError("pmap got inconsistent sizes for array axes to be mapped:\n  "
-                             + "\n  ".join(desc))
+        check_mapped_sizes("pmap", leaves, dims, sizes)
         n = sizes[0]
         if axis_size is not None and axis_size != n:
             raise ValueError(f"Specified axis_size {axis_size} doesn't match received "

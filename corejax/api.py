@@ -925,6 +925,37 @@ def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool =
 
 # --- vmap ------------------------------------------------------------------------------------
 
+def mapped_axes(name, args, in_axes, leaves):
+    """(dims, sizes) of the flattened arguments `leaves` of a map over `in_axes` (vmap's and
+    pmap's): each leaf's mapped axis made non-negative (None where unmapped; keyword arguments
+    are mapped over axis 0) and the sizes of the mapped axes."""
+    axes = _flatten_axes(f"{name} in_axes", args,
+                         in_axes if isinstance(in_axes, tuple) else tuple([in_axes] * len(args)))
+    axes += [0] * (len(leaves) - len(axes))
+    dims, sizes = [], []
+    for x, ax in zip(leaves, axes):
+        if ax is None:
+            dims.append(None)
+            continue
+        aval = get_aval(x)
+        if not -aval.ndim <= ax < aval.ndim or aval.ndim == 0:
+            raise ValueError(f"{name} was requested to map its argument along axis {ax}, which "
+                             f"implies that its rank should be at least {max(ax + 1, -ax)}, "
+                             f"but is only {aval.ndim} (its shape is {aval.shape})")
+        dims.append(ax % aval.ndim)
+        sizes.append(aval.shape[dims[-1]])
+    return dims, sizes
+
+
+def check_mapped_sizes(name, leaves, dims, sizes):
+    """JAX's error for mapped axes of different sizes, naming each one."""
+    if len(set(sizes)) > 1:
+        desc = [f"axis {d} of an argument of shape {get_aval(x).shape} has size "
+                f"{get_aval(x).shape[d]}" for x, d in zip(leaves, dims) if d is not None]
+        raise ValueError(f"{name} got inconsistent sizes for array axes to be mapped:\n  "
+                         + "\n  ".join(desc))
+
+
 def _flatten_axes(what, tree, axes):
     """Broadcasts the prefix tree `axes` to the leaves of `tree`."""
     if axes is None or isinstance(axes, int):
@@ -964,33 +995,13 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
                              f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
         leaves, in_tree = tree_flatten((args, kwargs))
         leaves = _canonical_leaves(leaves)
-        axes = _flatten_axes("vmap in_axes", args,
-                             in_axes if isinstance(in_axes, tuple) else
-                             tuple([in_axes] * len(args)))
-        axes += [0] * (len(leaves) - len(axes))  # keyword arguments are mapped over axis 0
-        dims, sizes = [], []
-        for x, ax in zip(leaves, axes):
-            if ax is None:
-                dims.append(None)
-                continue
-            aval = get_aval(x)
-            if not -aval.ndim <= ax < aval.ndim or aval.ndim == 0:
-                raise ValueError(f"vmap was requested to map its argument along axis {ax}, which "
-                                 f"implies that its rank should be at least {max(ax + 1, -ax)}, "
-                                 f"but is only {aval.ndim} (its shape is {aval.shape})")
-            d = ax % aval.ndim
-            dims.append(d)
-            sizes.append(aval.shape[d])
+        dims, sizes = mapped_axes("vmap", args, in_axes, leaves)
         size = axis_size
         if size is None:
             if not sizes:
                 raise ValueError("vmap must have at least one non-None value in in_axes "
                                  "(or be given axis_size).")
-            if len(set(sizes)) > 1:
-                desc = [f"axis {d} of an argument of shape {get_aval(x).shape} has size "
-                        f"{get_aval(x).shape[d]}" for x, d in zip(leaves, dims) if d is not None]
-                raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n  "
-                                 + "\n  ".join(desc))
+            check_mapped_sizes("vmap", leaves, dims, sizes)
             size = sizes[0]
         elif any(s != size for s in sizes):
             raise ValueError(f"vmap got axis_size={size} but mapped axes of sizes {sizes}.")

@@ -117,6 +117,27 @@ def _fsync_dir(folder: str) -> None:
         os.close(fd)
 
 
+def write_atomically(path, write, mode: str = "wb") -> None:
+    """Writes `path` through `write(file)` so that the file is either its old self or complete:
+    into a temporary file beside it, flushed and fsynced, renamed over `path` (the rename made
+    durable too). A failure, Ctrl-C included, removes the temporary file and leaves `path` as
+    it was. The checkpoints, train.py's run records and nn.training's checkpoints write so."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode) as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(folder)
+
+
 def save(path, tree) -> None:
     """Writes `tree` (any pytree of arrays and Python scalars) to `path`, atomically."""
     path = os.fspath(path)
@@ -132,20 +153,8 @@ def save(path, tree) -> None:
     meta = {"format": _FORMAT, "tree": _encode(treedef), "kinds": kinds}
     arrays[_TREE_ENTRY] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
 
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(folder)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    write_atomically(path, lambda f: np.savez(f, **arrays))
 
 
 def _read(path: str):

@@ -13,9 +13,10 @@ from __future__ import annotations
 import glob
 import json
 import os
-import tempfile
 
 import yaml
+
+from data import checkpoint
 
 __all__ = ["holds_run", "record_config", "remove_stale_temporaries", "trim_metrics",
            "RUN_FILES"]
@@ -45,18 +46,7 @@ def _flat(tree, prefix=""):
 
 
 def _atomic_write(path: str, text: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    checkpoint.write_atomically(path, lambda f: f.write(text), mode="w")
 
 
 def record_config(folder: str, config: dict, resume: bool) -> list[str]:

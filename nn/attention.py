@@ -11,7 +11,8 @@ from typing import Any, Callable
 import corejax.numpy as jnp
 from corejax import random
 from corejax.nn import initializers, softmax
-from nn.linear import DenseGeneral, default_kernel_init, promote_dtype
+from nn.dtypes import promote_dtype
+from nn.linear import DenseGeneral, default_kernel_init
 from nn.module import Module, compact, merge_param
 
 __all__ = ["dot_product_attention_weights", "dot_product_attention",

@@ -8,9 +8,10 @@ import numpy as np
 
 import corejax
 import corejax.numpy as jnp
-from corejax import dtypes, lax
+from corejax import lax
 from corejax.lax.conv import conv_general_dilated, conv_transpose
 from corejax.nn import initializers
+from nn.dtypes import promote_dtype
 from nn.module import Module, compact
 
 __all__ = ["Dense", "DenseGeneral", "Conv", "ConvTranspose", "ConvLocal", "Embed", "Einsum",
@@ -18,17 +19,6 @@ __all__ = ["Dense", "DenseGeneral", "Conv", "ConvTranspose", "ConvLocal", "Embed
 
 default_kernel_init = initializers.lecun_normal()
 default_embed_init = initializers.variance_scaling(1.0, "fan_in", "normal", out_axis=0)
-
-
-def promote_dtype(*args, dtype=None, inexact: bool = True):
-    """The arrays (None passes through) converted to `dtype`, by default their common
-    floating type."""
-    present = [a for a in args if a is not None]
-    if dtype is None:
-        dtype = jnp.result_type(*present)
-        if inexact and not dtypes.is_inexact(dtype):
-            dtype = dtypes.default_float_dtype()
-    return tuple(None if a is None else jnp.asarray(a, dtype) for a in args)
 
 
 def _rank_error(module: Module, what: str, shape) -> ValueError:

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import corejax.numpy as jnp
 from corejax import lax, random
 from corejax.nn import initializers
-from nn.linear import promote_dtype
+from nn.dtypes import promote_dtype
 from nn.module import Module, compact, merge_param
 
 __all__ = ["BatchNorm", "LayerNorm", "GroupNorm", "RMSNorm", "InstanceNorm", "WeightNorm",

@@ -17,7 +17,8 @@ from corejax import random, tree_util
 from corejax.nn import initializers, sigmoid, tanh
 from nn import transforms
 from nn.core import FrozenDict
-from nn.linear import Conv, Dense, default_kernel_init, promote_dtype
+from nn.dtypes import promote_dtype
+from nn.linear import Conv, Dense, default_kernel_init
 from nn.module import Module, compact, nowrap
 
 __all__ = ["RNNCellBase", "LSTMCell", "OptimizedLSTMCell", "SimpleCell", "GRUCell", "MGUCell",

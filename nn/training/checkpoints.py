@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from typing import Any, Iterable
 
+from data.checkpoint import write_atomically
 from nn import serialization
 
 __all__ = ["save_checkpoint", "restore_checkpoint", "latest_checkpoint", "available_steps",
@@ -75,27 +75,6 @@ def available_steps(ckpt_dir, prefix: str = "checkpoint_", step_type: type = int
     return [step_type(f[f.rfind(prefix) + len(prefix):]) for f in files]
 
 
-def _write_atomically(path: str, data: bytes) -> None:
-    folder = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-    if hasattr(os, "O_DIRECTORY"):  # make the rename itself durable
-        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-
-
 def save_checkpoint(ckpt_dir, target, step, prefix: str = "checkpoint_", keep: int = 1,
                     overwrite: bool = False, keep_every_n_steps: int | None = None,
                     async_manager=None, orbax_checkpointer=None) -> str:
@@ -113,7 +92,8 @@ def save_checkpoint(ckpt_dir, target, step, prefix: str = "checkpoint_", keep: i
     if not overwrite:
         if path in existing or natural_sort(existing + [path])[-1] != path:
             raise InvalidCheckpointError(path, step)
-    _write_atomically(path, serialization.to_bytes(target))
+    data = serialization.to_bytes(target)
+    write_atomically(path, lambda f: f.write(data))
     files = _all_checkpoints(ckpt_dir, prefix)
     if overwrite and path in files:  # a rewrite of the past drops the later checkpoints
         later = files[files.index(path) + 1:]
