@@ -56,6 +56,17 @@ def _check_all_safe_to_cast(name: str, dt, *args) -> None:
                 "`dtype`, or a wider `dtype`.")
 
 
+def _sample_float(name: str, sampler, key, params: tuple, shape, dtype):
+    """A float sampler's public half: one key, a float `dtype`, `shape` checked against (or
+    broadcast from) the parameters' shapes, the parameters safe to cast to `dtype`, then the
+    jitted `sampler(words, *params, shape, dtype)`."""
+    words, _ = _single_key(name, key)
+    dt = _float_dtype(name, dtype)
+    shape = _check_broadcast_shapes(name, shape, *params)
+    _check_all_safe_to_cast(name, dt, *params)
+    return sampler(words, *params, shape, dt)
+
+
 def _dtype(name: str, dtype, default, kinds: str, what: str) -> np.dtype:
     dt = dtypes.canonicalize_dtype(default() if dtype is None else dtype)
     if dt.kind not in kinds:

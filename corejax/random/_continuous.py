@@ -12,7 +12,7 @@ from corejax import core, dtypes, lax
 from corejax import numpy as jnp
 from corejax.api import jit
 from corejax.numpy._core import promote_dtypes_inexact
-from corejax.random._basic import (_check_all_safe_to_cast, _check_broadcast_shapes,
+from corejax.random._basic import (_sample_float, _check_all_safe_to_cast, _check_broadcast_shapes,
                                    _check_shape, _dtype, _exponential, _float_dtype, _normal,
                                    _rademacher, _uniform, _unit)
 from corejax.random._keys import _shape, _single_key, _split_n
@@ -60,11 +60,7 @@ _pareto_jit = jit(_pareto, static_argnums=(2, 3))
 
 def pareto(key, b, shape=None, dtype=None):
     """Pareto(b) floats >= 1 (density b / x^(b + 1))."""
-    words, _ = _single_key("pareto", key)
-    dt = _float_dtype("pareto", dtype)
-    shape = _check_broadcast_shapes("pareto", shape, b)
-    _check_all_safe_to_cast("pareto", dt, b)
-    return _pareto_jit(words, b, shape, dt)
+    return _sample_float("pareto", _pareto_jit, key, (b,), shape, dtype)
 
 
 def _rayleigh(words, scale, shape, dt):
@@ -78,11 +74,7 @@ _rayleigh_jit = jit(_rayleigh, static_argnums=(2, 3))
 
 def rayleigh(key, scale, shape=None, dtype=None):
     """Rayleigh(scale) floats."""
-    words, _ = _single_key("rayleigh", key)
-    dt = _float_dtype("rayleigh", dtype)
-    shape = _check_broadcast_shapes("rayleigh", shape, scale)
-    _check_all_safe_to_cast("rayleigh", dt, scale)
-    return _rayleigh_jit(words, scale, shape, dt)
+    return _sample_float("rayleigh", _rayleigh_jit, key, (scale,), shape, dtype)
 
 
 def _wald(words, mean, shape, dt):
@@ -105,11 +97,7 @@ _wald_jit = jit(_wald, static_argnums=(2, 3))
 
 def wald(key, mean, shape=None, dtype=None):
     """Wald (inverse Gaussian) floats with the given mean and unit shape parameter."""
-    words, _ = _single_key("wald", key)
-    dt = _float_dtype("wald", dtype)
-    shape = _check_broadcast_shapes("wald", shape, mean)
-    _check_all_safe_to_cast("wald", dt, mean)
-    return _wald_jit(words, mean, shape, dt)
+    return _sample_float("wald", _wald_jit, key, (mean,), shape, dtype)
 
 
 def _weibull_min(words, scale, concentration, shape, dt):
@@ -180,11 +168,7 @@ _triangular_jit = jit(_triangular, static_argnums=(4, 5))
 
 def triangular(key, left, mode, right, shape=None, dtype=None):
     """Triangular floats on [left, right] peaking at `mode`."""
-    words, _ = _single_key("triangular", key)
-    dt = _float_dtype("triangular", dtype)
-    shape = _check_broadcast_shapes("triangular", shape, left, mode, right)
-    _check_all_safe_to_cast("triangular", dt, left, mode, right)
-    return _triangular_jit(words, left, mode, right, shape, dt)
+    return _sample_float("triangular", _triangular_jit, key, (left, mode, right), shape, dtype)
 
 
 # --- multivariate normal and random orthogonal matrices ------------------------------------------

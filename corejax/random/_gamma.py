@@ -34,7 +34,7 @@ from corejax.api import jit, vmap
 from corejax.compiler.reference import ReferenceExecutable
 from corejax.config import config
 from corejax.core import Primitive, ShapedArray, get_aval
-from corejax.random._basic import (_check_all_safe_to_cast, _check_broadcast_shapes,
+from corejax.random._basic import (_sample_float, _check_all_safe_to_cast, _check_broadcast_shapes,
                                    _check_shape, _exponential, _float_dtype, _normal_real,
                                    _rademacher, _unit)
 from corejax.random._keys import (PRNGKeyArray, _shape, _single_key, _split, _split_n)
@@ -267,11 +267,7 @@ _t_jit = jit(_t, static_argnums=(2, 3))
 
 def t(key, df, shape=None, dtype=None):
     """Student's t floats with `df` degrees of freedom."""
-    words, _ = _single_key("t", key)
-    dt = _float_dtype("t", dtype)
-    shape = _check_broadcast_shapes("t", shape, df)
-    _check_all_safe_to_cast("t", dt, df)
-    return _t_jit(words, df, shape, dt)
+    return _sample_float("t", _t_jit, key, (df,), shape, dtype)
 
 
 def _chisquare(words, df, shape, dt):
@@ -286,11 +282,7 @@ _chisquare_jit = jit(_chisquare, static_argnums=(2, 3))
 
 def chisquare(key, df, shape=None, dtype=None):
     """Chi-square floats with `df` degrees of freedom."""
-    words, _ = _single_key("chisquare", key)
-    dt = _float_dtype("chisquare", dtype)
-    shape = _check_broadcast_shapes("chisquare", shape, df)
-    _check_all_safe_to_cast("chisquare", dt, df)
-    return _chisquare_jit(words, df, shape, dt)
+    return _sample_float("chisquare", _chisquare_jit, key, (df,), shape, dtype)
 
 
 def _f(words, dfnum, dfden, shape, dt):
@@ -307,11 +299,7 @@ _f_jit = jit(_f, static_argnums=(3, 4))
 
 def f(key, dfnum, dfden, shape=None, dtype=None):
     """F-distribution floats with `dfnum` and `dfden` degrees of freedom."""
-    words, _ = _single_key("f", key)
-    dt = _float_dtype("f", dtype)
-    shape = _check_broadcast_shapes("f", shape, dfnum, dfden)
-    _check_all_safe_to_cast("f", dt, dfnum, dfden)
-    return _f_jit(words, dfnum, dfden, shape, dt)
+    return _sample_float("f", _f_jit, key, (dfnum, dfden), shape, dtype)
 
 
 def _generalized_normal(words, p, shape, dt):
