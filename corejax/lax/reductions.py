@@ -2,6 +2,8 @@
 products, maxima, minima and log-sum-exps."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from corejax import dtypes
@@ -256,6 +258,7 @@ cumsum_p = Primitive("cumsum")
 
 
 def _cumsum_impl(x, axis, reverse):
+    _xla_axis("cumsum", axis, x.ndim)
     if reverse:
         return np.flip(np.cumsum(np.flip(x, axis), axis=axis, dtype=x.dtype), axis)
     return np.cumsum(x, axis=axis, dtype=x.dtype)
@@ -263,7 +266,7 @@ def _cumsum_impl(x, axis, reverse):
 
 def _cumsum_abstract(x, axis, reverse):
     check_dtype("cumsum", x, NUMERIC)
-    if not 0 <= axis < x.ndim:
+    if not 0 <= _xla_axis("cumsum", axis, x.ndim) < x.ndim:
         raise ValueError(f"cumsum: axis {axis} is out of bounds for array of dimension {x.ndim}.")
     return ShapedArray(x.shape, x.dtype, x.weak_type)
 
@@ -278,8 +281,26 @@ batching.primitive_batchers[cumsum_p] = lambda vals, dims, axis, reverse: (
 registry.def_kernel(cumsum_p, ("scan", "add"))
 
 
+def _scan_axis(axis, aval):
+    """The cumulative ops' axis as given (negative axes are refused where XLA would see them,
+    by _xla_axis: evaluating, compiling or batching the primitive, but not differentiating
+    cumprod/cummax/cummin/cumlogsumexp, whose jvp is an associative scan, as in JAX)."""
+    axis = operator.index(axis)
+    if not -aval.ndim <= axis < aval.ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of shape {aval.shape}")
+    return axis
+
+
+def _xla_axis(name, axis, ndim):
+    if axis < 0:
+        raise ValueError(f"XLA operations do not allow negative axes: lax.{name} got "
+                         f"axis={axis}; pass axis={axis % ndim} (jnp.{name} accepts negative "
+                         f"axes)")
+    return axis
+
+
 def cumsum(x, axis: int = 0, reverse: bool = False):
-    axis = _canon(axis, get_aval(x).ndim)[0]
+    axis = _scan_axis(axis, get_aval(x))
     return cumsum_p.bind(x, axis=axis, reverse=bool(reverse))
 
 
@@ -291,6 +312,7 @@ def _cumulative(name, np_accumulate, accepted, monoid):
     prim = Primitive(name)
 
     def impl(x, axis, reverse):
+        _xla_axis(name, axis, x.ndim)
         if reverse:
             x = np.flip(x, axis)
         with np.errstate(all="ignore"):
@@ -299,7 +321,7 @@ def _cumulative(name, np_accumulate, accepted, monoid):
 
     def abstract_eval(x, axis, reverse):
         check_dtype(name, x, accepted)
-        if not 0 <= axis < x.ndim:
+        if not 0 <= _xla_axis(name, axis, x.ndim) < x.ndim:
             raise ValueError(f"{name}: axis {axis} is out of bounds for array of dimension "
                              f"{x.ndim}.")
         return ShapedArray(x.shape, x.dtype, x.weak_type)
@@ -354,6 +376,7 @@ def _cumulative_jvp(prim, combine):
     cummax/cummin split the tangent in halves at each pairwise step of JAX's scan tree."""
     def jvp(primals, tangents, axis, reverse):
         (x,), (t,) = primals, tangents
+        axis %= get_aval(x).ndim
         ans = prim.bind(x, axis=axis, reverse=reverse)
         if type(t) is Zero:
             return ans, Zero(get_aval(ans).to_tangent_aval())
@@ -369,6 +392,7 @@ def _cumulative_jvp(prim, combine):
 def _pair_jvp(combine_pairs):
     def jvp(primals, tangents, axis, reverse):
         (x,), (t,) = primals, tangents
+        axis %= get_aval(x).ndim
         ans = cumlogsumexp_p.bind(x, axis=axis, reverse=reverse)
         if type(t) is Zero:
             return ans, Zero(get_aval(ans).to_tangent_aval())
@@ -393,9 +417,7 @@ def _cumulative_api(prim, accepted):
             raise OverflowError(f"cumlogsumexp: cannot use the identity -inf in the integer "
                                 f"dtype {aval.dtype.name}; convert the operand to a floating "
                                 f"dtype first.")
-        if not -aval.ndim <= int(axis) < aval.ndim:
-            raise ValueError(f"axis {axis} is out of bounds for array of shape {aval.shape}")
-        return prim.bind(operand, axis=int(axis) % aval.ndim, reverse=bool(reverse))
+        return prim.bind(operand, axis=_scan_axis(axis, aval), reverse=bool(reverse))
     fn.__name__ = fn.__qualname__ = prim.name
     fn.__doc__ = (f"The {prim.name[3:]} of `operand`'s elements up to each position along "
                   f"`axis` (from the end when `reverse`).")

@@ -315,6 +315,8 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
         out = out[0]
     if not return_residual:
         return out
-    residual = logsumexp(logits, axis=-1)  # (B, K, G, T)
+    # the log-sum-exp is returned as a saved statistic, not a differentiable output: JAX's
+    # derivatives (jvp and vjp) through it are zero, so it is cut from the graph here too
+    residual = lax.stop_gradient(logsumexp(logits, axis=-1))  # (B, K, G, T)
     residual = jnp.transpose(jnp.reshape(residual, (b, n, t)), (0, 2, 1))
     return out, residual[0] if unbatched else residual
