@@ -27,7 +27,7 @@ from corejax.api import (_canonical_leaves, _flatten_axes, _wraps, check_mapped_
 from corejax.array import Array, to_numpy
 from corejax.core import get_aval
 from corejax.sharding import Mesh, NamedSharding, PartitionSpec, with_sharding
-from corejax.tree_util import tree_flatten, tree_unflatten
+from corejax._tree_traced import tree_flatten, tree_unflatten
 
 __all__ = ["pmap"]
 

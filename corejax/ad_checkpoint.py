@@ -35,7 +35,7 @@ from corejax.transforms.ad import Zero
 from corejax.transforms.jit import (batch_jaxpr, closed_call, jvp_jaxpr, memoized,
                                    transpose_jaxpr)
 from corejax.transforms.staging import convert_constvars, trace_to_jaxpr
-from corejax.tree_util import tree_flatten, tree_unflatten
+from corejax._tree_traced import tree_flatten, tree_unflatten
 
 __all__ = ["checkpoint", "remat", "checkpoint_name", "checkpoint_policies",
            "print_saved_residuals", "saved_residuals", "Saveable", "Recompute", "Offloadable",

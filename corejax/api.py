@@ -22,9 +22,9 @@ from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero
 from corejax.transforms.jit import jit_p
 from corejax.transforms.staging import trace_to_jaxpr, convert_constvars
-from corejax.tree_util import (tree_flatten, tree_unflatten, tree_map, tree_structure,
-                               tree_leaves, tree_flatten_with_path, keystr,
-                               register_pytree_node)
+from corejax._tree_traced import (tree_flatten, tree_unflatten, tree_map, tree_structure,
+                                  tree_leaves, tree_flatten_with_path)
+from corejax.tree_util import keystr, register_pytree_node
 
 __all__ = ["jit", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev",
            "jacobian", "hessian", "vmap", "make_jaxpr", "eval_shape", "ShapeDtypeStruct",

@@ -341,6 +341,8 @@ def _check_nans(name: str, value) -> None:
 
 
 def wrap(out, weak_type: bool) -> Array:
+    if type(out) is core.Token:  # tokens are values of their own, not arrays
+        return out
     if type(out) is Array:
         if out.weak_type == weak_type:
             return out
@@ -663,7 +665,7 @@ def device_put(x, device: Device | None = None):
     if device is not None and device.platform == "cpu" and device != CPU:
         from corejax.sharding import SingleDeviceSharding
         return _device_put_sharded(x, SingleDeviceSharding(device))
-    from corejax.tree_util import tree_map
+    from corejax._tree_traced import tree_map
     return tree_map(lambda leaf: _device_put_leaf(leaf, device), x)
 
 
@@ -711,7 +713,7 @@ def _device_put_sharded(x, sharding):
     """device_put onto a Sharding of CPU devices (or a CPU device other than cpu:0): the
     host value, placed as `sharding` says."""
     from corejax.sharding import with_sharding
-    from corejax.tree_util import tree_map
+    from corejax._tree_traced import tree_map
     known = _cpu_devices()
     if len(sharding._device_assignment) == 1 and not hasattr(sharding, "mesh"):
         _Placement.cpu_committed = True
@@ -747,13 +749,13 @@ def place_new(x, device: Device | None = None, like=None):
 
 def device_get(x):
     """Fetches every array leaf of pytree `x` to the host as a NumPy array."""
-    from corejax.tree_util import tree_map
+    from corejax._tree_traced import tree_map
     return tree_map(lambda leaf: leaf._host() if isinstance(leaf, Array) else leaf, x)
 
 
 def block_until_ready(x):
     """Waits until every array in pytree `x` is computed; returns `x`."""
-    from corejax.tree_util import tree_leaves
+    from corejax._tree_traced import tree_leaves
     for leaf in tree_leaves(x):
         if hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()

@@ -27,7 +27,7 @@ from corejax.array import Array
 from corejax.compiler import registry
 from corejax.core import Primitive, ShapedArray
 from corejax.transforms import ad, batching
-from corejax.tree_util import tree_flatten, tree_leaves, tree_unflatten
+from corejax._tree_traced import tree_flatten, tree_leaves, tree_unflatten
 
 __all__ = ["pure_callback", "io_callback"]
 

@@ -20,7 +20,7 @@ from corejax.core import ClosedJaxpr, Primitive, Tracer, get_aval
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero
 from corejax.transforms.jit import closed_call, jvp_jaxpr, stage
-from corejax.tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
+from corejax._tree_traced import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
 __all__ = ["custom_vmap", "sequential_vmap"]
 

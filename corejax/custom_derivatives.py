@@ -16,7 +16,7 @@ from corejax.core import Primitive, Tracer, get_aval
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero
 from corejax.transforms.jit import closed_call, stage
-from corejax.tree_util import tree_flatten, tree_unflatten, tree_map
+from corejax._tree_traced import tree_flatten, tree_unflatten, tree_map
 
 __all__ = ["custom_jvp", "custom_vjp"]
 

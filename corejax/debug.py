@@ -14,7 +14,7 @@ import numpy as np
 from corejax.core import Primitive
 from corejax.compiler import registry
 from corejax.transforms import ad, batching
-from corejax.tree_util import tree_flatten, tree_unflatten
+from corejax._tree_traced import tree_flatten, tree_unflatten
 
 __all__ = ["print", "callback", "breakpoint"]
 

@@ -36,7 +36,7 @@ from corejax.transforms import ad, batching
 from corejax.lax import reductions, structural
 from corejax.lax.elementwise import convert_element_type, mul, select_n, full, div
 from corejax.lax.indexing import gather, GatherDimensionNumbers
-from corejax.tree_util import tree_flatten, tree_unflatten
+from corejax._tree_traced import tree_flatten, tree_unflatten
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
            "ppermute", "pshuffle", "pswapaxes", "axis_index", "axis_size"]

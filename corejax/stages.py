@@ -12,7 +12,7 @@ import numpy as np
 
 from corejax import core
 from corejax.core import ClosedJaxpr, ShapedArray, get_aval
-from corejax.tree_util import tree_flatten, tree_unflatten
+from corejax._tree_traced import tree_flatten, tree_unflatten
 
 __all__ = ["Wrapped", "Traced", "Lowered", "Compiled", "ArgInfo", "CompilerOptions",
            "CompiledMemoryStats"]

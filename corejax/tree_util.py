@@ -44,6 +44,11 @@ class _NodeType(NamedTuple):
 
 
 _registry: dict[type, _NodeType] = {}
+# Types that are leaves to users but nodes to corejax's transformations (typed PRNG key arrays:
+# a leaf of jax.tree.leaves, as in JAX, whose uint32 data jit/vmap/grad/scan... trace). The
+# transformations flatten with _traced_registry (corejax/_tree_traced.py); a PyTreeDef built
+# that way rebuilds such nodes like any other.
+_traced_registry: dict[type, _NodeType] = {}
 
 
 def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable,
@@ -58,7 +63,17 @@ def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func:
     if nodetype in _registry:
         raise ValueError(f"Duplicate pytree node registration for {nodetype}: a type can be "
                          "registered once.")
-    _registry[nodetype] = _NodeType(flatten_func, unflatten_func, flatten_with_keys_func)
+    _registry[nodetype] = _traced_registry[nodetype] = _NodeType(
+        flatten_func, unflatten_func, flatten_with_keys_func)
+
+
+def _register_transparent_leaf(nodetype: type, flatten_func: Callable,
+                               unflatten_func: Callable) -> None:
+    """`nodetype` stays a leaf of the public tree functions and becomes a node, flattened by
+    `flatten_func`, of the transformations' flattening (corejax/_tree_traced.py)."""
+    if nodetype in _traced_registry:
+        raise ValueError(f"Duplicate pytree node registration for {nodetype}.")
+    _traced_registry[nodetype] = _NodeType(flatten_func, unflatten_func)
 
 
 def _is_namedtuple_type(cls) -> bool:
@@ -128,13 +143,13 @@ def _namedtuple_spec(cls):
 
 
 def _spec_of(node_type) -> _NodeType:
-    spec = _registry.get(node_type)
+    spec = _traced_registry.get(node_type)
     return spec if spec is not None else _namedtuple_spec(node_type)
 
 
-def _node_type(x):
+def _node_type(x, registry=_registry):
     """`(type, spec)` of the node `x`, or None if `x` is a leaf."""
-    spec = _registry.get(type(x))
+    spec = registry.get(type(x))
     if spec is not None:
         return type(x), spec
     if _is_namedtuple(x):
@@ -476,15 +491,15 @@ def tree_flatten(tree, is_leaf: Callable[[Any], bool] | None = None):
     if given, is asked first at every subtree: true makes `x` a leaf. None is an empty node,
     not a leaf."""
     leaves: list = []
-    treedef = _flatten(tree, leaves, is_leaf)
+    treedef = _flatten(tree, leaves, is_leaf, _registry)
     return leaves, treedef
 
 
-def _flatten(tree, leaves, is_leaf):
+def _flatten(tree, leaves, is_leaf, registry):
     if is_leaf is not None and is_leaf(tree):
         leaves.append(tree)
         return _LEAF
-    spec = _registry.get(type(tree))
+    spec = registry.get(type(tree))
     if spec is None:
         if not _is_namedtuple(tree):
             leaves.append(tree)
@@ -493,7 +508,7 @@ def _flatten(tree, leaves, is_leaf):
     out = spec.flatten(tree)
     children, aux = _checked_pair(out, tree)
     try:
-        kids = tuple([_flatten(c, leaves, is_leaf) for c in children])
+        kids = tuple([_flatten(c, leaves, is_leaf, registry) for c in children])
     except TypeError:
         if not isinstance(children, Iterable):
             raise _children_error(tree, out) from None
@@ -506,20 +521,20 @@ def tree_flatten_with_path(tree, is_leaf: Callable | None = None,
     """`([(key_path, leaf), ...], treedef)`. With `is_leaf_takes_path`, `is_leaf` is called
     as `is_leaf(key_path, x)`."""
     pairs: list = []
-    treedef = _flatten_with_path(tree, is_leaf, is_leaf_takes_path, pairs, ())
+    treedef = _flatten_with_path(tree, is_leaf, is_leaf_takes_path, pairs, (), _registry)
     return pairs, treedef
 
 
-def _flatten_with_path(tree, is_leaf, takes_path, pairs, path):
+def _flatten_with_path(tree, is_leaf, takes_path, pairs, path, registry):
     if is_leaf is not None and (is_leaf(path, tree) if takes_path else is_leaf(tree)):
         pairs.append((path, tree))
         return _LEAF
-    nt = _node_type(tree)
+    nt = _node_type(tree, registry)
     if nt is None:
         pairs.append((path, tree))
         return _LEAF
     keys, children, aux = _keyed_children(tree, *nt)
-    kids = tuple([_flatten_with_path(c, is_leaf, takes_path, pairs, path + (k,))
+    kids = tuple([_flatten_with_path(c, is_leaf, takes_path, pairs, path + (k,), registry)
                   for k, c in zip(keys, children)])
     return _interned(nt[0], aux, kids)
 

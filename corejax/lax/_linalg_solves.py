@@ -24,7 +24,7 @@ from corejax.lax.control_flow.common import _batch, _canon, _run, _split_list, _
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero, is_undefined_primal
 from corejax.transforms.jit import closed_call
-from corejax.tree_util import tree_flatten, tree_structure, tree_unflatten
+from corejax._tree_traced import tree_flatten, tree_structure, tree_unflatten
 
 __all__ = ["custom_linear_solve", "custom_root"]
 

@@ -27,7 +27,7 @@ from corejax.api import jit
 from corejax.config import config
 from corejax.core import get_aval
 from corejax.lax.prng import threefry2x32_p
-from corejax.tree_util import register_pytree_node
+from corejax._tree_traced import register_transparent_leaf
 
 _UINT = {8: np.dtype("uint8"), 16: np.dtype("uint16"), 32: np.dtype("uint32"),
          64: np.dtype("uint64")}
@@ -164,8 +164,9 @@ def _key_axes(axes, ndim):
     return tuple(out)
 
 
-register_pytree_node(PRNGKeyArray, lambda k: ((k._data,), None),
-                     lambda _, children: PRNGKeyArray(children[0]))
+# a leaf of the tree functions, as in JAX; the transformations trace its uint32 data
+register_transparent_leaf(PRNGKeyArray, lambda k: ((k._data,), None),
+                          lambda _, children: PRNGKeyArray(children[0]))
 
 
 def _key_words(name: str, keys):

@@ -486,6 +486,25 @@ return [ravel_roundtrip([1.0, 2]), ravel_roundtrip([1, 2]),
         ravel_roundtrip(np.int64(3))]""",
     "ravel_empty": "return [ravel_roundtrip([]), ravel_roundtrip(None), ravel_roundtrip({})]",
     "ravel_non_array_leaf": "return ravel_pytree(['a'])",
+    # --- typed PRNG key arrays: leaves of the tree functions, carried by transformations ---
+    "typed_key_leaves": """
+k = jax.random.key(3)
+ks = jax.random.split(k, 4)
+leaves, td = tu.tree_flatten({'k': k, 'ks': ks, 'x': 1.0})
+return [td, [str(getattr(l, 'dtype', None)) for l in leaves],
+        [getattr(l, 'shape', None) for l in leaves],
+        tu.tree_map(lambda x: x.shape, {'k': k, 'ks': ks}),
+        tree.map(jax.random.key_data, [k, ks])]""",
+    "typed_key_through_transformations": """
+k = jax.random.key(7)
+ks = jax.random.split(k, 3)
+out = jax.jit(lambda t: t)({'k': k, 'n': 2})
+mapped = jax.vmap(lambda key: (key, jax.random.key_data(key)))(ks)
+carry, ys = jax.lax.scan(lambda c, _: (jax.random.split(c)[0], jax.random.key_data(c)), k,
+                         None, length=2)
+return [tu.tree_structure(out), jax.random.key_data(out['k']), tu.tree_structure(mapped),
+        jax.random.key_data(mapped[0]), jax.random.key_data(carry), ys,
+        jax.random.key_data(jax.device_put(k))]""",
     "unravel_uniform_dtype_free": """
 un = ravel_pytree([jnp.ones(2)])[1]
 return [un(jnp.ones(2, jnp.int32)), un(np.ones(2, np.float64)), un(jnp.ones((2, 1)))]""",

@@ -19,7 +19,7 @@ from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero
 from corejax.transforms.jit import closed_call, memoized, stage
 from corejax.transforms.staging import trace_to_jaxpr
-from corejax.tree_util import tree_flatten, tree_unflatten
+from corejax._tree_traced import tree_flatten, tree_unflatten
 
 
 # --- staging user functions ----------------------------------------------------------------------

@@ -20,7 +20,8 @@ from corejax.lax.structural import broadcast_in_dim
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero, is_undefined_primal
 from corejax.transforms.jit import closed_call, memoized, stage, transpose_jaxpr
-from corejax.tree_util import tree_flatten, tree_flatten_with_path, tree_unflatten, keystr
+from corejax._tree_traced import tree_flatten, tree_flatten_with_path, tree_unflatten
+from corejax.tree_util import keystr
 
 
 cond_p = Primitive("cond")

@@ -24,7 +24,8 @@ from corejax.lax.structural import broadcast_in_dim
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero
 from corejax.transforms.jit import closed_call, memoized, stage
-from corejax.tree_util import tree_flatten, tree_flatten_with_path, tree_unflatten, keystr
+from corejax._tree_traced import tree_flatten, tree_flatten_with_path, tree_unflatten
+from corejax.tree_util import keystr
 
 
 _WHILE_TRANSPOSE_ERROR = (

@@ -31,8 +31,8 @@ from corejax.lax.structural import (concatenate, expand_dims, index_in_dim, pad,
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import UndefinedPrimal, Zero, is_undefined_primal
 from corejax.transforms.jit import memoized, stage
-from corejax.tree_util import (tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten,
-                               keystr)
+from corejax._tree_traced import tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
+from corejax.tree_util import keystr
 
 
 scan_p = Primitive("scan")
