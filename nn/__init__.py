@@ -39,19 +39,25 @@ from nn.recurrent import (  # noqa: F401
     RNNCellBase, LSTMCell, OptimizedLSTMCell, SimpleCell, GRUCell, MGUCell, ConvLSTMCell, RNN,
     Bidirectional,
 )
-from nn.functional import (  # noqa: F401
-    apply, init, init_with_output, BatchApply, intercept_methods,
-)
+from nn.functional import apply, init, init_with_output, intercept_methods  # noqa: F401
+from nn import batch_apply, kw_only_dataclasses, spmd  # noqa: F401
+from nn.batch_apply import BatchApply  # noqa: F401
 from nn import core, dtypes, meta, serialization, struct  # noqa: F401
 from nn.core import FrozenDict  # noqa: F401
 from nn.meta import (  # noqa: F401
-    Partitioned, LogicallyPartitioned, PARTITION_NAME, with_partitioning,
-    with_logical_partitioning, unbox, get_partition_spec, logical_to_mesh_axes,
-    logical_to_mesh, logical_to_mesh_sharding, logical_axis_rules, set_logical_axis_rules,
-    get_logical_axis_rules, with_logical_constraint, get_sharding,
+    Partitioned, PARTITION_NAME, with_partitioning, unbox, get_partition_spec, get_sharding,
+)
+from nn.spmd import (  # noqa: F401
+    LogicallyPartitioned, with_logical_partitioning, logical_to_mesh_axes, logical_to_mesh,
+    logical_to_mesh_sharding, logical_axis_rules, set_logical_axis_rules,
+    get_logical_axis_rules, with_logical_constraint,
 )
 from nn.initializers import zeros, ones  # noqa: F401
 from nn.linear import ConvLocal, Einsum  # noqa: F401
 from nn.normalization import InstanceNorm, WeightNorm, SpectralNorm  # noqa: F401
 from nn.activation import PReLU, normalize  # noqa: F401
-from nn.transforms import remat_scan  # noqa: F401
+from nn.transforms import remat_scan, fold_rngs, add_metadata_axis  # noqa: F401
+from nn.scopes import (  # noqa: F401
+    share_scope, compact_name_scope, enable_named_call, disable_named_call, override_named_call,
+    named_call,
+)

@@ -1,5 +1,5 @@
 """flax.core's surface that linen users touch: FrozenDict and its helpers (freeze, unfreeze,
-copy, pop, pretty_repr), and the axis metadata boxes (re-exported from nn.meta).
+copy, pop, pretty_repr), and the axis metadata boxes (re-exported from nn.meta and nn.spmd).
 
 A FrozenDict keeps plain nested dicts inside and hands out a FrozenDict for a nested dict on
 access, so freezing is one deep copy and reading never copies. It is a pytree (children in
@@ -13,10 +13,8 @@ from typing import Any
 from corejax import tree_util
 from nn import meta, serialization
 from nn.module import DenyList  # noqa: F401
-from nn.meta import (  # noqa: F401
-    AxisMetadata, Partitioned, LogicallyPartitioned, unbox, with_partitioning,
-    with_logical_partitioning,
-)
+from nn.meta import AxisMetadata, Partitioned, unbox, with_partitioning  # noqa: F401
+from nn.spmd import LogicallyPartitioned, with_logical_partitioning  # noqa: F401
 
 __all__ = ["FrozenDict", "freeze", "unfreeze", "copy", "pop", "pretty_repr", "meta", "DenyList",
            "AxisMetadata", "Partitioned", "LogicallyPartitioned", "unbox"]

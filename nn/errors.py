@@ -5,7 +5,8 @@ __all__ = ["NNError", "FlaxError", "ScopeParamNotFoundError", "ScopeParamShapeEr
            "ModifyScopeVariableError", "InvalidRngError", "NameInUseError",
            "AssignSubModuleError", "CallCompactUnboundModuleError",
            "SetAttributeFrozenModuleError", "ApplyScopeInvalidVariablesTypeError",
-           "ApplyModuleInvalidMethodError", "CallUnbindOnUnboundModuleError"]
+           "ApplyModuleInvalidMethodError", "CallUnbindOnUnboundModuleError",
+           "CallShareScopeOnUnboundModuleError", "PartitioningUnspecifiedError"]
 
 
 class NNError(Exception):
@@ -89,3 +90,17 @@ class CallUnbindOnUnboundModuleError(NNError):
     def __init__(self):
         super().__init__("Can't call `unbind()` on unbound modules: only modules returned by "
                          "bind() (or seen inside init/apply) carry variables.")
+
+
+class CallShareScopeOnUnboundModuleError(NNError):
+    def __init__(self):
+        super().__init__("Can't call `share_scope` on unbound modules: call it in setup() or "
+                         "in a method run by init/apply, where both modules are bound.")
+
+
+class PartitioningUnspecifiedError(NNError):
+    def __init__(self, target):
+        super().__init__('Trying to transform a Partitioned variable but "partition_name" is '
+                         f"not specified in metadata_params: {target!r}. Pass "
+                         "metadata_params={nn.PARTITION_NAME: 'axis name'} to the lifted "
+                         "transformation.")

@@ -1,20 +1,15 @@
 """The functional forms of init/apply (flax.linen.apply, init, init_with_output): run any
 function `fn(module, *args)` with the module bound, e.g. to call several of its methods; and
-BatchApply."""
+intercept_methods."""
 from __future__ import annotations
 
 import contextlib
 from typing import Callable
 
-import numpy as np
-
-import corejax.numpy as jnp
-from corejax import tree_util
 from nn.module import (DenyList, InterceptorContext, Module, Scope, _Store, _capture_filter,
                        _context, _copy_variables, _normalize_rngs, _with_intermediates)
 
-__all__ = ["apply", "init", "init_with_output", "BatchApply", "intercept_methods",
-           "InterceptorContext"]
+__all__ = ["apply", "init", "init_with_output", "intercept_methods", "InterceptorContext"]
 
 
 def _bound_call(fn, module, variables, rngs, mutable, initializing, capture, args, kwargs):
@@ -60,35 +55,6 @@ def init(fn: Callable, module: Module, mutable=DenyList("intermediates"),
     """`init(fn, module)(rngs, *args)` -> the variables `fn(bound_module, *args)` creates."""
     run = init_with_output(fn, module, mutable, capture_intermediates)
     return lambda rngs, *args, **kwargs: run(rngs, *args, **kwargs)[1]
-
-
-class BatchApply:
-    """`BatchApply(f, num_dims=2)(*args)`: the leading `num_dims` axes of every array argument
-    (of rank >= num_dims; others pass unchanged) are merged into one before calling `f`, and
-    the leading axis of each output is split back, e.g. to apply a module to every step of a
-    [time, batch, ...] array."""
-
-    def __init__(self, f, num_dims=2):
-        self._f = f
-        self.num_dims = num_dims
-
-    def __call__(self, *args, **kwargs):
-        n = self.num_dims
-        leaves = [x for x in tree_util.tree_leaves((args, kwargs)) if np.ndim(x) >= n]
-        if not leaves:
-            raise ValueError(f"BatchApply requires at least one input with ndim >= {n}.")
-        lead = tuple(np.shape(leaves[0])[:n])
-
-        def merge(x):
-            if np.ndim(x) < n:
-                return x
-            return jnp.reshape(x, (-1,) + tuple(np.shape(x)[n:]))
-
-        def split(x):
-            return jnp.reshape(x, lead + tuple(np.shape(x)[1:]))
-
-        args, kwargs = tree_util.tree_map(merge, (args, kwargs))
-        return tree_util.tree_map(split, self._f(*args, **kwargs))
 
 
 @contextlib.contextmanager

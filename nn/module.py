@@ -219,6 +219,15 @@ class _Context(threading.local):
 
 _context = _Context()
 
+# Whether module methods run in a corejax.named_scope named after the module (and the method,
+# other than __call__), as Flax's profile labels: switched by nn.enable_named_call & co.
+_use_named_call = True
+
+
+def _call_scope_name(module, fun) -> str:
+    name = module.name if module.name is not None else type(module).__name__
+    return name if fun.__name__ == "__call__" else f"{name}.{fun.__name__}"
+
 
 @dataclasses.dataclass(frozen=True)
 class InterceptorContext:
@@ -541,7 +550,11 @@ class Module:
             log.append(entry)
         _context.stack.append(self)
         try:
-            out = fun(self, *args, **kwargs)
+            if _use_named_call:  # nn.enable_named_call / disable_named_call
+                with corejax.named_scope(_call_scope_name(self, fun)):
+                    out = fun(self, *args, **kwargs)
+            else:
+                out = fun(self, *args, **kwargs)
         finally:
             _context.stack.pop()
             if is_compact:

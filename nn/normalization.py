@@ -1,7 +1,9 @@
 """Normalization layers: BatchNorm, LayerNorm, GroupNorm and RMSNorm.
 
 Statistics are computed in at least float32 with the fast variance formula
-E[x^2] - E[x]^2 (clipped at 0), as Flax does by default.
+E[x^2] - E[x]^2 (clipped at 0), as Flax does by default. With `axis_name` they are averaged
+over that named axis of a vmap/pmap (lax.pmean), so every replica normalizes with the
+statistics of the whole batch.
 """
 from __future__ import annotations
 
@@ -27,14 +29,22 @@ def _canonical_axes(ndim: int, axes, module: Module) -> tuple:
     return tuple(sorted({a % ndim for a in axes}))
 
 
-def _stats(x, axes, dtype, use_fast_variance: bool = True):
+def _stats(x, axes, dtype, use_fast_variance: bool = True, axis_name=None,
+           axis_index_groups=None):
+    """(mean, var) over `axes` of x, and over the named axis `axis_name` too when given."""
+    def across(v):
+        if axis_name is None:
+            return v
+        return lax.pmean(v, axis_name, axis_index_groups=axis_index_groups)
+
     dt = jnp.promote_types(dtype or x.dtype, jnp.float32)
     x = jnp.asarray(x, dt)
-    mean = jnp.mean(x, axes)
     if use_fast_variance:
-        var = jnp.maximum(0.0, jnp.mean(jnp.square(x), axes) - jnp.square(mean))
+        mean, mean_sq = across((jnp.mean(x, axes), jnp.mean(jnp.square(x), axes)))
+        var = jnp.maximum(0.0, mean_sq - jnp.square(mean))
     else:
-        var = jnp.mean(jnp.square(x - jnp.expand_dims(mean, axes)), axes)
+        mean = across(jnp.mean(x, axes))
+        var = across(jnp.mean(jnp.square(x - jnp.expand_dims(mean, axes)), axes))
     return mean, var
 
 
@@ -82,15 +92,13 @@ class BatchNorm(Module):
     bias_init: Callable = initializers.zeros
     scale_init: Callable = initializers.ones
     axis_name: Any = None
+    axis_index_groups: Any = None
     use_fast_variance: bool = True
 
     @compact
     def __call__(self, x, use_running_average=None):
         use_running_average = merge_param("use_running_average", self.use_running_average,
                                           use_running_average, f'BatchNorm "{self.path}"')
-        if self.axis_name is not None:
-            raise NotImplementedError(f'BatchNorm "{self.path}": axis_name (cross-device '
-                                      "statistics) is not supported.")
         x = jnp.asarray(x)
         feature_axes = _canonical_axes(x.ndim, self.axis, self)
         reduction_axes = tuple(i for i in range(x.ndim) if i not in feature_axes)
@@ -102,7 +110,8 @@ class BatchNorm(Module):
         if use_running_average:
             mean, var = ra_mean.value, ra_var.value
         else:
-            mean, var = _stats(x, reduction_axes, self.dtype, self.use_fast_variance)
+            mean, var = _stats(x, reduction_axes, self.dtype, self.use_fast_variance,
+                               self.axis_name, self.axis_index_groups)
             if not self.is_initializing():
                 m = self.momentum
                 ra_mean.value = m * ra_mean.value + (1 - m) * mean
@@ -123,6 +132,8 @@ class LayerNorm(Module):
     scale_init: Callable = initializers.ones
     reduction_axes: Any = -1
     feature_axes: Any = -1
+    axis_name: Any = None
+    axis_index_groups: Any = None
     use_fast_variance: bool = True
 
     @compact
@@ -132,7 +143,8 @@ class LayerNorm(Module):
             raise ValueError(f'LayerNorm "{self.path}": inputs need at least one dimension.')
         reduction_axes = _canonical_axes(x.ndim, self.reduction_axes, self)
         feature_axes = _canonical_axes(x.ndim, self.feature_axes, self)
-        mean, var = _stats(x, reduction_axes, self.dtype, self.use_fast_variance)
+        mean, var = _stats(x, reduction_axes, self.dtype, self.use_fast_variance,
+                           self.axis_name, self.axis_index_groups)
         return _normalize(self, x, mean, var, reduction_axes, feature_axes, self.dtype,
                           self.param_dtype, self.epsilon, self.use_bias, self.use_scale,
                           self.bias_init, self.scale_init)
@@ -147,6 +159,8 @@ class RMSNorm(Module):
     scale_init: Callable = initializers.ones
     reduction_axes: Any = -1
     feature_axes: Any = -1
+    axis_name: Any = None
+    axis_index_groups: Any = None
 
     @compact
     def __call__(self, x):
@@ -155,6 +169,9 @@ class RMSNorm(Module):
         feature_axes = _canonical_axes(x.ndim, self.feature_axes, self)
         dt = jnp.promote_types(self.dtype or x.dtype, jnp.float32)
         mean_sq = jnp.mean(jnp.square(jnp.asarray(x, dt)), reduction_axes)
+        if self.axis_name is not None:
+            mean_sq = lax.pmean(mean_sq, self.axis_name,
+                                axis_index_groups=self.axis_index_groups)
         return _normalize(self, x, jnp.zeros_like(mean_sq), mean_sq, reduction_axes,
                           feature_axes, self.dtype, self.param_dtype, self.epsilon, False,
                           self.use_scale, None, self.scale_init)
@@ -223,15 +240,13 @@ class InstanceNorm(Module):
 
     @compact
     def __call__(self, x, *, mask=None):
-        if self.axis_name is not None:
-            raise NotImplementedError(f'InstanceNorm "{self.path}": axis_name is not '
-                                      "supported.")
         if mask is not None:
             raise NotImplementedError(f'InstanceNorm "{self.path}": mask is not supported.')
         x = jnp.asarray(x)
         feature_axes = _canonical_axes(x.ndim, self.feature_axes, self)
         reduction_axes = tuple(i for i in range(1, x.ndim) if i not in feature_axes)
-        mean, var = _stats(x, reduction_axes, self.dtype, self.use_fast_variance)
+        mean, var = _stats(x, reduction_axes, self.dtype, self.use_fast_variance,
+                           self.axis_name, self.axis_index_groups)
         return _normalize(self, x, mean, var, reduction_axes, feature_axes, self.dtype,
                           self.param_dtype, self.epsilon, self.use_bias, self.use_scale,
                           self.bias_init, self.scale_init)

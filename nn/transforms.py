@@ -18,11 +18,14 @@ import functools
 from typing import Callable
 
 import corejax
+import warnings
+
 from corejax import lax, random, tree_util
+from nn import meta
 from nn.module import DenyList, Module, Scope, _Store
 
 __all__ = ["jit", "vmap", "scan", "remat", "checkpoint", "remat_scan", "map_variables",
-           "broadcast",
+           "broadcast", "fold_rngs", "add_metadata_axis",
            "while_loop", "cond", "switch", "grad", "value_and_grad", "vjp", "jvp",
            "custom_vjp"]
 
@@ -152,6 +155,25 @@ class _Frame:
     def rngs(self, pred=lambda name: True) -> dict:
         return {k: v for k, v in self.store.rngs.items() if pred(k)}
 
+    def fold_rngs(self, pred):
+        """The keys and PRNG counters of a call that folds the streams `pred` accepts into the
+        module's scope (Flax's nn.jit and nn.fold_rngs): each stream's key is drawn at the
+        scope, and inside, keys are derived from it with paths relative to the scope, the
+        counters of the scope (and of the scopes below it) continuing from the caller's.
+        Hand the counters to `run` and then to `restore_counts`."""
+        who = f'"{self.module.path}"'
+        keys = {k: self.scope.make_rng(k, who) for k in self.rngs(pred)}
+        path, n = self.scope.path, len(self.scope.path)
+        counts = {((), k): self.store.rng_counts.get((path, k), 0) for k in keys}
+        counts.update({(p[n:], k): c for (p, k), c in self.store.rng_counts.items()
+                       if k in keys and len(p) > n and p[:n] == path})
+        return keys, counts
+
+    def restore_counts(self, counts: dict) -> None:
+        """The caller's PRNG counters advanced by the draws of a folded call."""
+        for (p, k), c in counts.items():
+            self.store.rng_counts[(self.scope.path + p, k)] = c
+
     def split_key(self, name: str, n: int):
         """n keys of stream `name` for the steps/lanes of a lifted call: as Flax, the stream's
         root key is split and each step keeps deriving keys from its own root with the scope
@@ -171,8 +193,8 @@ class _Frame:
         store.root_name = self.store.root_name
         if isinstance(rng_counts, int):
             store.rng_counts = _CountsFrom(rng_counts)
-        elif rng_counts:
-            store.rng_counts.update(rng_counts)
+        elif rng_counts is not None:  # shared: the caller sees the draws made inside
+            store.rng_counts = rng_counts
         inner = _plain_copy(self.module)
         inner._bind(Scope(store, path))
         out = fn(inner, *args, **kwargs)
@@ -254,12 +276,7 @@ def jit(target, variables=True, rngs=True, static_argnums=(), static_argnames=()
         def call(module, *args, **kwargs):
             frame = _Frame(module, "jit")
             vars_in = _read(frame.scope, vpred)
-            # As Flax: each lifted stream's key is drawn from the module's scope, and the
-            # jitted module derives keys below it from that key, its counters continuing.
-            who = f'"{module.path}"'
-            keys = {k: frame.scope.make_rng(k, who) for k in frame.rngs(rpred)}
-            counts = {((), k): frame.store.rng_counts.get((frame.scope.path, k), 0)
-                      for k in keys}
+            keys, counts = frame.fold_rngs(rpred)
             statics = {i: args[i] for i in static_argnums if i < len(args)}
             dyn = tuple(a for i, a in enumerate(args) if i not in statics)
             mutable = frame.store.is_mutable
@@ -269,9 +286,14 @@ def jit(target, variables=True, rngs=True, static_argnums=(), static_argnames=()
                 it = iter(dyn_args)
                 full = [statics[i] if i in statics else next(it)
                         for i in range(len(statics) + len(dyn_args))]
-                return frame.run(fn, vars_, keys_, mutable, full, kwargs_,
-                                 initializing=initializing, relative_rngs=True,
-                                 rng_counts=counts)
+                # The counters after the call are fixed at trace time (the cache key holds
+                # those before it), so the compiled entry keeps them for later hits.
+                counts_out = dict(counts)
+                out = frame.run(fn, vars_, keys_, mutable, full, kwargs_,
+                                initializing=initializing, relative_rngs=True,
+                                rng_counts=counts_out)
+                holder["counts"] = counts_out
+                return out
 
             ckey = None
             try:
@@ -285,7 +307,7 @@ def jit(target, variables=True, rngs=True, static_argnums=(), static_argnames=()
                 ckey = None
             compiled = cache.get(ckey) if ckey is not None else None
             if compiled is None:
-                holder = {}
+                holder: dict = {}
 
                 def traced(vars_, keys_, dyn_args, kwargs_):
                     return holder["pure"](vars_, keys_, dyn_args, kwargs_)
@@ -296,6 +318,7 @@ def jit(target, variables=True, rngs=True, static_argnums=(), static_argnames=()
             jitted, holder = compiled
             holder["pure"] = pure
             out, new = jitted(vars_in, keys, dyn, kwargs)
+            frame.restore_counts(holder["counts"])
             frame.write_back(new)
             return out
         return call
@@ -368,21 +391,24 @@ def _leading_size(args, in_axes, what):
 def vmap(target, variable_axes={}, split_rngs={}, in_axes=0, out_axes=0, axis_size=None,
          axis_name=None, spmd_axis_name=None, metadata_params={}, methods=None):
     """Vectorizes the method: collections in `variable_axes` get a mapped axis (one set of
-    variables per lane, e.g. an ensemble); the others are shared. Streams in `split_rngs` get a
-    different key per lane."""
+    variables per lane, e.g. an ensemble; boxed variables get the axis named
+    metadata_params[nn.PARTITION_NAME] in their metadata); the others are shared. Streams in
+    `split_rngs` get a different key per lane. As Flax's, keyword arguments of the method are
+    dropped with a RuntimeWarning: pass mapped or broadcast values positionally."""
     split = _split_pred(split_rngs)
 
     def make_call(fn):
         def call(module, *args, **kwargs):
             frame = _Frame(module, "vmap")
             if kwargs:
-                raise NotImplementedError("nn.vmap: keyword arguments are not mapped; pass "
-                                          "them positionally.")
+                warnings.warn(f'kwargs are not supported in vmap, so "{", ".join(sorted(kwargs))}'
+                              '" is(are) ignored', RuntimeWarning, stacklevel=3)
             n = axis_size if axis_size is not None else _leading_size(args, in_axes, "vmap")
             if n is None:
                 raise ValueError("nn.vmap: no argument is mapped; give axis_size.")
             vars_in = _read(frame.scope)
-            mapped = {c: t for c, t in vars_in.items() if _axis_of(variable_axes, c) is not None}
+            mapped = {c: meta.remove_axis(t, _axis_of(variable_axes, c), metadata_params)
+                      for c, t in vars_in.items() if _axis_of(variable_axes, c) is not None}
             shared = {c: t for c, t in vars_in.items() if c not in mapped}
             split_keys = {k: frame.split_key(k, n) for k in frame.rngs(split)}
             shared_keys = frame.rngs(lambda k: not split(k))
@@ -409,7 +435,8 @@ def vmap(target, variable_axes={}, split_rngs={}, in_axes=0, out_axes=0, axis_si
                 lane, in_axes=({c: _axis_of(variable_axes, c) for c in mapped}, None, 0, None)
                 + in_ax, out_axes=(out_axes, 0, 0), axis_size=n, axis_name=axis_name)(
                 mapped, shared, split_keys, shared_keys, *args)
-            new_mapped = {c: _move_from_front(t, _axis_of(variable_axes, c))
+            new_mapped = {c: meta.add_axis(_move_from_front(t, _axis_of(variable_axes, c)),
+                                           _axis_of(variable_axes, c), metadata_params)
                           for c, t in new_mapped.items()}
             new_shared = {c: tree_util.tree_map(lambda a: a[0], t)
                           for c, t in new_shared.items()}
@@ -469,7 +496,8 @@ def scan(target, variable_axes={}, variable_broadcast=False, variable_carry=Fals
                                      f", expected {n} (length or another argument).")
                 n = leaf.shape[0]
             vars_in = _read(frame.scope)
-            axis_vars = {c: _move_to_front(t, _axis_of(variable_axes, c))
+            axis_vars = {c: meta.remove_axis(_move_to_front(t, _axis_of(variable_axes, c)),
+                                             _axis_of(variable_axes, c), metadata_params)
                          for c, t in vars_in.items() if route(c) == "axes"}
             for leaf in tree_util.tree_leaves(axis_vars):
                 n = leaf.shape[0] if n is None else n
@@ -531,7 +559,8 @@ def scan(target, variable_axes={}, variable_broadcast=False, variable_carry=Fals
                 else tuple(_move_from_front(y, ax) for y, ax in zip(ys, out_axes))
             frame.write_back(fixed, lambda c: frame.store.initializing)
             frame.write_back(carry_vars)
-            frame.write_back({c: _move_from_front(t, _axis_of(variable_axes, c))
+            frame.write_back({c: meta.add_axis(_move_from_front(t, _axis_of(variable_axes, c)),
+                                               _axis_of(variable_axes, c), metadata_params)
                               for c, t in new_axis_vars.items()})
             return carry, ys
         return call
@@ -561,6 +590,51 @@ def remat_scan(target, lengths=(), policy=None, variable_broadcast=False, variab
         return step
 
     return _lift(target, "remat_scan", make_call)
+
+
+# --- fold_rngs / add_metadata_axis -------------------------------------------------------
+
+def fold_rngs(target, variables=True, rngs=True):
+    """The method runs with the PRNG streams `rngs` folded into the module's scope, as inside
+    nn.jit (without compiling): each stream's key is drawn at the scope and the module derives
+    its keys from it, relative to its own path. Only the collections `variables` are seen."""
+    vpred, rpred = _filter(variables), _filter(rngs)
+
+    def make_call(fn):
+        def call(module, *args, **kwargs):
+            frame = _Frame(module, "fold_rngs")
+            vars_in = _read(frame.scope, vpred)
+            keys, counts = frame.fold_rngs(rpred)
+            out, new = frame.run(fn, vars_in, keys, frame.store.is_mutable, args, kwargs,
+                                 relative_rngs=True, rng_counts=counts)
+            frame.restore_counts(counts)
+            frame.write_back(new)
+            return out
+        return call
+
+    return _lift(target, "fold_rngs", make_call)
+
+
+def add_metadata_axis(target, variable_axes={}, metadata_params={}):
+    """The boxed variables (nn.Partitioned ...) of the collections in `variable_axes` get the
+    axis metadata_params[nn.PARTITION_NAME] inserted in their names at the collection's index
+    on the way out, and removed on the way in, as vmap and scan do to the axis they add; the
+    values are unchanged. A collection with index None is left alone."""
+    def make_call(fn):
+        def call(module, *args, **kwargs):
+            frame = _Frame(module, "add_metadata_axis")
+            vars_in = {c: t if _axis_of(variable_axes, c) is None else
+                       meta.remove_axis(t, _axis_of(variable_axes, c), metadata_params)
+                       for c, t in _read(frame.scope).items()}
+            out, new = frame.run(fn, vars_in, frame.rngs(), frame.store.is_mutable, args,
+                                 kwargs, rng_counts=frame.store.rng_counts)
+            frame.write_back({c: t if _axis_of(variable_axes, c) is None else
+                              meta.add_axis(t, _axis_of(variable_axes, c), metadata_params)
+                              for c, t in new.items()})
+            return out
+        return call
+
+    return _lift(target, "add_metadata_axis", make_call)
 
 
 # --- map_variables --------------------------------------------------------------------------
