@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 
 import numpy as np
 
@@ -641,6 +642,10 @@ def _values(nprng, shape, kind) -> np.ndarray:
     return np.round(np.asarray(v, dtype=np.float64), 3)
 
 
+# an input array's literal, as _literal writes it
+_ARG_LITERAL = re.compile(r"jnp\.array\(([-0-9.e\[\], ]+), dtype=jnp\.float32\)")
+
+
 def _literal(a: np.ndarray) -> str:
     def rec(x):
         if x.ndim == 0:
@@ -735,9 +740,14 @@ def exception_names(e: BaseException) -> list:
 
 def run(seed: int, jax, jnp, lax, x64: bool = False):
     """Runs program `seed`: ('ok', (leaves, weak_types), src) or ('error', exception, src).
-    With x64 the program's float32 arrays are float64 (for JAX's float64 reference)."""
+    With x64 the program computes in float64 (JAX's float64 reference) from the very float32
+    inputs of the float32 run (its literals' float32 values, widened), so that the difference
+    of the two runs measures float32 rounding, not the inputs' own rounding."""
     src = program_source(seed)
-    text = src.replace("jnp.float32", "jnp.float64") if x64 else src
+    text = src
+    if x64:
+        text = _ARG_LITERAL.sub(r"jnp.array(\1, dtype=__F32__).astype(jnp.float64)", text)
+        text = text.replace("jnp.float32", "jnp.float64").replace("__F32__", "jnp.float32")
     try:
         ns: dict = {}
         exec(compile(text, f"<fuzz program {seed}>", "exec"), ns)
