@@ -109,7 +109,7 @@ def _abstractify(x) -> ShapedArray:
     if isinstance(x, ShapeDtypeStruct):
         return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), x.weak_type)
     aval = get_aval(x)
-    return ShapedArray(aval.shape, dtypes.canonicalize_dtype(aval.dtype), aval.weak_type)
+    return aval.update(dtype=dtypes.canonicalize_dtype(aval.dtype))
 
 
 def _arg_names(fun, args, kwargs, static) -> list[str]:

@@ -327,7 +327,7 @@ def _check_avals(primitive, args, params, outs) -> None:
     expected = primitive.abstract_eval(*[core.get_aval(a) for a in args], **params)
     if not primitive.multiple_results:
         expected, outs = [expected], [outs]
-    got = [(o.shape, np.dtype(o.dtype)) for o in outs]
+    got = [(a.shape, a.dtype) for a in map(core.get_aval, outs)]
     want = [(a.shape, np.dtype(a.dtype)) for a in expected]
     if got != want:
         raise TypeError(f"{primitive.name}: eager result {got} differs from its abstract "

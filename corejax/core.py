@@ -92,6 +92,45 @@ class ShapedArray:
         return f"{weak}{self.dtype.name}[{','.join(map(str, self.shape))}]"
 
 
+class AbstractToken(ShapedArray):
+    """The abstract value of a token (lax.create_token / after_all): it sequences effects and
+    holds no data, so where a compiled program passes one it is a zero-size buffer."""
+
+    __slots__ = ()
+
+    def __init__(self):
+        super().__init__((0,), np.bool_)
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> "AbstractToken":
+        return self
+
+    def str_short(self) -> str:
+        return "Tok"
+
+    def __eq__(self, other):
+        return type(other) is AbstractToken
+
+    def __hash__(self):
+        return hash(AbstractToken)
+
+    def __repr__(self):
+        return "AbstractToken()"
+
+    __str__ = __repr__
+
+
+abstract_token = AbstractToken()
+
+
+class Token:
+    """A token value: what lax.create_token and lax.after_all return."""
+
+    __slots__ = ()
+
+    def __array__(self, dtype=None, copy=None):
+        return np.zeros((0,), np.bool_ if dtype is None else dtype)
+
+
 def raise_to_shaped(aval: ShapedArray, weak_type=None) -> ShapedArray:
     return aval if weak_type is None else aval.update(weak_type=weak_type)
 
@@ -106,6 +145,7 @@ def _scalar_aval(x) -> ShapedArray:
 
 for _t in (int, float, complex, bool):
     pytype_aval_mappings[_t] = _scalar_aval
+pytype_aval_mappings[Token] = lambda x: abstract_token
 pytype_aval_mappings[np.ndarray] = lambda x: ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
 for _t in np.sctypeDict.values():
     pytype_aval_mappings.setdefault(

@@ -36,6 +36,7 @@ NOT_DIFFERENTIABLE = {
 }
 NOT_BATCHABLE = {
     "iota": "takes no operands, so no batched operand ever reaches it",
+    "create_token": "takes no operands, so no batched operand ever reaches it",
     "custom_lin": "appears only in linearized programs, which are transposed, never vmapped",
 }
 LINEAR = {"add", "sub", "neg", "add_any", "mul", "div", "reduce_sum", "broadcast_in_dim",

@@ -12,8 +12,24 @@ import threading
 import weakref
 
 from corejax.compiler.reference import ReferenceExecutable
+from corejax.core import AbstractToken, Token
 
 __all__ = ["compile_jaxpr", "kernel_stats"]
+
+
+class _TokenOutputs:
+    """An executable whose token outputs (zero-size buffers inside the program, as tokens
+    hold no data) come back as tokens."""
+
+    def __init__(self, exe, is_token):
+        self._exe, self._is_token = exe, is_token
+
+    def __call__(self, *args):
+        outs = self._exe(*args)
+        return [Token() if t else o for o, t in zip(outs, self._is_token)]
+
+    def __getattr__(self, name):
+        return getattr(self._exe, name)
 
 _cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _lock = threading.RLock()
@@ -47,6 +63,8 @@ def compile_jaxpr(closed, backend: str = "cpu", donated=None, row_major=False):
                 else:
                     from corejax.compiler.cpu import CpuExecutable
                     exe = CpuExecutable(closed, donated, row_major)
+            if any(type(a) is AbstractToken for a in closed.out_avals):
+                exe = _TokenOutputs(exe, [type(a) is AbstractToken for a in closed.out_avals])
             per_jaxpr[key] = exe
     return exe
 

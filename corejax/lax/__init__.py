@@ -23,6 +23,8 @@ from corejax.lax.reductions import (
     cumsum, cumprod, cummax, cummin, cumlogsumexp,
 )
 from corejax.lax.dot import dot_general, dot, Precision
+from corejax.lax._precision import AccuracyMode, DotAlgorithm, DotAlgorithmPreset, Tolerance
+from corejax.lax.ragged import RaggedDotDimensionNumbers, ragged_dot, ragged_dot_general
 from corejax.lax.sorting import sort, sort_key_val, top_k
 from corejax.lax.control_flow import (
     cond, switch, while_loop, fori_loop, scan, map, associative_scan,
@@ -41,6 +43,9 @@ from corejax.lax.windowed import (
     reduce_window, reduce_window_sum, reduce_window_max, reduce_window_min,
 )
 from corejax.lax.prng import threefry2x32
+from corejax.lax.rng_bits import RandomAlgorithm, rng_bit_generator
+from corejax.lax.composite import composite
+from corejax.lax.tokens import create_token, after_all
 from corejax.lax.special import (
     digamma, polygamma, igamma, igammac, igamma_grad_a, random_gamma_grad, zeta, betainc,
     bessel_i0e, bessel_i1e,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 
+import ml_dtypes
 import numpy as np
 
 from corejax import dtypes
@@ -16,6 +17,7 @@ from corejax.compiler import registry
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero, is_undefined_primal
 from corejax.lax._factories import shape_str
+from corejax.lax._precision import DotAlgorithm, DotAlgorithmPreset, cpu_dot_algorithm
 
 __all__ = []
 
@@ -182,22 +184,52 @@ _PRECISION_STRINGS = ["highest", "float32", "high", "bfloat16_3x", "tensorfloat3
 
 
 def canonicalize_precision(precision):
-    """None, a Precision, or a pair of Precisions, from what lax / jnp functions accept."""
-    if precision is None or isinstance(precision, Precision):
+    """None, a Precision, a pair of Precisions, a DotAlgorithmPreset or a DotAlgorithm, from
+    what lax / jnp functions accept (strings name a Precision or a preset)."""
+    if precision is None or isinstance(precision, (Precision, DotAlgorithmPreset, DotAlgorithm)):
         return precision
     if isinstance(precision, str) and precision in _PRECISION_STRINGS:
         return Precision(precision)
-    if isinstance(precision, (tuple, list)) and len(precision) == 2 and all(
-            isinstance(p, Precision) for p in precision):
-        return tuple(precision)
+    if isinstance(precision, str) and precision in DotAlgorithmPreset.__members__:
+        return DotAlgorithmPreset[precision]
+    if isinstance(precision, (tuple, list)) and len(precision) == 2:
+        if all(isinstance(p, Precision) for p in precision):
+            return tuple(precision)
+        if all(isinstance(p, str) and p in _PRECISION_STRINGS for p in precision):
+            return tuple(Precision(p) for p in precision)
     raise ValueError(
         "Precision argument must be one of:\n- None,\n- a string in "
         f"{_PRECISION_STRINGS},\n- a lax.Precision value,\n- a tuple of two lax.Precision "
-        f"values;\nbut got {precision}.")
+        "values or strings,\n- a lax.DotAlgorithmPreset or the name of one of these presets, "
+        f"or\n- a lax.DotAlgorithm value;\nbut got {precision}.")
+
+
+def apply_dot_algorithm(precision, lhs, rhs, preferred_element_type):
+    """(lhs, rhs, preferred_element_type, result dtype) for a CPU dot under `precision`: a dot
+    algorithm rounds inexact operands to the type it runs on and accumulates in its type, and
+    the result keeps the dtype the dot would have had (see _precision.py); anything else
+    leaves the dot as it is (result dtype None)."""
+    if not isinstance(precision, (DotAlgorithmPreset, DotAlgorithm)):
+        return lhs, rhs, preferred_element_type, None
+    operand_dtype = get_aval(lhs).dtype
+    to, accumulate = cpu_dot_algorithm(precision, operand_dtype)
+    if to is None or not dtypes.is_inexact(operand_dtype):
+        return lhs, rhs, preferred_element_type, None
+    result = preferred_element_type or operand_dtype
+    if to == np.dtype(ml_dtypes.bfloat16):
+        # bfloat16 operands as float32 values rounded to bfloat16's 8 exponent / 7 mantissa bits
+        lhs, rhs = (reduce_precision(convert_element_type(x, np.float32), 8, 7)
+                    for x in (lhs, rhs))
+    else:
+        to = dtypes.canonicalize_dtype(to)
+        lhs, rhs = convert_element_type(lhs, to), convert_element_type(rhs, to)
+    accumulate = dtypes.canonicalize_dtype(accumulate)
+    return lhs, rhs, (None if accumulate == get_aval(lhs).dtype else accumulate), result
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
-    canonicalize_precision(precision)  # validated; CPU products are always full precision
+    # a Precision is validated only: CPU products are always full precision
+    precision = canonicalize_precision(precision)
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
           (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
@@ -210,8 +242,10 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         la, ra = get_aval(lhs), get_aval(rhs)
     # shapes are checked here too: the eager impl would otherwise fail inside NumPy
     _dot_general_abstract(la, ra, dimension_numbers=dn, preferred_element_type=pet)
-    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=None,
-                              preferred_element_type=pet)
+    lhs, rhs, pet, result = apply_dot_algorithm(precision, lhs, rhs, pet)
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=None,
+                             preferred_element_type=pet)
+    return out if result is None else convert_element_type(out, result)
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
@@ -226,3 +260,4 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
 
 from corejax.lax.elementwise import convert_element_type  # noqa: E402
 from corejax.lax.structural import transpose  # noqa: E402
+from corejax.lax.bits import reduce_precision  # noqa: E402

@@ -14,6 +14,7 @@ from corejax.core import Primitive, ShapedArray, get_aval
 from corejax.compiler import registry
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero, defjvp, defjvp_zero, deflinear, is_undefined_primal
+from corejax.lax._precision import check_accuracy
 from corejax.lax._factories import (ANY, BOOL_OR_INT, FLOATING, INTEGRAL, NUMERIC, bool_result,
                                     naryop, unop)
 
@@ -95,6 +96,18 @@ def _check_eager_dtypes(prim: Primitive, *args):
 
 def _unary(prim: Primitive):
     def fn(x):
+        _check_eager_dtypes(prim, x)
+        return prim.bind(x)
+    fn.__name__ = prim.name
+    fn.__doc__ = f"Elementwise {prim.name} (lax.{prim.name})."
+    return fn
+
+
+def _unary_with_accuracy(prim: Primitive):
+    """A transcendental function taking JAX's `accuracy=` (validated; CPU kernels have one
+    implementation each, so it changes nothing, as in JAX)."""
+    def fn(x, accuracy=None):
+        check_accuracy(accuracy)
         _check_eager_dtypes(prim, x)
         return prim.bind(x)
     fn.__name__ = prim.name
@@ -757,11 +770,12 @@ def _filled(x, val):
 
 neg, sign, floor, ceil, is_finite = map(_unary, (neg_p, sign_p, floor_p, ceil_p, is_finite_p))
 exp, exp2, log, log1p, expm1, tanh, logistic = map(
-    _unary, (exp_p, exp2_p, log_p, log1p_p, expm1_p, tanh_p, logistic_p))
-sin, cos, tan, asin, acos, atan = map(_unary, (sin_p, cos_p, tan_p, asin_p, acos_p, atan_p))
+    _unary_with_accuracy, (exp_p, exp2_p, log_p, log1p_p, expm1_p, tanh_p, logistic_p))
+sin, cos, tan = map(_unary_with_accuracy, (sin_p, cos_p, tan_p))
+asin, acos, atan = map(_unary, (asin_p, acos_p, atan_p))
 sinh, cosh, asinh, acosh, atanh = map(_unary, (sinh_p, cosh_p, asinh_p, acosh_p, atanh_p))
-sqrt, rsqrt, cbrt, erf, erfc, erf_inv, lgamma, abs = map(
-    _unary, (sqrt_p, rsqrt_p, cbrt_p, erf_p, erfc_p, erf_inv_p, lgamma_p, abs_p))
+sqrt, rsqrt, cbrt = map(_unary_with_accuracy, (sqrt_p, rsqrt_p, cbrt_p))
+erf, erfc, erf_inv, lgamma, abs = map(_unary, (erf_p, erfc_p, erf_inv_p, lgamma_p, abs_p))
 bitwise_not = _unary(not_p)
 population_count = _unary(population_count_p)
 add, sub, mul, div, rem, max, min, atan2, nextafter = map(

@@ -6,7 +6,7 @@ Run with a Python that has jax installed (never a corejax dependency):
 
 Writes tests/golden/jax_api_names.json: {"jax_version": ..., "modules": {module: [names]}},
 the names of dir(module) not starting with an underscore, for jax, jax.tree,
-jax.tree_util, jax.typing, jax.flatten_util and jax.test_util. tests/test_api_surface.py
+jax.tree_util, jax.typing, jax.flatten_util, jax.test_util and jax.lax. tests/test_api_surface.py
 checks that corejax has each of them, except the ones it lists as not provided.
 """
 import importlib
@@ -15,7 +15,7 @@ import os
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jax_api_names.json")
 MODULES = ["jax", "jax.tree", "jax.tree_util", "jax.typing", "jax.flatten_util",
-           "jax.test_util"]
+           "jax.test_util", "jax.lax"]
 
 
 def main():
