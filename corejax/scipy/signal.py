@@ -1,6 +1,6 @@
 """corejax.scipy.signal: convolutions and correlations of n-dimensional arrays, as
 jax.scipy.signal has them: by FFT (fftconvolve, method='fft') or directly (lax's convolution),
-and detrend. SciPy's spectral estimators (stft, istft, csd, welch) are not provided."""
+and detrend; SciPy's spectral estimators (stft, istft, csd, welch) live in _spectral.py."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +11,8 @@ from corejax.numpy import fft as _fft
 from corejax.numpy._core import (asarray, canonicalize_axis, check_arraylike,
                                  promote_dtypes_inexact)
 
-__all__ = ["fftconvolve", "convolve", "correlate", "convolve2d", "correlate2d", "detrend"]
+__all__ = ["fftconvolve", "convolve", "correlate", "convolve2d", "correlate2d", "detrend",
+           "stft", "istft", "csd", "welch"]
 
 _MODES = ("same", "full", "valid")
 
@@ -202,3 +203,5 @@ def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):
     out = pieces[0] if len(pieces) == 1 else lax.concatenate(pieces, ndim - 1)
     return moveaxis(out, -1, axis)
 
+
+from corejax.scipy._spectral import csd, istft, stft, welch  # noqa: E402

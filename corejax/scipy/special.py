@@ -119,6 +119,7 @@ from corejax.scipy._special_gamma import (  # noqa: E402
 from corejax.scipy._special_error import (  # noqa: E402
     dawsn, erfcx, fresnel, log_ndtr, ndtr, ndtri, owens_t,
 )
+from corejax.scipy._special_complex import sph_harm_y, wofz  # noqa: E402
 from corejax.scipy._special_misc import (  # noqa: E402
     bessel_jn, boxcox, boxcox1p, entr, exp1, expi, expn, hyp1f1, hyp2f1, i0, i0e, i1, i1e,
     kl_div, rel_entr, sici, spence,
@@ -128,4 +129,5 @@ __all__ += ["bernoulli", "beta", "betainc", "betaln", "comb", "digamma", "factor
             "gammainc", "gammaincc", "gammasgn", "loggamma", "multigammaln", "poch", "polygamma",
             "zeta", "dawsn", "erfcx", "fresnel", "log_ndtr", "ndtr", "ndtri", "owens_t",
             "bessel_jn", "boxcox", "boxcox1p", "entr", "exp1", "expi", "expn", "hyp1f1",
-            "hyp2f1", "i0", "i0e", "i1", "i1e", "kl_div", "rel_entr", "sici", "spence"]
+            "hyp2f1", "i0", "i0e", "i1", "i1e", "kl_div", "rel_entr", "sici", "spence",
+            "sph_harm_y", "wofz"]

@@ -87,9 +87,6 @@ add(case(_F + "fftfreq", 5, static=(0,), transforms=BASIC),
 # ---------------------------------------------------------------- jax.scipy.signal
 
 cases.MODULES.append("scipy.signal")
-cases.SKIP_REASONS["scipy.signal"] = {
-    n: "not provided by corejax (SciPy's spectral estimators)" for n in (
-        "stft", "istft", "csd", "welch")}
 _G = "scipy.signal."
 for _mode in ("full", "same", "valid"):
     add(case(_G + "fftconvolve", "f32[6]", "f32[3]", _mode, static=(2,), label=_mode,
@@ -125,4 +122,157 @@ add(case(_G + "fftconvolve", "f32[3,6]", "f32[3,4]", kwargs={"axes": 1, "mode": 
          ulp=32),
     case(_G + "detrend", "f32[9]", kwargs={"bp": [3, 5]}, label="breakpoints", ulp=64),
     case(_G + "detrend", "f32[4]", kwargs={"type": "quadratic"}, label="type_error",
+         transforms=("eager",)))
+
+# ---------------------------------------------------------------- jax.scipy.signal's spectral
+# estimators. Their complex results reach grad through "spectral_parts" (each complex output
+# split into its real and imaginary parts); istft's complex input through cases_complex's "cplx".
+
+
+def _spectral_parts(fn, *args, **kwargs):
+    return tuple(p for out in fn(*args, **kwargs)
+                 for p in ((out.real, out.imag) if out.dtype.kind == "c" else (out,)))
+
+
+cases.ARRAY_OPS["spectral_parts"] = _spectral_parts
+_STFT, _CSD, _ISTFT = Ref(_G + "stft"), Ref(_G + "csd"), Ref(_G + "istft")
+for _label, _kw in [("hann", {}), ("hamming", {"window": "hamming"}),
+                    ("tukey", {"window": ("tukey", 0.3)}), ("noverlap2", {"noverlap": 2}),
+                    ("nfft12", {"nfft": 12}), ("nfft11", {"nfft": 11}),
+                    ("nperseg7", {"nperseg": 7}),
+                    ("constant", {"detrend": "constant"}), ("linear", {"detrend": "linear"}),
+                    ("callable", {"detrend": Ref(_G + "detrend")}),
+                    ("twosided", {"return_onesided": False}), ("no_boundary", {"boundary": None}),
+                    ("even", {"boundary": "even"}), ("odd", {"boundary": "odd"}),
+                    ("constant_ext", {"boundary": "constant"}), ("unpadded", {"padded": False}),
+                    ("bare", {"boundary": None, "padded": False}), ("noverlap0", {"noverlap": 0}),
+                    ("noverlap7", {"noverlap": 7}), ("fs", {"fs": 3.0}),
+                    ("window_array", {"window": "f32[8]:pos"}), ("traced_fs", {"fs": "f32[]:pos"})]:
+    add(case(_G + "stft", "f32[2,21]", kwargs={"nperseg": 8, **_kw}, label=_label, ulp=32))
+add(case("array.spectral_parts", _STFT, "f32[21]", kwargs={"nperseg": 8}, label="d_stft",
+         transforms=FULL, ulp=64),
+    case("array.spectral_parts", _STFT, "f32[2,19]",
+         kwargs={"nperseg": 6, "nfft": 9, "detrend": "linear", "boundary": "odd",
+                 "window": "f32[6]:pos", "fs": "f32[]:pos"},
+         label="d_stft_options", transforms=NOHVP, ulp=64),
+    case("array.cplx", "f32[22]", "f32[22]", _STFT, kwargs={"nperseg": 8}, label="d_stft_complex",
+         transforms=NOHVP, ulp=64),
+    case(_G + "stft", "c64[2,21]", kwargs={"nperseg": 8}, label="complex", ulp=32),
+    case(_G + "stft", "i32[21]", kwargs={"nperseg": 8}, label="int", transforms=BASIC, ulp=32),
+    case(_G + "stft", "f64[21]", kwargs={"nperseg": 8}, label="f64", x64=True, transforms=BASIC,
+         ulp=32),
+    case(_G + "stft", "f32[20]", label="default_nperseg", ulp=32),
+    case(_G + "stft", "f32[19,2]", kwargs={"nperseg": 8, "axis": 0}, label="axis0", ulp=32),
+    case(_G + "stft", "f32[2,19,3]", kwargs={"nperseg": 8, "axis": 1,
+                                              "detrend": Ref(_G + "detrend")},
+         label="axis1_callable", ulp=32),
+    case(_G + "stft", "f32[0]", kwargs={"nperseg": 8}, label="empty", transforms=BASIC))
+for _label, _kw in [("noverlap_error", {"noverlap": 8}), ("nfft_error", {"nfft": 4}),
+                    ("boundary_error", {"boundary": "bad"}), ("nperseg_error", {"nperseg": 0}),
+                    ("window_name_error", {"window": "bogus"}),
+                    ("window_length_error", {"window": "f32[5]"}),
+                    ("window_rank_error", {"window": "f32[2,4]"}),
+                    ("detrend_error", {"detrend": True}), ("detrend_type_error",
+                                                           {"detrend": "bogus"}),
+                    ("axis_error", {"axis": 2})]:
+    add(case(_G + "stft", "f32[2,21]", kwargs={"nperseg": 8, **_kw}, label=_label,
+             transforms=("eager",)))
+add(case(_G + "stft", "f16[21]", kwargs={"nperseg": 8}, label="f16_error", transforms=("eager",)),
+    case(_G + "stft", "f32[5]", kwargs={"window": "f32[8]"}, label="window_too_long",
+         transforms=("eager",)))
+
+for _label, _kw in [("mean", {}), ("median", {"average": "median"}),
+                    ("median_even", {"average": "median", "nperseg": 4}),
+                    ("hamming", {"window": "hamming"}), ("nfft11", {"nfft": 11}),
+                    ("nperseg7", {"nperseg": 7}), ("no_detrend", {"detrend": False}),
+                    ("linear", {"detrend": "linear"}),
+                    ("callable", {"detrend": Ref(_G + "detrend")}),
+                    ("twosided", {"return_onesided": False}), ("spectrum", {"scaling": "spectrum"}),
+                    ("one_segment", {"nperseg": 23}),
+                    ("one_segment_median", {"nperseg": 23, "average": "median"}),
+                    ("fs", {"fs": 3.0}), ("traced_fs", {"fs": "f32[]:pos"}),
+                    ("window_array", {"window": "f32[8]:pos"})]:
+    add(case(_G + "welch", "f32[2,23]", kwargs={"nperseg": 8, **_kw}, label=_label, ulp=32),
+        case(_G + "csd", "f32[2,23]", "f32[2,23]", kwargs={"nperseg": 8, **_kw}, label=_label,
+             ulp=32))
+add(case(_G + "welch", "f32[2,23]", kwargs={"nperseg": 8}, label="d_welch", transforms=FULL,
+         ulp=64),
+    case(_G + "welch", "f32[23]", kwargs={"nperseg": 8, "average": "median"},
+         label="d_median", transforms=NOHVP, ulp=64),
+    case("array.spectral_parts", _CSD, "f32[2,23]", "f32[2,23]", kwargs={"nperseg": 8},
+         label="d_csd", transforms=FULL, ulp=64),
+    case("array.spectral_parts", _CSD, "f32[21]", "f32[21]",
+         kwargs={"nperseg": 8, "nfft": 9, "detrend": "linear", "scaling": "spectrum",
+                 "fs": "f32[]:pos"}, label="d_csd_options", transforms=NOHVP, ulp=64),
+    case("array.spectral_parts", _CSD, "f32[21]", "f32[21]",
+         kwargs={"nperseg": 8, "average": "median"}, label="d_csd_median", transforms=NOHVP,
+         ulp=64),
+    case(_G + "welch", "c64[2,23]", kwargs={"nperseg": 8}, label="complex", ulp=32),
+    case(_G + "welch", "c64[23]", kwargs={"nperseg": 8, "average": "median"},
+         label="complex_median", ulp=32),
+    case(_G + "csd", "c64[2,23]", "f32[2,23]", kwargs={"nperseg": 8}, label="complex", ulp=32),
+    case(_G + "csd", "c64[23]", "c64[23]", kwargs={"nperseg": 8, "average": "median"},
+         label="complex_median", ulp=32),
+    case(_G + "csd", "f32[2,23]", "f32[2,17]", kwargs={"nperseg": 8}, label="unequal_lengths",
+         ulp=32),
+    case(_G + "csd", "f32[2,23]", "f32[1,23]", kwargs={"nperseg": 8}, label="broadcast",
+         ulp=32),
+    case(_G + "csd", "f32[23]", "f64[23]", kwargs={"nperseg": 8}, label="mixed_f64", x64=True,
+         transforms=BASIC, ulp=32),
+    case(_G + "csd", "f32[23]", "f32[2,23]", kwargs={"nperseg": 8}, label="rank_error",
+         transforms=("eager",)),
+    case(_G + "welch", "f32[300]", label="default_nperseg", ulp=32),
+    case(_G + "welch", "f32[20]", label="short_default", ulp=32),
+    case(_G + "welch", "i32[23]", kwargs={"nperseg": 8}, label="int", transforms=BASIC, ulp=32),
+    case(_G + "welch", "f64[2,23]", kwargs={"nperseg": 8}, label="f64", x64=True,
+         transforms=BASIC, ulp=32),
+    case(_G + "welch", "f32[23,2]", kwargs={"nperseg": 8, "axis": 0}, label="axis0", ulp=32),
+    case(_G + "welch", "f32[2,23,3]", kwargs={"nperseg": 8, "axis": 1}, label="axis1_3d",
+         ulp=32),
+    case(_G + "welch", "f32[2,0]", kwargs={"nperseg": 8}, label="empty", transforms=BASIC),
+    case(_G + "welch", "f32[23]", kwargs={"nperseg": 8, "scaling": "bad"}, label="scaling_error",
+         transforms=("eager",)),
+    case(_G + "welch", "f32[23]", kwargs={"nperseg": 8, "average": "bad"}, label="average_error",
+         transforms=("eager",)),
+    case(_G + "welch", "f32[23]", kwargs={"nperseg": 8, "noverlap": 8}, label="noverlap_error",
+         transforms=("eager",)),
+    case(_G + "welch", "f16[23]", kwargs={"nperseg": 8}, label="f16_error", transforms=("eager",)),
+    case(_G + "welch", "f16[23]", kwargs={"nperseg": 8, "return_onesided": False},
+         label="f16_twosided", transforms=BASIC, ulp=64))
+
+for _label, _kw in [("default", {}), ("nperseg8", {"nperseg": 8}), ("fs", {"fs": 2.0}),
+                    ("traced_fs", {"fs": "f32[]:pos"}), ("hamming", {"window": "hamming"}),
+                    ("window_array", {"window": "f32[8]:pos"}), ("noverlap5", {"noverlap": 5}),
+                    ("nfft", {"nperseg": 6, "nfft": 8}), ("nperseg6", {"nperseg": 6}),
+                    ("no_boundary", {"boundary": False}), ("twosided", {"input_onesided": False}),
+                    ("nperseg0_default", {"nperseg": 0}), ("noverlap0_default", {"noverlap": 0})]:
+    add(case(_G + "istft", "c64[2,5,7]", kwargs=_kw, label=_label, ulp=32))
+add(case("array.cplx", "f32[5,7]", "f32[5,7]", _ISTFT, label="d_istft", transforms=FULL,
+         ulp=64),
+    case("array.cplx", "f32[2,5,6]", "f32[2,5,6]", _ISTFT,
+         kwargs={"window": ("tukey", 0.5), "noverlap": 5, "boundary": False},
+         label="d_istft_options", transforms=NOHVP, ulp=64),
+    case("array.cplx", "f32[8,6]", "f32[8,6]", _ISTFT, kwargs={"input_onesided": False},
+         label="d_istft_twosided", transforms=NOHVP, ulp=64),
+    case(_G + "istft", "c64[6,2,5]", kwargs={"time_axis": 0, "freq_axis": -1}, label="axes",
+         ulp=32),
+    case(_G + "istft", "c64[2,5,3,6]", kwargs={"time_axis": -1, "freq_axis": 1},
+         label="axes_4d", ulp=32),
+    case(_G + "istft", "f32[5,6]", label="real_input", ulp=32),
+    case(_G + "istft", "i32[5,6]", label="int_input", transforms=BASIC, ulp=32),
+    case(_G + "istft", "c128[5,6]", label="f64", x64=True, transforms=BASIC, ulp=32),
+    case(_G + "istft", "c128[5,6]", kwargs={"window": "f64[8]:pos"}, label="f64_window",
+         x64=True, transforms=BASIC, ulp=32),
+    case(_G + "istft", "c64[5]", label="rank_error", transforms=("eager",)),
+    case(_G + "istft", "c64[5,6]", kwargs={"time_axis": 0, "freq_axis": 0},
+         label="same_axes_error", transforms=("eager",)),
+    case(_G + "istft", "c64[5,6]", kwargs={"noverlap": 8}, label="noverlap_error",
+         transforms=("eager",)),
+    case(_G + "istft", "c64[5,6]", kwargs={"nperseg": -2}, label="nperseg_error",
+         transforms=("eager",)),
+    case(_G + "istft", "c64[5,6]", kwargs={"nperseg": 8, "nfft": 6}, label="nfft_error",
+         transforms=("eager",)),
+    case(_G + "istft", "c64[5,6]", kwargs={"window": "f32[5]"}, label="window_length_error",
+         transforms=("eager",)),
+    case(_G + "istft", "c64[5,6]", kwargs={"window": "f32[2,4]"}, label="window_rank_error",
          transforms=("eager",)))

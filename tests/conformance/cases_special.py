@@ -363,8 +363,6 @@ SKIP_REASONS["lax"] = {**SKIP_REASONS.get("lax", {}),
                        "special": "submodule (its functions are covered by name)"}
 SKIP_REASONS["scipy.special"] = {
     **SKIP_REASONS.get("scipy.special", {}),
-    "sph_harm_y": "complex-valued results: corejax has no complex numbers yet",
-    "wofz": "complex-valued (the Faddeeva function): corejax has no complex numbers yet",
     "bessel_jn": "covered through array.special_shift (JAX is nan below |z| ~ 4)",
 }
 SKIP_REASONS["scipy.stats"] = {
@@ -378,3 +376,46 @@ SKIP_REASONS["scipy.stats.multinomial"] = {
 SKIP_REASONS["scipy.stats.dirichlet"] = {
     n: "covered through array.stats_simplex (and directly off the simplex)" for n in (
         "logpdf", "pdf")}
+
+# ---------------------------------------------------------------- complex-valued special
+# functions: wofz and sph_harm_y (derivatives through cases_complex's "cplx" for wofz's complex
+# input, and through "complex_parts", the real and imaginary parts of a complex result).
+
+cases.ARRAY_OPS["complex_parts"] = lambda f, *a, **kw: (lambda out: (out.real, out.imag))(
+    f(*a, **kw))
+add(case(SP + "wofz", "c64[2,3]", ulp=32),
+    case(SP + "wofz", "c64[4]:wide", label="wide", ulp=64),
+    case(SP + "wofz", "c64[7]:special", label="special", transforms=BASIC, ulp=64),
+    case(SP + "wofz", "f32[5]", label="real", ulp=32),
+    case(SP + "wofz", "i32[4]", label="int", ulp=32),
+    case(SP + "wofz", "f16[4]", label="f16", transforms=BASIC, ulp=32),
+    case(SP + "wofz", 1.5, label="weak", transforms=BASIC, ulp=32),
+    case(SP + "wofz", "c128[5]", label="c128", x64=True, transforms=BASIC, ulp=64),
+    case("array.cplx", "f32[2,3]", "f32[2,3]", cases.Ref(SP + "wofz"), label="d_wofz",
+         transforms=FULL, ulp=64),
+    case("array.cplx", "f32[4]:wide", "f32[4]:wide", cases.Ref(SP + "wofz"),
+         label="d_wofz_wide", transforms=NOHVP, ulp=64))
+
+_SPH = cases.Ref(SP + "sph_harm_y")
+add(case(SP + "sph_harm_y", "i32[6]:idx5", "i32[6]:idxm3", "f32[6]:pos", "f32[6]:pos",
+         kwargs={"n_max": 4}, ulp=64),
+    case(SP + "sph_harm_y", "i32[6]:idx5", "i32[6]:idxm3", "f32[6]:pos", "f32[6]:pos",
+         label="default_n_max", ulp=64),
+    case(SP + "sph_harm_y", "i32[6]:idx5", "i32[6]:idxm3", "f32[6]:pos", "f32[6]:pos",
+         kwargs={"n_max": 2}, label="clipped", ulp=64),
+    case(SP + "sph_harm_y", "i32[4]:idx4", "i32[4]:idxm2", 0.7, 1.3, kwargs={"n_max": 3},
+         label="scalar_angles", ulp=64),
+    case(SP + "sph_harm_y", "i32[5]:idx8", "i32[5]:idxm3", "f64[5]:pos", "f64[5]:pos",
+         kwargs={"n_max": 7}, label="f64", x64=True, transforms=BASIC, ulp=64),
+    case(SP + "sph_harm_y", "i32[5]:idx8", "i32[5]:idxm3", "i32[5]:pos", "f32[5]:pos",
+         kwargs={"n_max": 7}, label="int_theta", transforms=BASIC, ulp=64),
+    case("array.complex_parts", _SPH, "i32[6]:idx5", "i32[6]:idxm3", "f32[6]:pos",
+         "f32[6]:pos", kwargs={"n_max": 4}, label="d_sph_harm_y", transforms=FULL, ulp=64),
+    case(SP + "sph_harm_y", "i32[3]:idx3", "i32[3]", "f32[3]:pos", "f32[3]:pos",
+         kwargs={"diff_n": 1}, label="diff_n_error", transforms=("eager",)),
+    case(SP + "sph_harm_y", "f32[3]:pos", "i32[3]", "f32[3]:pos", "f32[3]:pos",
+         label="float_n_error", transforms=("eager",)),
+    case(SP + "sph_harm_y", "i32[3]:idx3", "i32[3]", "f16[3]:pos", "f16[3]:pos",
+         kwargs={"n_max": 2}, label="f16_error", transforms=("eager",)),
+    case(SP + "sph_harm_y", 3, 1, "f32[3]:pos", "f32[3]:pos", kwargs={"n_max": 3},
+         label="scalar_n_error", transforms=("eager",)))
