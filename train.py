@@ -31,6 +31,7 @@ import numpy as np
 import yaml
 
 import nn
+import train_distributed
 from data import DataFormatError, DataNotFoundError, CheckpointError, Preprocess
 from data import batches, checkpoint, mnist, rundir
 
@@ -470,13 +471,16 @@ class _StepGuard:
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self):
+    def __init__(self, agree=None):
+        # agree (several processes): pending signal -> the signal all processes stop on
+        # after this step; signals then always wait for the end of a step
+        self.agree = agree
         self.in_step = False
         self.pending = None
         self._previous = {}
 
     def _handler(self, signum, frame):
-        if self.in_step:
+        if self.in_step or self.agree is not None:
             self.pending = signum
         else:
             raise _Interrupted(signum)
@@ -495,6 +499,8 @@ class _StepGuard:
 
     def step_done(self):
         self.in_step = False
+        if self.agree is not None:
+            self.pending = self.agree(self.pending)
         if self.pending is not None:
             signum, self.pending = self.pending, None
             raise _Interrupted(signum)
@@ -611,9 +617,16 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False, overwrite: bool 
 
     jax.config.update("platform", cfg["backend"])
     n_devices = _data_parallel_devices(jax, cfg)
+    # under mpiexec: data-parallel over the processes; process 0 alone reads and writes the
+    # output folder (train_distributed.py)
+    procs = train_distributed.setup()
+    main_process = procs is None or procs.is_main
+    if procs is not None and n_devices > 1:
+        raise ConfigError("train.devices > 1 with several processes (mpiexec) is not "
+                          "supported: use one device per process.")
     out_dir = cfg["output.dir"]
     ckpt_path = os.path.join(out_dir, "checkpoint.npz")
-    if resume and not os.path.exists(ckpt_path):
+    if resume and main_process and not os.path.exists(ckpt_path):
         raise CheckpointError(f"--resume: no checkpoint at {ckpt_path}; run without --resume "
                               "to start training.")
     pre = Preprocess(flatten=cfg["data.flatten"], scale=cfg["data.scale"], one_hot=10)
@@ -625,7 +638,8 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False, overwrite: bool 
     sample, _ = batches_preprocess(np.zeros((1, 28, 28), np.uint8), np.zeros(1, np.uint8), pre)
     params = _checked_init(model, tx, init_key, sample, cfg)
     opt_state = tx.init(params)
-    _prepare_output(out_dir, cfg, resume, overwrite)
+    if main_process:
+        _prepare_output(out_dir, cfg, resume, overwrite)
 
     train_x, train_y, test_x, test_y = load_data(cfg)
     first, _ = batches_preprocess(train_x[:1], train_y[:1], pre)
@@ -649,6 +663,9 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False, overwrite: bool 
 
     if n_devices > 1:
         train_step = _data_parallel(jax, loss_fn, tx, optim, train_step, n_devices)
+    if procs is not None:
+        train_step = procs.data_parallel(jax, loss_fn, tx, optim,
+                                         mean_loss=cfg["loss"] != "neg_sum_logp")
 
     @jax.jit
     def predict(params, x):
@@ -657,29 +674,34 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False, overwrite: bool 
     state = {"params": params, "opt_state": opt_state, "key": shuffle_key, "step": 0,
              "epoch": 0, "batch": 0, "epoch_loss_sum": 0.0, "epoch_examples": 0,
              "epoch_time": 0.0}
-    if resume:
+    if resume and main_process:
         state = checkpoint.restore(ckpt_path, target=state)
         print(f"resuming from {ckpt_path}: epoch {state['epoch']}, batch {state['batch']}, "
               f"step {state['step']}", file=sys.stderr)
         # records of steps after the checkpoint (a run killed without saving) are redone
         rundir.trim_metrics(os.path.join(out_dir, "metrics.jsonl"), state["step"])
-    metrics = Metrics(os.path.join(out_dir, "metrics.jsonl"), append=resume)
-    show_bar = not quiet and sys.stderr.isatty()
+    if procs is not None:
+        state = procs.broadcast(state)
+    metrics = Metrics(os.path.join(out_dir, "metrics.jsonl") if main_process else os.devnull,
+                      append=resume)
+    show_bar = not quiet and sys.stderr.isatty() and main_process
     steps_this_run = 0
     stop_after = cfg["train.stop_after_steps"]
     epochs = cfg["train.epochs"]
 
     def save():
-        checkpoint.save(ckpt_path, state)
+        if main_process:
+            checkpoint.save(ckpt_path, state)
 
-    guard = _StepGuard()
+    guard = _StepGuard(agree=None if procs is None else procs.agree_signal)
     try:
         guard.install()
         while state["epoch"] < epochs:
             epoch = state["epoch"]
             it = batches(train_x, train_y, bs, key=state["key"], epoch=epoch,
                          shuffle=cfg["data.shuffle"], drop_remainder=cfg["data.drop_remainder"],
-                         preprocess=pre, prefetch=cfg["data.prefetch"], start_batch=state["batch"])
+                         preprocess=pre, prefetch=cfg["data.prefetch"], start_batch=state["batch"],
+                         part=None if procs is None else procs.part)
             bar = _progress(len(it), state["batch"], f"epoch {epoch}", show_bar)
             start = time.perf_counter()
             seen = 0
@@ -688,14 +710,15 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False, overwrite: bool 
                     guard.in_step = True
                     params, opt_state, loss = train_step(state["params"], state["opt_state"], x, y)
                     loss = float(loss)
+                    rows = x.shape[0] if procs is None else procs.last_rows
                     if not np.isfinite(loss):
                         guard.in_step = False
                         raise _NonFinite(loss, state["step"] + 1, epoch, state["batch"])
                     state.update(params=params, opt_state=opt_state, step=state["step"] + 1,
                                  batch=state["batch"] + 1,
-                                 epoch_loss_sum=state["epoch_loss_sum"] + loss * x.shape[0],
-                                 epoch_examples=state["epoch_examples"] + x.shape[0])
-                    seen += x.shape[0]
+                                 epoch_loss_sum=state["epoch_loss_sum"] + loss * rows,
+                                 epoch_examples=state["epoch_examples"] + rows)
+                    seen += rows
                     steps_this_run += 1
                     if state["step"] % cfg["train.log_every"] == 0:
                         metrics.write(type="step", epoch=epoch, step=state["step"], loss=loss)
@@ -720,7 +743,10 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False, overwrite: bool 
                       "epoch_time": epoch_time,
                       "examples_per_sec": state["epoch_examples"] / max(epoch_time, 1e-9),
                       "train_accuracy": None, "test_accuracy": None}
-            if (epoch + 1) % cfg["train.eval_every"] == 0 or epoch + 1 == epochs:
+            if procs is not None:
+                procs.check_same(state["params"], epoch)
+            if main_process and ((epoch + 1) % cfg["train.eval_every"] == 0
+                                 or epoch + 1 == epochs):
                 chunk = cfg["train.eval_batch_size"]
                 train_acc = accuracy(predict, state["params"], train_x, train_y, pre, chunk)
                 test_acc = accuracy(predict, state["params"], test_x, test_y, pre, chunk)
@@ -734,8 +760,10 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False, overwrite: bool 
                 save()
     except _StopRequested:
         save()
-        print(f"stopped after {steps_this_run} steps (train.stop_after_steps); checkpoint "
-              f"{ckpt_path} at step {state['step']}; continue with --resume", file=sys.stderr)
+        if main_process:
+            print(f"stopped after {steps_this_run} steps (train.stop_after_steps); checkpoint "
+                  f"{ckpt_path} at step {state['step']}; continue with --resume",
+                  file=sys.stderr)
         return 0
     except _NonFinite as e:
         kept = (f"the checkpoint {ckpt_path} (step {_checkpoint_step(ckpt_path)}) is kept"
@@ -748,13 +776,14 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False, overwrite: bool 
         save()
         signum = getattr(e, "signum", signal.SIGINT)
         what = "terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted"
-        print(f"\n{what}; checkpoint {ckpt_path} at step {state['step']}; continue with "
-              "--resume", file=sys.stderr)
+        if main_process:
+            print(f"\n{what}; checkpoint {ckpt_path} at step {state['step']}; continue with "
+                  "--resume", file=sys.stderr)
         return 128 + int(signum)
     finally:
         guard.restore()
         metrics.close()
-    if cfg["output.plot"]:
+    if cfg["output.plot"] and main_process:
         print(plot(metrics.epochs(), os.path.join(out_dir, "metrics.png")), file=sys.stderr)
     return 0
 
@@ -802,7 +831,8 @@ def main(argv=None) -> int:
     except RunExistsError as e:
         print(f"train.py: error: {e}", file=sys.stderr)
         return 2
-    except (DataNotFoundError, DataFormatError, CheckpointError, OutputError) as e:
+    except (DataNotFoundError, DataFormatError, CheckpointError, OutputError,
+            train_distributed.ProcessesDisagree) as e:
         print(f"train.py: error: {e}", file=sys.stderr)
         return 1
 

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from corejax import core, parallel
+from corejax import _mpi_pmap, core, parallel
 from corejax._traceback import api_boundary
 from corejax.api import (_canonical_leaves, _flatten_axes, _wraps, check_mapped_sizes,
                          mapped_axes, vmap)
@@ -136,6 +136,9 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
             raise ValueError(f"Specified axis_size {axis_size} doesn't match received "
                              f"axis_size {n}.")
         devs = _devices_for(n)
+        # after distributed.initialize(): the axis spans every process's n devices
+        span = _mpi_pmap.spanning(devices)
+        total, offset = (n, 0) if span is None else (n * span[0], n * span[1])
         avals = []
         for x, d in zip(leaves, dims):
             aval = get_aval(x)
@@ -143,7 +146,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
                 aval = aval.update(shape=aval.shape[:d] + aval.shape[d + 1:])
             avals.append(aval)
         try:
-            key = (in_tree, tuple(avals), tuple(dims), n,
+            key = (in_tree, tuple(avals), tuple(dims), n, total,
                    tuple(sorted((i, v) for i, v in statics.items())))
             hash(key)
         except TypeError:
@@ -151,19 +154,20 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
                              "as arrays, or make them hashable.") from None
         entry = cache.get(key)
         if entry is None:
-            entry = cache[key] = _compile(with_statics, in_tree, avals, n)
+            entry = cache[key] = _compile(with_statics, in_tree, avals, total)
         closed, exe, out_store = entry
         hosts = [to_numpy(x) if d is not None else None for x, d in zip(leaves, dims)]
-        rendezvous = parallel._Rendezvous(n)
+        rendezvous = parallel._Rendezvous(n) if span is None else \
+            _mpi_pmap.ProcessRendezvous(n, offset, total)
         # (all of one call's work is queued at once: two pmaps called from two threads then
         # run in the same order on every device, never each waiting for the other)
         with _submit_lock:
-            futures = _submit(exe, devs, leaves, hosts, dims, rendezvous)
+            futures = _submit(exe, devs, leaves, hosts, dims, rendezvous, offset)
         results, errors = [], []
         # the first device's program runs on the calling thread, the others on their workers
         try:
             results.append(_run_on_device(exe, _shard(leaves, hosts, dims, 0), name,
-                                          rendezvous, 0))
+                                          rendezvous, offset))
         except BaseException as e:   # noqa: B036 - re-raised below
             errors.append(e)
         for f in futures:
@@ -200,9 +204,9 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
                     leaf.delete()
         return tree_unflatten(out_tree, final)
 
-    def _submit(exe, devs, leaves, hosts, dims, rendezvous):
+    def _submit(exe, devs, leaves, hosts, dims, rendezvous, offset):
         return [_worker(device).submit(_run_on_device, exe, _shard(leaves, hosts, dims, i),
-                                       name, rendezvous, i)
+                                       name, rendezvous, offset + i)
                 for i, device in enumerate(devs) if i]
 
     def _devices_for(n):

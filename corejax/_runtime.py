@@ -3,7 +3,9 @@ process_indices (and the old host_* names), local_devices, local_device_count,
 effects_barrier, clear_caches, live_arrays, copy_to_host_async, print_environment_info.
 Their public path is corejax.
 
-corejax runs as one process: every device is local to it, its index is 0.
+One process unless corejax.distributed.initialize() joined it to others (under mpiexec):
+then process_index/process_count are its MPI rank and size, `devices()` lists every process's
+devices and `local_devices()` this process's.
 """
 from __future__ import annotations
 
@@ -12,26 +14,30 @@ import platform
 import sys
 import warnings
 
-from corejax import api, compiler
-from corejax.array import Array, devices
+from corejax import _mpi, api, compiler
+from corejax.array import Array
+from corejax.array import devices as _local_devices
+from corejax.distributed import global_devices as devices
 
-__all__ = ["process_index", "process_count", "process_indices", "host_id", "host_count",
-           "host_ids", "local_devices", "local_device_count", "effects_barrier",
+__all__ = ["devices", "process_index", "process_count", "process_indices", "host_id",
+           "host_count", "host_ids", "local_devices", "local_device_count", "effects_barrier",
            "clear_caches", "live_arrays", "copy_to_host_async", "print_environment_info"]
 
 
 def process_index(backend: str | None = None) -> int:
-    """The index of this process among the processes of the computation: 0."""
-    return 0
+    """The index of this process among the processes of the computation (0 alone)."""
+    eng = _mpi.engine()
+    return 0 if eng is None else eng.rank
 
 
 def process_count(backend: str | None = None) -> int:
-    """The number of processes taking part in the computation: 1."""
-    return 1
+    """The number of processes taking part in the computation (1 alone)."""
+    eng = _mpi.engine()
+    return 1 if eng is None else eng.size
 
 
 def process_indices(backend: str | None = None) -> list[int]:
-    """The indices of all processes: [0]."""
+    """The indices of all processes: [0, ..., process_count() - 1]."""
     return list(range(process_count(backend)))
 
 
@@ -57,12 +63,18 @@ def host_ids(backend: str | None = None) -> list[int]:
 
 def local_devices(process_index: int | None = None, backend: str | None = None,
                   host_id: int | None = None) -> list:
-    """The devices of this process (of `backend`, if given): all of them."""
+    """The devices of process `process_index` (this one's by default) of `backend`."""
     index = process_index if process_index is not None else host_id
-    if index not in (None, 0):
-        raise ValueError(f"Unknown process_index {index}: corejax runs as one process, "
-                         "index 0.")
-    return devices(backend)
+    if index is None or index == _process_index():
+        return _local_devices(backend)
+    if not 0 <= index < process_count():
+        raise ValueError(f"Unknown process_index {index}: the processes are 0..."
+                         f"{process_count() - 1} (corejax.distributed.initialize() joins "
+                         "processes started by mpiexec).")
+    return [d for d in devices(backend) if d.process_index == index]
+
+
+_process_index = process_index
 
 
 def local_device_count(backend: str | None = None) -> int:
@@ -120,7 +132,8 @@ def print_environment_info(return_string: bool = False) -> str | None:
         lines.append(f"{name + ':':8} {module.__version__}")
     lines.append(f"python:  {sys.version}")
     devs = devices()
-    lines.append(f"devices: {', '.join(str(d) for d in devs)} ({len(devs)} local)")
+    lines.append(f"devices: {', '.join(str(d) for d in devs)} "
+                 f"({len(local_devices())} local)")
     lines.append(f"process_count: {process_count()}")
     lines.append(f"platform: {platform.uname()}")
     text = "\n".join(lines)

@@ -16,25 +16,32 @@ __all__ = ["Array", "Device", "devices", "device_put", "device_get", "block_unti
 class Device:
     """A place arrays live and computations run: `cpu:0` or `cuda:N`."""
 
-    __slots__ = ("platform", "id")
-    process_index = 0        # one process: every device is local to it
-    host_id = 0
+    # process_index: the process the device belongs to (corejax.distributed sets it on this
+    # process's devices once it knows its rank; the hash leaves it out, so that stays put)
+    __slots__ = ("platform", "id", "process_index")
 
     @property
     def device_kind(self) -> str:
         return self.platform
 
-    def __init__(self, platform: str, id: int = 0):
-        self.platform, self.id = platform, id
+    @property
+    def host_id(self) -> int:
+        return self.process_index
+
+    def __init__(self, platform: str, id: int = 0, process_index: int = 0):
+        self.platform, self.id, self.process_index = platform, id, process_index
 
     def __repr__(self):
-        return f"{'Cpu' if self.platform == 'cpu' else 'Cuda'}Device(id={self.id})"
+        where = f", process_index={self.process_index}" if self.process_index else ""
+        return f"{'Cpu' if self.platform == 'cpu' else 'Cuda'}Device(id={self.id}{where})"
 
     def __str__(self):
-        return f"{self.platform}:{self.id}"
+        where = f"@{self.process_index}" if self.process_index else ""
+        return f"{self.platform}:{self.id}{where}"
 
     def __eq__(self, other):
-        return isinstance(other, Device) and (self.platform, self.id) == (other.platform, other.id)
+        return isinstance(other, Device) and (self.platform, self.id, self.process_index) == (
+            other.platform, other.id, other.process_index)
 
     def __hash__(self):
         return hash((self.platform, self.id))
@@ -357,29 +364,27 @@ def wrap(out, weak_type: bool) -> Array:
     return Array(out, weak_type)
 
 
-# Eager elementwise operations on arrays at least this large run the compiled one-equation
-# program (the kernels jit uses, so eager and jitted results agree bit for bit, as in JAX)
-# instead of the NumPy impl, which computes float32 transcendentals in float64 to round them
-# correctly and is several times slower there.
-# (Arithmetic, comparisons and selections stay on NumPy: it runs them at memory speed.)
-_COMPILED_EAGER_MIN_SIZE = 4096
-_FLOAT_KINDS = (np.dtype(np.float32), np.dtype(np.float64))
-_TRANSCENDENTAL = frozenset({
-    "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin",
-    "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "pow",
-    "atan2", "cbrt", "rsqrt"})
+class _EagerKernels:
+    """Elementwise primitives whose eager results come from the scalar code jit's kernels
+    inline rather than from their NumPy impl, so eager and jitted results agree bit for bit
+    as in JAX (transcendentals: corejax/compiler/eager_kernels.py). The compiler, a layer
+    above, registers `runner_for(primitive) -> run(values, params) -> ndarray or None`."""
+    runner_for = None
+    runners: dict = {}      # primitive -> its run function, or None for the NumPy impl
 
 
-def _compiled_eager(primitive, args) -> bool:
-    from corejax.compiler import registry
-    if primitive.name not in _TRANSCENDENTAL or primitive not in registry.elementwise_lowerings:
-        return False
-    big = False
-    for a in args:
-        if type(a) is not Array or a._value.dtype not in _FLOAT_KINDS:
-            return False
-        big = big or a._value.size >= _COMPILED_EAGER_MIN_SIZE
-    return big
+def set_eager_kernels(runner_for) -> None:
+    _EagerKernels.runner_for = runner_for
+    _EagerKernels.runners.clear()
+
+
+def _eager_kernel(primitive):
+    runners = _EagerKernels.runners
+    run = runners.get(primitive, False)
+    if run is False:
+        find = _EagerKernels.runner_for
+        run = runners[primitive] = find(primitive) if find is not None else None
+    return run
 
 
 def apply_primitive(primitive, args, params):
@@ -387,10 +392,11 @@ def apply_primitive(primitive, args, params):
         device = _placement(args)
         if device is not None:
             return _apply_on_device(primitive, args, params, device)
-    if args and _compiled_eager(primitive, args):
-        return _apply_compiled(primitive, args, params, "cpu")
     vals = [to_numpy(a) for a in args]
-    out = primitive.impl(*vals, **params)
+    run = _eager_kernel(primitive)
+    out = run(vals, params) if run is not None and vals else None
+    if out is None:
+        out = primitive.impl(*vals, **params)
     weak = primitive.weak_type_rule(*args, **params)
     if primitive.multiple_results:
         if isinstance(weak, bool):
@@ -654,6 +660,12 @@ def _device_put_leaf(x, device):
 def device_put(x, device: Device | None = None):
     """Moves every leaf of pytree `x` to `device`. Without a device, host values (NumPy
     arrays, scalars) go to the default device and Arrays stay where they are."""
+    if isinstance(device, tuple) and type(device).__name__ == "PartitionSpec":
+        from corejax.sharding import NamedSharding, get_mesh
+        if get_mesh().empty:
+            raise ValueError("Please set a mesh via `jax.set_mesh` if a PartitionSpec is "
+                             "passed to device_put")
+        device = NamedSharding(get_mesh(), device)
     if device is not None and not isinstance(device, Device) and hasattr(
             device, "devices_indices_map"):
         return _device_put_sharded(x, device)

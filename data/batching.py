@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["Preprocess", "batches", "num_batches", "epoch_permutation", "preprocess_batch",
-           "BatchIterator"]
+           "BatchIterator", "part_of"]
 
 
 class Preprocess(NamedTuple):
@@ -30,7 +30,8 @@ class Preprocess(NamedTuple):
 
 def preprocess_batch(images: np.ndarray, labels: np.ndarray, pre: Preprocess = Preprocess()):
     """Applies `pre` to one batch; float32 throughout (never a float64 intermediate)."""
-    x = images.reshape(images.shape[0], -1) if pre.flatten else images
+    x = images.reshape(images.shape[0], int(np.prod(images.shape[1:]))) if pre.flatten \
+        else images     # (an explicit width: a part of a batch may have no rows)
     x = x.astype(np.float32)
     if pre.scale:
         x /= np.float32(255.0)
@@ -68,9 +69,12 @@ class _Source(NamedTuple):
     batch_size: int
     n: int
     pre: Preprocess
+    part: tuple | None = None
 
     def make(self, i: int):
         lo, hi = i * self.batch_size, min((i + 1) * self.batch_size, self.n)
+        if self.part is not None:
+            lo, hi = part_of(lo, hi, *self.part)
         if self.order is None:
             imgs, labs = self.images[lo:hi], self.labels[lo:hi]
         else:
@@ -110,14 +114,14 @@ class BatchIterator:
     """
 
     def __init__(self, images, labels, order, batch_size, drop_remainder, pre, prefetch,
-                 start_batch=0):
+                 start_batch=0, part=None):
         if images.shape[0] != labels.shape[0]:
             raise ValueError(f"images and labels differ in length: {images.shape[0]} vs "
                              f"{labels.shape[0]}.")
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}.")
         n = images.shape[0] if order is None else len(order)
-        self._source = _Source(images, labels, order, batch_size, n, pre)
+        self._source = _Source(images, labels, order, batch_size, n, pre, part)
         self._total = num_batches(n, batch_size, drop_remainder)
         self._next_index = start_batch
         self._stop = threading.Event()
@@ -173,17 +177,28 @@ class BatchIterator:
 def batches(images: np.ndarray, labels: np.ndarray, batch_size: int, *, key=None,
             epoch: int = 0, shuffle: bool = True, drop_remainder: bool = True,
             preprocess: Preprocess = Preprocess(), prefetch: int = 2,
-            start_batch: int = 0) -> BatchIterator:
+            start_batch: int = 0, part: tuple[int, int] | None = None) -> BatchIterator:
     """The batches of one epoch as an iterator of `(x, y)` float32 NumPy pairs.
 
     shuffle: order by `epoch_permutation(key, epoch, n)` (needs `key`, a corejax PRNG key);
     otherwise the stored order. drop_remainder: leave out a last, smaller batch.
     start_batch: skip the first batches (to resume inside an epoch).
+    part: (k, count): only part k of `count` near-equal contiguous parts of every batch, in
+    order (a data-parallel process's slice of each global batch; see part_of).
     """
     order = None
     if shuffle:
         if key is None:
             raise ValueError("shuffle=True needs a PRNG key: batches(..., key=random.PRNGKey(0)).")
         order = epoch_permutation(key, epoch, images.shape[0])
+    if part is not None and not (len(part) == 2 and 0 <= part[0] < part[1]):
+        raise ValueError(f"part must be (k, count) with 0 <= k < count, got {part!r}.")
     return BatchIterator(images, labels, order, batch_size, drop_remainder, preprocess,
-                         prefetch, start_batch)
+                         prefetch, start_batch, part)
+
+
+def part_of(lo: int, hi: int, k: int, count: int) -> tuple[int, int]:
+    """Rows [lo, hi) cut into `count` contiguous parts whose sizes differ by at most one:
+    the bounds of part k."""
+    n = hi - lo
+    return lo + n * k // count, lo + n * (k + 1) // count
