@@ -4,8 +4,7 @@ from corejax.version import __version__
 
 from corejax.config import config
 from corejax import dtypes, tree_util
-from corejax.array import (Array, Device, devices, device_put, device_get,
-                           block_until_ready)
+from corejax.array import Array, Device, device_put, device_get, block_until_ready
 from corejax import lax
 from corejax import numpy
 from corejax.api import (jit, grad, value_and_grad, vjp, jvp, linearize, jacfwd, jacrev,
@@ -26,17 +25,19 @@ from corejax._config_states import (enable_x64, debug_nans, threefry_partitionab
                                     numpy_rank_promotion, numpy_dtype_promotion,
                                     default_matmul_precision)
 from corejax._tracing import typeof, ensure_compile_time_eval, named_scope, named_call
-from corejax._runtime import (process_index, process_count, process_indices, host_id,
+from corejax._runtime import (devices, process_index, process_count, process_indices, host_id,
                               host_count, host_ids, local_devices, local_device_count,
                               effects_barrier, clear_caches, live_arrays, copy_to_host_async,
                               print_environment_info)
 from corejax import ad_checkpoint, stages
 from corejax.callbacks import pure_callback
-from corejax import custom_batching, experimental
+from corejax import custom_batching, experimental, distributed
 from corejax.ad_checkpoint import checkpoint, remat, checkpoint_policies
 from corejax._pmap import pmap
 from corejax import sharding
-from corejax.sharding import NamedSharding, PartitionSpec, Shard
+from corejax.sharding import NamedSharding, PartitionSpec, Shard, make_mesh, set_mesh
+from corejax._shard_map import shard_map
+from corejax._reshard import reshard
 P = PartitionSpec
 
 stop_gradient = lax.stop_gradient

@@ -25,6 +25,7 @@ from corejax.transforms.staging import trace_to_jaxpr, convert_constvars
 from corejax._tree_traced import (tree_flatten, tree_unflatten, tree_map, tree_structure,
                                   tree_leaves, tree_flatten_with_path)
 from corejax.tree_util import keystr, register_pytree_node
+from corejax.sharding import state as _sharding_state
 
 __all__ = ["jit", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev",
            "jacobian", "hessian", "vmap", "make_jaxpr", "eval_shape", "ShapeDtypeStruct",
@@ -170,6 +171,15 @@ def eval_shape(fun: Callable, *args, **kwargs):
 
 
 # --- jit -------------------------------------------------------------------------------------
+
+class _UnspecifiedValue:
+    """jit's in_shardings / out_shardings when not given."""
+
+    def __repr__(self):
+        return "UnspecifiedValue"
+
+
+_UNSPECIFIED = _UnspecifiedValue()
 
 class _CacheEntry:
     __slots__ = ("jaxpr", "consts", "out_tree", "executable", "donated")
@@ -359,10 +369,19 @@ class _JittedFunction:
             self._last_key = key
         return entry
 
+    # (in_shardings, out_shardings) when jit was given either, else None
+    _shardings = None
+
     @api_boundary
     def __call__(self, *args, **kwargs):
         if _config_values["disable_jit"]:
             return self._fun(*args, **kwargs)
+        if self._shardings is not None or _sharding_state.mesh_arrays or \
+                _sharding_state.mesh_ops_staged:
+            from corejax import _sharded_jit
+            out = _sharded_jit.call(self, args, kwargs)
+            if out is not _sharded_jit.NOT_SHARDED:
+                return out
         fast_key = None
         if not kwargs and core._trace_state.dynamic_level == 0 and not self._static_argnums:
             # Eager fast path for Array arguments in pytrees (a parameter dict, an optimizer
@@ -471,16 +490,22 @@ def _explain_miss(jf: _JittedFunction, key) -> str:
     return f"TRACING CACHE MISS at {name} because: " + "; ".join(reasons or ["a new signature"])
 
 
-def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
-        donate_argnames=(), backend: str | None = None, device=None, inline: bool = False):
+def jit(fun: Callable | None = None, *, in_shardings=_UNSPECIFIED, out_shardings=_UNSPECIFIED,
+        static_argnums=(), static_argnames=(), donate_argnums=(), donate_argnames=(),
+        keep_unused: bool = False, device=None, backend: str | None = None,
+        inline: bool = False, compiler_options=None):
     """Compiles `fun`: staged once per signature, then run by the compiler.
 
     Donated arguments (`donate_argnums` / `donate_argnames`) are consumed by the call: their
-    Arrays are deleted, and the CPU program may write its results into their buffers."""
+    Arrays are deleted, and the CPU program may write its results into their buffers.
+    Arguments split over a mesh, or `in_shardings` / `out_shardings`, run the program
+    partitioned over the mesh's devices (corejax/_sharded_jit.py)."""
     if fun is None:
-        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+        return lambda f: jit(f, in_shardings=in_shardings, out_shardings=out_shardings,
+                             static_argnums=static_argnums, static_argnames=static_argnames,
                              donate_argnums=donate_argnums, donate_argnames=donate_argnames,
-                             backend=backend, device=device, inline=inline)
+                             keep_unused=keep_unused, device=device, backend=backend,
+                             inline=inline, compiler_options=compiler_options)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
     static_argnums = (static_argnums,) if isinstance(static_argnums, int) else \
@@ -493,8 +518,11 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
         tuple(donate_argnames)
     if backend is None and device is not None:
         backend = getattr(device, "platform", None)
-    return _JittedFunction(fun, static_argnums, static_argnames, donate_argnums, backend,
-                           donate_argnames)
+    jitted = _JittedFunction(fun, static_argnums, static_argnames, donate_argnums, backend,
+                             donate_argnames)
+    if in_shardings is not _UNSPECIFIED or out_shardings is not _UNSPECIFIED:
+        jitted._shardings = (in_shardings, out_shardings)
+    return jitted
 
 
 class disable_jit:

@@ -131,7 +131,8 @@ def _device_impl(prim):
     """The primitive's evaluation inside a running pmap: a rendezvous of the devices."""
     def impl(x, **params):
         axes = params["axes"]
-        run = _pmap_axes.running.get(axes[0]) if len(axes) == 1 else None
+        # (a shard_map's devices also meet over several mesh axes at once: keyed by the tuple)
+        run = _pmap_axes.running.get(axes[0] if len(axes) == 1 else tuple(axes))
         if run is None:
             _unbound(axes)
         rendezvous, index = run

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import math
+import threading
 from collections import OrderedDict
 
 import numpy as np
@@ -17,7 +18,8 @@ import numpy as np
 from corejax.array import Array, Device
 
 __all__ = ["Sharding", "SingleDeviceSharding", "NamedSharding", "Mesh", "PartitionSpec",
-           "AxisType", "Shard"]
+           "AxisType", "Shard", "AbstractMesh", "make_mesh", "set_mesh", "get_mesh",
+           "get_abstract_mesh", "use_abstract_mesh", "reshard"]
 
 
 class AxisType(enum.Enum):
@@ -76,6 +78,11 @@ class Mesh:
         elif isinstance(axis_types, AxisType):
             axis_types = (axis_types,) * len(self.axis_names)
         self.axis_types = tuple(axis_types)
+        if len(self.axis_types) != len(self.axis_names) or not all(
+                isinstance(t, AxisType) for t in self.axis_types):
+            raise ValueError(f"Number of axis names should match the number of axis_types, "
+                             f"got axis_names={self.axis_names} and "
+                             f"axis_types={self.axis_types} (each an AxisType).")
         for d in self.devices.flat:
             if not isinstance(d, Device):
                 raise TypeError(f"Mesh devices must be Devices (corejax.devices()), got {d!r}.")
@@ -90,15 +97,63 @@ class Mesh:
 
     @property
     def size(self) -> int:
-        return self.devices.size
+        return 0 if self.empty else self.devices.size
 
     @property
     def device_ids(self) -> np.ndarray:
         return np.vectorize(lambda d: d.id, otypes=[int])(self.devices)
 
-    def __repr__(self):
+    @property
+    def shape_tuple(self) -> tuple:
+        return tuple(self.shape.items())
+
+    @property
+    def empty(self) -> bool:
+        return not self.axis_names
+
+    @property
+    def abstract_mesh(self) -> "AbstractMesh":
+        return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types)
+
+    @property
+    def local_devices(self) -> list:
+        return list(self.devices.flat)
+
+    @property
+    def explicit_axes(self) -> tuple:
+        return _axes_of_type(self, AxisType.Explicit)
+
+    @property
+    def auto_axes(self) -> tuple:
+        return _axes_of_type(self, AxisType.Auto)
+
+    @property
+    def manual_axes(self) -> tuple:
+        return _axes_of_type(self, AxisType.Manual)
+
+    @property
+    def are_all_axes_explicit(self) -> bool:
+        return all(t == AxisType.Explicit for t in self.axis_types)
+
+    @property
+    def are_all_axes_auto(self) -> bool:
+        return all(t == AxisType.Auto for t in self.axis_types)
+
+    @property
+    def are_all_axes_manual(self) -> bool:
+        return all(t == AxisType.Manual for t in self.axis_types)
+
+    def __str__(self):
+        if self.empty:
+            return "Mesh()"
         sizes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
         return f"Mesh({sizes}, axis_types={self.axis_types})"
+
+    def __repr__(self):
+        if self.empty:
+            return "Mesh(axis_sizes=(), axis_names=())"
+        return (f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names}, "
+                f"axis_types={self.axis_types})")
 
     def __eq__(self, other):
         return (isinstance(other, Mesh) and self.axis_names == other.axis_names
@@ -251,7 +306,7 @@ class NamedSharding(Sharding):
         return out
 
     def __repr__(self):
-        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}, memory_kind=device)"
+        return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, memory_kind=device)"
 
     def __eq__(self, other):
         return (isinstance(other, NamedSharding) and self.mesh == other.mesh
@@ -289,11 +344,210 @@ def shards_of(x: Array) -> list:
     return shards
 
 
+class _ShardingState:
+    """What jit must look for before taking its single-device path: Arrays over several
+    devices exist (`mesh_arrays`), or a shard_map / reshard was staged (`mesh_ops_staged`)."""
+    mesh_arrays = False
+    mesh_ops_staged = False
+
+
+state = _ShardingState()
+
+
 def with_sharding(x: Array, sharding: Sharding) -> Array:
     """`x`'s buffer as an Array placed by `sharding` (no copy)."""
     if isinstance(sharding, NamedSharding):
         sharding.check_divisible(x.shape)
+        if sharding.mesh.size > 1:
+            state.mesh_arrays = True
     out = Array.__new__(Array)
     out._value, out.weak_type, out._aval, out._device = x._value, x.weak_type, None, x._device
     out._sharding = sharding
     return out
+
+
+def _axes_of_type(mesh, axis_type) -> tuple:
+    return tuple(n for n, t in zip(mesh.axis_names, mesh.axis_types) if t == axis_type)
+
+
+class AbstractMesh:
+    """A mesh's axis names, sizes and types without its devices: what a traced program may
+    know about the mesh it runs on (`get_abstract_mesh()`, `Mesh.abstract_mesh`)."""
+
+    def __init__(self, axis_sizes, axis_names, axis_types=None):
+        self.axis_sizes, self.axis_names = tuple(axis_sizes), tuple(axis_names)
+        if len(self.axis_sizes) != len(self.axis_names):
+            raise ValueError(f"AbstractMesh needs one size per axis name, got axis_sizes="
+                             f"{self.axis_sizes} and axis_names={self.axis_names}.")
+        if axis_types is None:
+            axis_types = (AxisType.Auto,) * len(self.axis_names)
+        elif isinstance(axis_types, AxisType):
+            axis_types = (axis_types,) * len(self.axis_names)
+        self.axis_types = tuple(axis_types)
+
+    shape_tuple = Mesh.shape_tuple
+    empty = Mesh.empty
+    explicit_axes = Mesh.explicit_axes
+    auto_axes = Mesh.auto_axes
+    manual_axes = Mesh.manual_axes
+    are_all_axes_explicit = Mesh.are_all_axes_explicit
+    are_all_axes_auto = Mesh.are_all_axes_auto
+    are_all_axes_manual = Mesh.are_all_axes_manual
+
+    @property
+    def shape(self) -> OrderedDict:
+        return OrderedDict(zip(self.axis_names, self.axis_sizes))
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.axis_sizes)
+
+    @property
+    def abstract_mesh(self) -> "AbstractMesh":
+        return self
+
+    def update_axis_types(self, name_to_type: dict) -> "AbstractMesh":
+        types = tuple(name_to_type.get(n, t) for n, t in zip(self.axis_names, self.axis_types))
+        return AbstractMesh(self.axis_sizes, self.axis_names, types)
+
+    def __repr__(self):
+        if self.empty:
+            return "AbstractMesh((), axis_types=())"
+        sizes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
+        return (f"AbstractMesh({sizes}, axis_types={self.axis_types}, device_kind=cpu, "
+                "num_cores=None, platform=cpu)")
+
+    def __eq__(self, other):
+        return (isinstance(other, AbstractMesh) and self.axis_sizes == other.axis_sizes
+                and self.axis_names == other.axis_names and self.axis_types == other.axis_types)
+
+    def __hash__(self):
+        return hash(("AbstractMesh", self.axis_sizes, self.axis_names, self.axis_types))
+
+
+def _empty_mesh() -> Mesh:
+    mesh = Mesh.__new__(Mesh)
+    mesh.devices, mesh.axis_names, mesh.axis_types = np.empty((), dtype=object), (), ()
+    return mesh
+
+
+_EMPTY_MESH = _empty_mesh()
+_EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
+
+
+class _MeshContext(threading.local):
+    """The mesh `set_mesh` put in context on this thread (empty when none)."""
+
+    def __init__(self):
+        self.mesh: Mesh = _EMPTY_MESH
+        self.abstract: AbstractMesh = _EMPTY_ABSTRACT_MESH
+
+
+_context = _MeshContext()
+
+
+def get_mesh() -> Mesh:
+    """The mesh `set_mesh` put in context (an empty Mesh when there is none)."""
+    return _context.mesh
+
+
+def get_abstract_mesh() -> AbstractMesh:
+    """The abstract mesh in context: set_mesh's mesh's, or use_abstract_mesh's."""
+    return _context.abstract
+
+
+class set_mesh:
+    """Puts `mesh` in context on this thread, for the APIs that take a bare PartitionSpec
+    (device_put, reshard, jit's in/out_shardings) and shard_map without mesh=. Either a
+    setter (`set_mesh(mesh)`) or a context manager (`with set_mesh(mesh): ...`, which puts
+    the previous mesh back on exit); `set_mesh(None)` clears it."""
+
+    __slots__ = ("_previous",)
+
+    def __init__(self, mesh: Mesh | None):
+        if mesh is not None and not isinstance(mesh, Mesh):
+            raise ValueError(f"Expected mesh of type `jax.sharding.Mesh`. Got {type(mesh)}")
+        from corejax import core
+        if core._trace_state.dynamic_level != 0 or len(core._trace_state.stack) > 1:
+            raise ValueError("`set_mesh` can only be used outside of `jax.jit`.")
+        if mesh is not None and mesh.manual_axes:
+            raise ValueError(f"mesh {mesh} contains manual axes which is not allowed when "
+                             "using `jax.set_mesh`. Please use `jax.shard_map` to enter into "
+                             "`Manual` mode instead.")
+        self._previous = (_context.mesh, _context.abstract)
+        _context.mesh = _EMPTY_MESH if mesh is None else mesh
+        _context.abstract = _EMPTY_ABSTRACT_MESH if mesh is None else mesh.abstract_mesh
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        _context.mesh, _context.abstract = self._previous
+
+
+class use_abstract_mesh:
+    """Context manager: `mesh` (an AbstractMesh) as the abstract mesh in context; the
+    concrete mesh in context is cleared meanwhile."""
+
+    __slots__ = ("_mesh", "_previous")
+
+    def __init__(self, mesh: AbstractMesh):
+        if not isinstance(mesh, AbstractMesh):
+            raise ValueError(f"Expected mesh of type `jax.sharding.AbstractMesh`. Got "
+                             f"{type(mesh)}")
+        self._mesh = mesh
+
+    def __enter__(self):
+        self._previous = (_context.mesh, _context.abstract)
+        _context.mesh, _context.abstract = _EMPTY_MESH, self._mesh
+
+    def __exit__(self, *exc):
+        _context.mesh, _context.abstract = self._previous
+
+
+def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh:
+    """A Mesh of shape `axis_shapes` over the first of `devices` (default: this process's
+    devices of the default backend), in device order, with the axes named `axis_names`; axis
+    types default to Explicit, as in JAX 0.10."""
+    from corejax.array import devices as all_devices
+    axis_shapes, axis_names = tuple(axis_shapes), tuple(axis_names)
+    if len(axis_shapes) != len(axis_names):
+        raise ValueError(f"Mesh requires the ndim of its first argument (`devices`) to equal "
+                         f"the length of its second argument (`axis_names`), but got "
+                         f"devices.ndim == {len(axis_shapes)} and "
+                         f"len(axis_names) == {len(axis_names)}.")
+    if axis_types is None:
+        axis_types = (AxisType.Explicit,) * len(axis_names)
+    elif isinstance(axis_types, AxisType):
+        axis_types = (axis_types,) * len(axis_names)
+    if len(axis_types) != len(axis_names):
+        raise ValueError(f"Number of axis names should match the number of axis_types. Got "
+                         f"axis_names={axis_names} and axis_types={tuple(axis_types)}")
+    devs = list(all_devices() if devices is None else devices)
+    size = math.prod(axis_shapes)
+    if len(devs) < size:
+        raise ValueError(f"Number of devices {len(devs)} must be >= the product of "
+                         f"mesh_shape {axis_shapes}")
+    grid = np.empty(size, dtype=object)
+    grid[:] = devs[:size]
+    return Mesh(grid.reshape(axis_shapes), axis_names, axis_types)
+
+
+def resolve_sharding(sharding, what: str):
+    """`sharding`, with a bare PartitionSpec made a NamedSharding over the mesh in context."""
+    if isinstance(sharding, PartitionSpec):
+        mesh = get_mesh()
+        if mesh.empty:
+            raise ValueError(f"Using PartitionSpec when you are not under a mesh context is "
+                             f"not allowed ({what}). Please pass a NamedSharding instance or "
+                             f"enter into a mesh context via `jax.set_mesh`. Got {sharding}")
+        return NamedSharding(mesh, sharding)
+    return sharding
+
+
+def __getattr__(name):
+    # reshard binds a primitive (a layer above this module's): imported when first asked for
+    if name == "reshard":
+        from corejax._reshard import reshard
+        return reshard
+    raise AttributeError(f"module 'corejax.sharding' has no attribute {name!r}")

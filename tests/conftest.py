@@ -1,3 +1,4 @@
+import contextlib
 import os
 
 import numpy as np
@@ -35,3 +36,30 @@ def mnist_dir():
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+@contextlib.contextmanager
+def cpu_devices(n):
+    """n CPU devices (as XLA_FLAGS=--xla_force_host_platform_device_count=n gives JAX). The
+    device list is fixed per process, so this swaps it and then puts the previous one back."""
+    from corejax import array as _array, core
+    prev_list, prev_value = _array._cpu_device_list, corejax.config.num_cpu_devices
+    _array._cpu_device_list = None
+    corejax.config.update("jax_num_cpu_devices", n)
+    try:
+        yield
+    finally:
+        _array._cpu_device_list = None
+        corejax.config.update("jax_num_cpu_devices", prev_value)
+        _array._cpu_device_list = prev_list
+        # (arrays committed to cpu:2 installed the placing eager evaluation: the other modules
+        # run with the plain one, as a process that never commits an array does)
+        _array._Placement.cpu_committed = False
+        core.eval_hooks.apply_primitive = _array.apply_primitive
+
+
+@pytest.fixture
+def four_devices():
+    """4 CPU devices for one test."""
+    with cpu_devices(4):
+        yield

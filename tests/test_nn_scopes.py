@@ -59,22 +59,6 @@ def test_matches_flax(name):
     _compare(outcome(CASES[name]), GOLDEN[name], name)
 
 
-@pytest.fixture
-def four_devices():
-    """4 CPU devices for one test (the device list is fixed per process: swap it, then put
-    the previous one back, as tests/test_pmap.py does)."""
-    from corejax import array as _array, core
-    prev_list, prev_value = _array._cpu_device_list, corejax.config.num_cpu_devices
-    _array._cpu_device_list = None
-    corejax.config.update("jax_num_cpu_devices", 4)
-    yield
-    _array._cpu_device_list = None
-    corejax.config.update("jax_num_cpu_devices", prev_value)
-    _array._cpu_device_list = prev_list
-    _array._Placement.cpu_committed = False
-    core.eval_hooks.apply_primitive = _array.apply_primitive
-
-
 def test_batchnorm_axis_name_under_pmap_matches_flax(four_devices):
     """The cross-replica statistics of case batchnorm_axis_name (Flax under jax.vmap with
     axis_name), with each replica's slice on its own device (corejax.pmap)."""

@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 
+from conftest import cpu_devices
 import corejax as jax
 import corejax.numpy as jnp
 from corejax import array as _array, lax
@@ -26,22 +27,9 @@ NO_SPEC = {"jit_of_pmap", "grad_of_pmap", "vmap_of_pmap", "nested"}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def four_devices():
-    """4 CPU devices for this module (as XLA_FLAGS=--xla_force_host_platform_device_count=4
-    gives JAX); the device list is fixed per process, so the module swaps it and puts the
-    previous one back."""
-    prev_list, prev_value = _array._cpu_device_list, jax.config.num_cpu_devices
-    _array._cpu_device_list = None
-    jax.config.update("jax_num_cpu_devices", 4)
-    yield
-    _array._cpu_device_list = None
-    jax.config.update("jax_num_cpu_devices", prev_value)
-    _array._cpu_device_list = prev_list
-    # (arrays committed to cpu:2 installed the placing eager evaluation: the other modules
-    # run with the plain one, as a process that never commits an array does)
-    from corejax import core
-    _array._Placement.cpu_committed = False
-    core.eval_hooks.apply_primitive = _array.apply_primitive
+def four_devices_for_module():
+    with cpu_devices(4):
+        yield
 
 
 def _strip_spec(d):
