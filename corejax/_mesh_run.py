@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from corejax import parallel
-from corejax._pmap import _submit_lock, _worker
+from corejax._pmap import _submit_lock, _worker, gather_results
 from corejax.array import Array, to_numpy
 from corejax.sharding import NamedSharding
 
@@ -149,17 +149,4 @@ def run(exe, mesh, manual: tuple, per_device_args: list) -> list:
     with _submit_lock:
         futures = [_worker(d).submit(_run_one, exe, per_device_args[i], tables[i])
                    for i, (d, _) in enumerate(parts) if i]
-    results, errors = [], []
-    try:
-        results.append(_run_one(exe, per_device_args[0], tables[0]))
-    except BaseException as e:   # noqa: B036 - re-raised below
-        errors.append(e)
-    for f in futures:
-        try:
-            results.append(f.result())
-        except BaseException as e:   # noqa: B036 - re-raised below
-            errors.append(e)
-    if errors:
-        raise next((e for e in errors if "another device of this pmap failed" not in str(e)),
-                   errors[0])
-    return results
+    return gather_results(lambda: _run_one(exe, per_device_args[0], tables[0]), futures)

@@ -13,11 +13,10 @@ the program in the same order; corejax/_mpi.py checks that before the data moves
 """
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 
-from corejax import _mpi
+from corejax import _mpi, parallel
 
 __all__ = ["spanning", "ProcessRendezvous"]
 
@@ -33,30 +32,16 @@ def spanning(explicit_devices) -> tuple[int, int] | None:
     return eng.size, eng.rank
 
 
-class ProcessRendezvous:
+class ProcessRendezvous(parallel._Rendezvous):
     """The meeting point of one pmap call's local devices, extended over processes: the
     interface of parallel._Rendezvous with global member indices."""
 
     def __init__(self, local: int, offset: int, total: int):
-        self.barrier = threading.Barrier(local)
+        super().__init__(local)
         self.local, self.offset, self.total = local, offset, total
-        self.operands: list = [None] * local
-        self.results = None
 
     def _meet(self, index: int, x, leader_work):
-        self.operands[index - self.offset] = x
-        try:
-            if self.barrier.wait() == 0:
-                try:
-                    self.results = leader_work(self.operands)
-                except BaseException:
-                    self.barrier.abort()
-                    raise
-            self.barrier.wait()
-        except threading.BrokenBarrierError:
-            raise RuntimeError("another device of this pmap failed before reaching the "
-                               "collective (its error is raised by pmap)") from None
-        return self.results
+        return self.meet(index - self.offset, x, leader_work)
 
     def all_reduce(self, index: int, x, ufunc):
         def work(ops):

@@ -76,6 +76,26 @@ def _run_on_device(exe, args, name, rendezvous, index):
         parallel._pmap_axes.running = outer
 
 
+def gather_results(run_first, futures) -> list:
+    """The first device's results from `run_first()`, run on the calling thread, then the other
+    devices' from their workers' `futures`, in device order. If any failed, raises the error of
+    the device that failed first (not another's report that a collective was abandoned)."""
+    results, errors = [], []
+    try:
+        results.append(run_first())
+    except BaseException as e:   # noqa: B036 - re-raised below
+        errors.append(e)
+    for f in futures:
+        try:
+            results.append(f.result())
+        except BaseException as e:   # noqa: B036 - re-raised below
+            errors.append(e)
+    if errors:
+        raise next((e for e in errors if "another device of this pmap failed" not in str(e)),
+                   errors[0])
+    return results
+
+
 def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
          devices=None, backend=None, axis_size=None, donate_argnums=()):
     """Maps `fun` over the leading axis (`in_axes`) of its arguments, one member per device,
@@ -163,22 +183,8 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         # run in the same order on every device, never each waiting for the other)
         with _submit_lock:
             futures = _submit(exe, devs, leaves, hosts, dims, rendezvous, offset)
-        results, errors = [], []
-        # the first device's program runs on the calling thread, the others on their workers
-        try:
-            results.append(_run_on_device(exe, _shard(leaves, hosts, dims, 0), name,
-                                          rendezvous, offset))
-        except BaseException as e:   # noqa: B036 - re-raised below
-            errors.append(e)
-        for f in futures:
-            try:
-                results.append(f.result())
-            except BaseException as e:   # noqa: B036 - re-raised below
-                errors.append(e)
-        if errors:
-            first = next((e for e in errors if "another device of this pmap failed"
-                          not in str(e)), errors[0])
-            raise first
+        results = gather_results(lambda: _run_on_device(
+            exe, _shard(leaves, hosts, dims, 0), name, rendezvous, offset), futures)
         out_tree = out_store[0]
         out_ax = _flatten_axes("pmap out_axes", tree_unflatten(out_tree, results[0]), out_axes)
         mesh = Mesh(np.array(devs, dtype=object), (name,))

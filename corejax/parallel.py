@@ -86,12 +86,14 @@ class _Rendezvous:
         self.operands: list = [None] * n
         self.results = None
 
-    def exchange(self, index: int, x, combine):
-        self.operands[index] = x
+    def meet(self, slot: int, x, leader_work):
+        """Leaves `x` in `slot`; once every device has arrived, one of them computes
+        `leader_work(operands)` for all; returns that."""
+        self.operands[slot] = x
         try:
             if self.barrier.wait() == 0:
                 try:
-                    self.results = combine(np.stack(self.operands))
+                    self.results = leader_work(self.operands)
                 except BaseException:
                     self.barrier.abort()
                     raise
@@ -99,7 +101,10 @@ class _Rendezvous:
         except threading.BrokenBarrierError:
             raise RuntimeError("another device of this pmap failed before reaching the "
                                "collective (its error is raised by pmap)") from None
-        return np.array(self.results[index])
+        return self.results
+
+    def exchange(self, index: int, x, combine):
+        return np.array(self.meet(index, x, lambda ops: combine(np.stack(ops)))[index])
 
     def all_reduce(self, index: int, x, ufunc):
         """`ufunc` over every device's operand, in device order, computed by each device for
