@@ -42,7 +42,10 @@ _SHORT_DTYPE = {"bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "i
 def short_dtype_name(dt: np.dtype) -> str:
     if dt == dtypes.float0:
         return "float0"
-    return _SHORT_DTYPE.get(dt.name, dt.name)
+    short = _SHORT_DTYPE.get(dt.name)
+    if short is None:  # ml_dtypes' types, as JAX prints them: bf16, f8_e4m3fn, i4, u2 ...
+        short = dt.name.replace("float", "f").replace("uint", "u").replace("int", "i")
+    return short
 
 
 class ShapedArray:

@@ -60,8 +60,11 @@ registry.def_effectful(debug_callback_p)
 registry.def_kernel(debug_callback_p, ("host",))
 
 
-def callback(fn, *args, **kwargs) -> None:
-    """Calls `fn(*args, **kwargs)` with concrete NumPy values, also inside jit/vmap/grad."""
+def callback(fn, *args, ordered: bool = False, partitioned: bool = False, **kwargs) -> None:
+    """Calls `fn(*args, **kwargs)` with concrete NumPy values, also inside jit/vmap/grad.
+    `ordered` and `partitioned` are JAX's keywords: callbacks here always run in program order
+    on the host, so both are accepted and need nothing more."""
+    del ordered, partitioned
     leaves, tree = tree_flatten((args, kwargs))
 
     def flat_callback(*vals):
@@ -72,8 +75,11 @@ def callback(fn, *args, **kwargs) -> None:
     debug_callback_p.bind(*leaves, callback=flat_callback)
 
 
-def print(fmt: str, *args, **kwargs) -> None:  # noqa: A001  (jax.debug.print's name)
-    """Prints `fmt.format(*args, **kwargs)` with the runtime values of traced arrays."""
+def print(fmt: str, *args, ordered: bool = False, partitioned: bool = False,  # noqa: A001
+          **kwargs) -> None:
+    """Prints `fmt.format(*args, **kwargs)` with the runtime values of traced arrays
+    (`ordered`, `partitioned`: as for `callback`)."""
+    del ordered, partitioned
     def _format(*a, **kw):
         _builtin_print(fmt.format(*a, **kw))
 

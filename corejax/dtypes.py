@@ -7,14 +7,22 @@ A Python scalar is *weakly typed*: it takes the dtype of whatever array it meets
             i* -> i8 -> i16 -> i32 -> i64 -> f*
             u8 -> i16, u16 -> i32, u32 -> i64
             f* -> f16 -> f32 -> f64 -> c128 ;  f* -> c* -> c64 -> c128 ;  f32 -> c64
+            f* -> bf16 -> f32
+            f* -> each float8 / float6 / float4 type (and nothing above it)
+            i* -> each of int1, int2, int4, uint1, uint2, uint4 (and nothing above it)
 
-where i*, f*, c* are the weak int, float and complex types.
+where i*, f*, c* are the weak int, float and complex types. The narrow types (bfloat16, the
+float8/6/4 and 1/2/4-bit integer types) are ml_dtypes' NumPy extension types, as in JAX: their
+numpy kind is "V", so code asks `is_float` / `is_integer` / `kind_of` here instead of `.kind`.
+Two narrow types of different kinds, or a float8/6/4 or an int1/2/4 with any other strong type,
+have no common type: promotion raises TypePromotionError, as JAX's does.
 """
 from __future__ import annotations
 
 import functools
 import warnings
 
+import ml_dtypes
 import numpy as np
 
 from corejax.config import config
@@ -23,7 +31,8 @@ __all__ = [
     "float0", "canonicalize_dtype", "dtype", "result_type", "promote_types", "is_weakly_typed",
     "issubdtype", "iinfo", "finfo", "default_float_dtype", "default_int_dtype",
     "python_scalar_dtype", "is_float", "is_integer", "is_inexact", "is_complex",
-    "TypePromotionError", "real_dtype", "complex_dtype",
+    "TypePromotionError", "real_dtype", "complex_dtype", "bfloat16", "itemsize_bits",
+    "kind_of", "is_narrow",
 ]
 
 # The dtype of tangents/cotangents of integer and boolean values, as in JAX.
@@ -35,13 +44,61 @@ uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.u
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
+# ml_dtypes' extension types, by their JAX names (jnp.bfloat16, jnp.float8_e4m3fn, jnp.int4 ...)
+FLOAT8_NAMES = ("float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
+                "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu")
+FLOAT6_NAMES = ("float6_e2m3fn", "float6_e3m2fn")
+FLOAT4_NAMES = ("float4_e2m1fn",)
+INTN_NAMES = ("int1", "int2", "int4", "uint1", "uint2", "uint4")
+ML_NAMES = ("bfloat16",) + FLOAT4_NAMES + FLOAT6_NAMES + FLOAT8_NAMES + INTN_NAMES
+_ML = {name: np.dtype(getattr(ml_dtypes, name)) for name in ML_NAMES}
+bfloat16 = _ML["bfloat16"]
+_FLOAT8 = frozenset(_ML[n] for n in FLOAT8_NAMES)
+_FLOAT6 = frozenset(_ML[n] for n in FLOAT6_NAMES)
+_FLOAT4 = frozenset(_ML[n] for n in FLOAT4_NAMES)
+_SMALL_FLOATS = _FLOAT8 | _FLOAT6 | _FLOAT4          # no implicit promotion at all
+_INTN = frozenset(_ML[n] for n in INTN_NAMES)         # likewise
+# the numpy-style kind of every ml_dtypes type (their own .kind is "V")
+_ML_KIND = {**{dt: "f" for dt in _SMALL_FLOATS | {bfloat16}},
+            **{_ML[n]: ("u" if n.startswith("u") else "i") for n in INTN_NAMES}}
+
+
+def kind_of(dt) -> str:
+    """dt's NumPy kind character ("b", "i", "u", "f", "c", ...), with ml_dtypes' floats as
+    "f" and its narrow integers as "i" / "u" (NumPy itself reports "V" for them)."""
+    dt = np.dtype(dt)
+    return _ML_KIND.get(dt, dt.kind)
+
+
+def is_narrow(dt) -> bool:
+    """Whether dt is one of ml_dtypes' types (bfloat16, float8/6/4, int1/2/4, uint1/2/4):
+    NumPy computes with them through ml_dtypes' own loops, Numba not at all."""
+    return np.dtype(dt) in _ML_KIND
+
+
+def itemsize_bits(dt) -> int:
+    """Bits per element (int4: 4, where its NumPy itemsize is a whole byte), as JAX's."""
+    if dt is None:
+        raise ValueError("dtype cannot be None.")
+    dt = np.dtype(dt)
+    kind = kind_of(dt)
+    if kind == "b":
+        return 8
+    if kind in "iu":
+        return int(ml_dtypes.iinfo(dt).bits)
+    if kind == "f":
+        return int(ml_dtypes.finfo(dt).bits)
+    if kind == "c":
+        return 2 * int(np.finfo(dt).bits)
+    raise ValueError(f"unexpected input: dtype={dt!r}")
+
 class _ScalarType:
     """jnp.float32 and friends: usable as a dtype, and callable to make a scalar array."""
 
     def __init__(self, np_type):
         self.type = np_type
         self.dtype = np.dtype(np_type)
-        self.__name__ = self.dtype.name
+        self.__name__ = self.__qualname__ = self.dtype.name
 
     def __call__(self, x):
         from corejax.numpy import asarray
@@ -65,7 +122,7 @@ def scalar_type(np_type) -> _ScalarType:
 
 
 _SUPPORTED = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-              float16, float32, float64, complex64, complex128}
+              float16, float32, float64, complex64, complex128, *_ML.values()}
 
 _X32_CANONICAL = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
@@ -187,19 +244,33 @@ def is_weakly_typed(x) -> bool:
 
 
 def is_float(dt) -> bool:
-    return np.dtype(dt).kind == "f"
+    return kind_of(dt) == "f"
 
 
 def is_integer(dt) -> bool:
-    return np.dtype(dt).kind in "iu"
+    return kind_of(dt) in "iu"
 
 
 def is_inexact(dt) -> bool:
-    return np.dtype(dt).kind in "fc"
+    return kind_of(dt) in "fc"
 
 
 def is_complex(dt) -> bool:
     return np.dtype(dt).kind == "c"
+
+
+# JAX's to_inexact_dtype maps int4 / uint4 to float32 and leaves the 1- and 2-bit integers as
+# they are (so jnp.true_divide of two int2 arrays is an int2 quotient, as JAX's)
+_NARROW_TO_INEXACT = {_ML["int4"]: float32, _ML["uint4"]: float32,
+                      **{_ML[n]: _ML[n] for n in ("int1", "int2", "uint1", "uint2")}}
+
+
+def to_inexact_dtype(dt) -> np.dtype:
+    """The dtype functions defined on inexact values compute an integer or bool dtype in."""
+    dt = np.dtype(dt)
+    if is_inexact(dt):
+        return dt
+    return _NARROW_TO_INEXACT.get(dt) or default_float_dtype()
 
 
 def real_dtype(dt) -> np.dtype:
@@ -219,14 +290,34 @@ def complex_dtype(dt) -> np.dtype:
     return canonicalize_dtype(np.complex128 if dt == np.float64 else np.complex64)
 
 
+_ML_SCALAR_KIND = {dt.type: kind for dt, kind in _ML_KIND.items()}
+# the abstract NumPy scalar types each kind of ml_dtypes type belongs under
+_ML_PARENTS = {"f": (np.floating, np.inexact, np.number, np.generic),
+               "i": (np.signedinteger, np.integer, np.number, np.generic),
+               "u": (np.unsignedinteger, np.integer, np.number, np.generic)}
+
+
+def _scalar_type_of(x):
+    if isinstance(x, type) and issubclass(x, np.generic):
+        return x
+    return np.dtype(x).type
+
+
 def issubdtype(a, b) -> bool:
+    """np.issubdtype, with ml_dtypes' types placed in NumPy's hierarchy as JAX places them
+    (bfloat16 under np.floating, int4 under np.signedinteger, uint4 under np.unsignedinteger)."""
     if b is float0 or a is float0:
         return np.dtype(a) == np.dtype(b)
-    return np.issubdtype(a, b)
+    a_type, b_type = _scalar_type_of(a), _scalar_type_of(b)
+    kind = _ML_SCALAR_KIND.get(a_type)
+    if kind is not None:
+        return b_type is a_type or b_type in _ML_PARENTS[kind]
+    return bool(np.issubdtype(a_type, b_type))
 
 
-iinfo = np.iinfo
-finfo = np.finfo
+# ml_dtypes' finfo / iinfo: NumPy's for NumPy's types, theirs for bfloat16, float8, int4 ...
+iinfo = ml_dtypes.iinfo
+finfo = ml_dtypes.finfo
 
 # --- the promotion lattice -------------------------------------------------------------------
 
@@ -234,11 +325,13 @@ _WEAK_INT, _WEAK_FLOAT, _WEAK_COMPLEX = "i*", "f*", "c*"
 
 _LATTICE_UP = {
     bool_: [_WEAK_INT],
-    _WEAK_INT: [uint8, int8],
+    _WEAK_INT: [uint8, int8, *sorted(_INTN, key=str)],
     uint8: [uint16, int16], uint16: [uint32, int32], uint32: [uint64, int64], uint64: [_WEAK_FLOAT],
     int8: [int16], int16: [int32], int32: [int64], int64: [_WEAK_FLOAT],
-    _WEAK_FLOAT: [float16, _WEAK_COMPLEX],
-    float16: [float32], float32: [float64, complex64], float64: [complex128],
+    _WEAK_FLOAT: [*sorted(_SMALL_FLOATS, key=str), bfloat16, float16, _WEAK_COMPLEX],
+    float16: [float32], bfloat16: [float32], float32: [float64, complex64],
+    float64: [complex128],
+    **{t: [] for t in _SMALL_FLOATS | _INTN},
     _WEAK_COMPLEX: [complex64], complex64: [complex128], complex128: [],
 }
 
@@ -265,10 +358,15 @@ _UPPER_BOUNDS = _compute_upper_bounds()
 def _lattice_node(dt: np.dtype, weak: bool):
     if not weak:
         return dt
-    kind = dt.kind
+    kind = kind_of(dt)
     if kind == "b":
         return bool_
     return {"i": _WEAK_INT, "u": _WEAK_INT, "f": _WEAK_FLOAT, "c": _WEAK_COMPLEX}[kind]
+
+
+def _node_name(node) -> str:
+    return {_WEAK_INT: str(int), _WEAK_FLOAT: str(float), _WEAK_COMPLEX: str(complex)}.get(
+        node, str(node))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -278,7 +376,21 @@ def _join(nodes: tuple):
     for candidate in common:
         if _UPPER_BOUNDS[candidate] >= common:
             return candidate
-    raise TypeError(f"No common type for {nodes}.")  # unreachable: the lattice has a top
+    # only the narrow types' dead ends leave a set of types without a common upper bound
+    names = tuple(_node_name(n) for n in nodes)
+    if any(n in _FLOAT8 for n in nodes):
+        what, example = "8-bit floats", "float32"
+    elif any(n in _FLOAT6 for n in nodes):
+        what, example = "6-bit floats", "float32"
+    elif any(n in _FLOAT4 for n in nodes):
+        what, example = "4-bit floats", "float32"
+    else:
+        what, example = "1-bit, 2-bit and 4-bit integers", "int32"
+    raise TypePromotionError(
+        f"Input dtypes {names} have no available implicit dtype promotion path. To avoid "
+        f"unintended promotion, {what} do not support implicit promotion. If you'd like your "
+        f"inputs to be promoted to another type, you can do so explicitly using e.g. "
+        f"x.astype('{example}')")
 
 
 def _node_to_dtype(node) -> tuple[np.dtype, bool]:
@@ -338,11 +450,12 @@ def _strict_check(args, described) -> None:
     # a Python bool is a (strong) bool here: JAX has no weakly typed bool
     described = [(dt, weak and dt.kind != "b") for dt, weak in described]
     strong = {dt for dt, weak in described if not weak}
-    weak_kinds = {("i" if dt.kind in "iu" else dt.kind) for dt, weak in described if weak}
+    weak_kinds = {("i" if kind_of(dt) in "iu" else kind_of(dt)) for dt, weak in described
+                  if weak}
     ok = len(strong) <= 1
     if ok and strong:
         (d,) = strong
-        ok = all(d.kind in _STRICT_WEAK_FITS.get(k, "") for k in weak_kinds)
+        ok = all(kind_of(d) in _STRICT_WEAK_FITS.get(k, "") for k in weak_kinds)
     if not ok:
         names = ", ".join(repr(str(type(a))) if type(a) in (int, float, complex) else
                           repr(dt.name) for a, (dt, _) in zip(args, described))

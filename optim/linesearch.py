@@ -55,6 +55,38 @@ def _split_value_fn_kwargs(value_fn, extra_args, owner):
     return taken
 
 
+def _print_if(condition, message, **values):
+    """jax.debug.print(message, **values) when the traced `condition` holds at runtime."""
+    lax.cond(condition, lambda v: jax.debug.print(message, **v), lambda v: None, values)
+
+
+# The verbose searches' messages, as Optax prints them (users grep their logs for these).
+_BACKTRACKING_FAILED = (
+    "INFO: optax.scale_by_backtracking_linesearch:\n"
+    "Backtracking linesearch failed to find a stepsize ensuring sufficent decrease.\n"
+    "Value at current params: {value},\nSlope along update direction: {slope}\n"
+    "Stepsize: {stepsize}\nDecrease Error: {decrease_error}")
+_ZOOM_INFO = (
+    "INFO: optax.scale_by_zoom_linesearch:\nValue at current params: {value_init}\n"
+    "Slope along update direction: {slope_init}\nStepsize reached: {stepsize}\n"
+    "Decrease Error: {decrease_error}\nCurvature Error: {curvature_error}")
+_INTERVAL_NOT_FOUND = ("No interval satisfying curvature condition. Consider increasing "
+                       "maximal possible stepsize of the linesearch.")
+_INTERVAL_TOO_SMALL = "Length of searched interval has been reduced below threshold."
+_CURVATURE_NOT_SATISFIED = ("Returning stepsize with sufficient decrease but curvature "
+                            "condition not satisfied.")
+_NO_STEPSIZE_FOUND = "Linesearch failed, no stepsize satisfying sufficient decrease found."
+_NOT_A_DESCENT_DIRECTION = ("The linesearch failed because the provided direction is not a "
+                            "descent direction. ")
+_BELOW_PRECISION = ("Computed stepsize (={stepsize}) is below machine precision (={eps}), "
+                    "consider passing to higher precision like x64, using "
+                    "jax.config.update('jax_enable_x64', True).")
+_LARGE_SLOPE = ("Very large absolute slope at stepsize=0. (|slope|={abs_slope_init}). The "
+                "objective is badly conditioned. Consider reparameterizing objective (e.g., "
+                "normalizing parameters) or finding a better guess for the initial parameters "
+                "for the solver.")
+
+
 def _missing(owner, **args):
     absent = [k for k, v in args.items() if v is None]
     if absent:
@@ -94,11 +126,6 @@ def scale_by_backtracking_linesearch(max_backtracking_steps, slope_rtol=1e-4,
     (at most `max_learning_rate`), shrink by `decrease_factor` until
     f(x + s u) <= (1 + rtol) f(x) + s * slope_rtol * <u, grad> + atol. With `store_grad`,
     the gradient at the accepted point is kept in the state (value_and_grad_from_state)."""
-    if verbose:
-        raise NotImplementedError("scale_by_backtracking_linesearch(verbose=True) prints "
-                                  "through jax.debug.print, which optim does not use; "
-                                  "inspect state.info instead.")
-
     def init(params):
         dtype = _value_dtype(params)
         return ScaleByBacktrackingLinesearchState(
@@ -144,6 +171,12 @@ def scale_by_backtracking_linesearch(max_backtracking_steps, slope_rtol=1e-4,
             jnp.asarray(jnp.inf, jnp.asarray(start).dtype), jnp.asarray(0, jnp.int32))
         final = lax.while_loop(cond, body, first)
         rate = jnp.where(jnp.isinf(final.decrease_error), 0.0, final.learning_rate)
+        if verbose:  # only when the search failed
+            _print_if(final.decrease_error > atol, _BACKTRACKING_FAILED,
+                      stepsize=final.learning_rate, decrease_error=final.decrease_error,
+                      value=value, slope=slope)
+            _print_if(jnp.isinf(final.decrease_error),
+                      "Using a stepsize of 0 to avoid infinite or nan values.")
         new_state = ScaleByBacktrackingLinesearchState(
             learning_rate=rate, value=final.new_value,
             grad=final.new_grad if store_grad else None,
@@ -218,11 +251,6 @@ def zoom_linesearch(max_linesearch_steps, max_stepsize=None, tol=0.0, increase_f
     point satisfying the strong Wolfe conditions is found, then shrink it by cubic,
     quadratic or bisection steps. Hager & Zhang's approximate decrease condition is accepted
     too when `approx_dec_rtol` is not None."""
-    if verbose:
-        raise NotImplementedError("zoom_linesearch(verbose=True) prints through "
-                                  "jax.debug.print, which optim does not use; inspect the "
-                                  "state's info instead.")
-
     def on_line(value_and_grad_fn, params, stepsize, updates, fn_kwargs):
         point = tu.tree_add_scalar_mul(params, stepsize, updates)
         value, grad = value_and_grad_fn(point, **fn_kwargs)
@@ -241,7 +269,41 @@ def zoom_linesearch(max_linesearch_steps, max_stepsize=None, tol=0.0, increase_f
         err = jnp.maximum(jnp.abs(slope) - curv_rtol * jnp.abs(slope_init), 0.0)
         return jnp.where(jnp.isnan(err), jnp.inf, err)
 
+    def failure_diagnostic(s):
+        jax.debug.print(_NO_STEPSIZE_FOUND)
+        descent = s.slope_init < 0.0
+        _print_if(jnp.logical_not(descent), _NOT_A_DESCENT_DIRECTION + "The slope "
+                  "(={slope_init}) at stepsize=0 should be negative", slope_init=s.slope_init)
+        _print_if(descent, "Consider augmenting the maximal number of linesearch iterations.")
+        eps = jnp.finfo(jnp.float32).eps
+        _print_if((s.stepsize < eps) & descent, _BELOW_PRECISION, stepsize=s.stepsize, eps=eps)
+        abs_slope_init = jnp.abs(s.slope_init)
+        _print_if((abs_slope_init > 1e16) & descent, _LARGE_SLOPE,
+                  abs_slope_init=abs_slope_init)
+        outside_domain = jnp.isinf(s.decrease_error)
+        _print_if(outside_domain, "Cannot even make a step without getting Inf or Nan. The "
+                  "linesearch won't make a step and the optimizer is stuck.")
+        _print_if(jnp.logical_not(outside_domain), "Making an unsafe step, not decreasing "
+                  "enough the objective. Convergence of the solver is compromised as it does "
+                  "not reduce values.")
+
+    def report_failure(s):
+        jax.debug.print(_ZOOM_INFO, value_init=s.value_init, slope_init=s.slope_init,
+                        stepsize=s.stepsize, decrease_error=s.decrease_error,
+                        curvature_error=s.curvature_error)
+        interval_length = jnp.abs(s.low - s.high)
+        _print_if(interval_length <= interval_threshold,
+                  _INTERVAL_TOO_SMALL + " Interval length: {interval_length}.",
+                  interval_length=interval_length)
+        lax.cond(s.safe_stepsize > 0.0,
+                 lambda st: jax.debug.print(_CURVATURE_NOT_SATISFIED + " Stepsize ensuring "
+                                            "sufficient decrease: {safe_stepsize}.",
+                                            safe_stepsize=st.safe_stepsize),
+                 failure_diagnostic, s)
+
     def try_safe_step(s):
+        if verbose:
+            report_failure(s)
         outside_domain = jnp.isinf(s.decrease_error)
         use_safe = (s.safe_stepsize > 0.0) | outside_domain
         stepsize, value = _pick(use_safe, [s.safe_stepsize, s.safe_value],
@@ -272,6 +334,11 @@ def zoom_linesearch(max_linesearch_steps, max_stepsize=None, tol=0.0, increase_f
             [s.stepsize, s.value, s.slope, new_step, value, slope])
         interval_found = high_is_new | low_is_new | (error <= tol)
         done = (error <= tol) | (max_reached & jnp.logical_not(interval_found))
+        if verbose:
+            _print_if(max_reached & jnp.logical_not(interval_found),
+                      _ZOOM_INFO + _INTERVAL_NOT_FOUND + "\n" + _CURVATURE_NOT_SATISFIED,
+                      value_init=s.value_init, slope_init=s.slope_init, stepsize=new_step,
+                      decrease_error=dec, curvature_error=curv)
         failed = (s.count + 1 >= max_linesearch_steps) & jnp.logical_not(done)
         new = ZoomLinesearchState(
             count=safe_increment(s.count), params=s.params, updates=s.updates,

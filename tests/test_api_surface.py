@@ -32,9 +32,9 @@ _FLAG = "a config option with no corejax behaviour behind it: {}"
 # name -> why corejax does not provide it (jax top level; the other modules are complete)
 NOT_PROVIDED = {
     **{n: _SHARDING for n in (
-        "distributed", "make_array_from_callback",
+        "make_array_from_callback",
         "make_array_from_process_local_data", "make_array_from_single_device_arrays",
-        "make_mesh", "memory", "reshard", "set_mesh", "shard_map", "smap",
+        "memory", "smap",
         "remove_size_one_mesh_axis_from_type", "auto_pcast")},
     **{n: _REFS for n in ("Ref", "ref", "new_ref", "empty_ref", "free_ref", "freeze", "ds")},
     **{n: _INTERNAL for n in ("api_util", "interpreters", "lib", "ffi")},
@@ -44,14 +44,12 @@ NOT_PROVIDED = {
     "profiler": "no profiler: corejax records no device traces for TensorBoard / Perfetto",
     "monitoring": "corejax emits no monitoring events (compile times, cache hits), so "
                   "listeners would never hear from the framework",
-    "default_device": "needs corejax.array.default_device() to read a config option (a hook "
-                      "in array.py / config.py); with one CPU device it changes nothing",
+    "default_device": "corejax puts an array on a CPU device other than cpu:0 only by "
+                      "committing it there (device_put); JAX's default device places "
+                      "uncommitted arrays and computations, a placement corejax lacks",
     "check_tracer_leaks": _FLAG.format("corejax has no tracer leak checker"),
     "checking_leaks": _FLAG.format("corejax has no tracer leak checker"),
-    "enable_checks": _FLAG.format("no extra internal checks to turn on"),
-    "default_prng_impl": _FLAG.format("threefry2x32 is the only PRNG implementation"),
     "enable_custom_prng": _FLAG.format("no custom PRNG implementations"),
-    "legacy_prng_key": _FLAG.format("raw uint32 keys are always accepted"),
     "debug_key_reuse": _FLAG.format("no key reuse checker"),
     "softmax_custom_jvp": _FLAG.format("softmax always has JAX's custom derivative"),
     "jax2tf_associative_scan_reductions": _FLAG.format("no jax2tf"),
@@ -62,9 +60,6 @@ NOT_PROVIDED = {
     "transfer_guard_device_to_device": _FLAG.format("transfers are never guarded"),
     "transfer_guard_device_to_host": _FLAG.format("transfers are never guarded"),
     "transfer_guard_host_to_device": _FLAG.format("transfers are never guarded"),
-    "no_execution": _FLAG.format("no execution guard"),
-    "no_tracing": _FLAG.format("no tracing guard"),
-    "make_user_context": _FLAG.format("no user-defined config contexts"),
 }
 
 
@@ -81,37 +76,18 @@ LAX_NOT_PROVIDED = {
                              "ragged_all_to_all_p", "sharding_constraint_p")},
     "device_put_p": "corejax.device_put moves arrays between devices without staging a "
                     "primitive (another engineer's area: devices)",
+    "copy_p": "jnp.copy copies eagerly and is the identity on traced values (immutable "
+              "arrays), so no program contains a copy equation",
     "reduce_p": _COMPOSED.format("lax.reduce (a dedicated reduction, or a tree of its "
                                  "computation)"),
     "reduce_window_p": _COMPOSED.format("lax.reduce_window with a general computation"),
     "select_and_gather_add_p": _SCATTER_WINDOW,
     "select_and_scatter_add_p": _SCATTER_WINDOW,
     "select_and_scatter_p": _SCATTER_WINDOW,
+    "approx_top_k_p": _COMPOSED.format("approx_max_k / approx_min_k (exactly, through "
+                                       "top_k)"),
     "scaled_dot": "needs bfloat16 results and float8 operands (another engineer's dtypes work "
                   "in progress)",
-    "approx_top_k_p": _COMPOSED.format("approx_max_k / approx_min_k (exact, through top_k)"),
-    "clamp_p": _COMPOSED.format("lax.clamp (max, min and selects)"),
-    "clz_p": _COMPOSED.format("lax.clz (shifts, ors and population_count)"),
-    "mulhi_p": _COMPOSED.format("lax.mulhi (products of half words)"),
-    "copy_p": _COMPOSED.format("jnp.copy"),
-    "dce_sink": "not provided yet",
-    "dce_sink_p": "not provided yet",
-    "eq_to_p": "JAX binds it only inside sort's comparator, which corejax's sort does not use",
-    "le_to_p": "JAX binds it only inside sort's comparator, which corejax's sort does not use",
-    "lt_to_p": "JAX binds it only inside sort's comparator, which corejax's sort does not use",
-    "optimization_barrier_p": _COMPOSED.format("lax.optimization_barrier (the identity)"),
-    "rng_uniform": "not provided yet",
-    "rng_uniform_p": "not provided yet",
-    "scatter_sub_p": _COMPOSED.format("lax.scatter_sub (scatter_add of the negation)"),
-    "shape_as_value": "not provided yet",
-    "split_p": _COMPOSED.format("lax.split (slices)"),
-    "square_p": _COMPOSED.format("lax.square (integer_pow)"),
-    "stack_p": _COMPOSED.format("stacking (concatenate)"),
-    "stage": "not provided yet",
-    "stage_p": "not provided yet",
-    "tile_p": _COMPOSED.format("lax.tile (broadcast_in_dim and reshape)"),
-    "top_k_p": _COMPOSED.format("lax.top_k (a stable sort)"),
-    "unstack_p": _COMPOSED.format("lax.unstack (slices)"),
 }
 _NOT_PROVIDED_BY_MODULE = {"jax": NOT_PROVIDED, "jax.lax": LAX_NOT_PROVIDED}
 

@@ -216,3 +216,25 @@ def test_inject_hyperparams_with_extra_args():
         x = optim.apply_updates(x, updates)
     np.testing.assert_allclose(x, [3.0, 3.0])
     assert set(state.hyperparams) == {"learning_rate", "memory_size"}
+
+
+def _verbose_cases():
+    import importlib.util
+    here = os.path.join(os.path.dirname(__file__), "golden")
+    spec = importlib.util.spec_from_file_location(
+        "gen_optax_linesearch_verbose", os.path.join(here, "gen_optax_linesearch_verbose.py"))
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    with open(os.path.join(here, "optax_linesearch_verbose.json")) as fh:
+        return gen, json.load(fh)["cases"]
+
+
+VERBOSE_GEN, VERBOSE_GOLDEN = _verbose_cases()
+
+
+@pytest.mark.parametrize("name", sorted(VERBOSE_GEN.CASES))
+def test_verbose_line_searches_print_what_optax_prints(name):
+    """verbose=True prints Optax's messages with the same values (jax.debug.print inside the
+    searches' while loops), and nothing when the search succeeds."""
+    env = {"jax": jax, "jnp": jnp, "optax": optim}
+    assert VERBOSE_GEN.run_case(name, env) == VERBOSE_GOLDEN[name]

@@ -29,9 +29,6 @@ EXTRA_ARGS = {"polyak_sgd"}
 CASES = GOLDEN["cases"]
 SLOW = os.environ.get("COREJAX_SLOW_TESTS") == "1"
 JIT_DEFAULT = {"sm3", "noisy_sgd"}
-# Eager float32 `b2 ** count` is NumPy's pow, one ulp away from XLA's at 0.999 ** 9; the
-# unscaled Yogi step divides by 1 - b2 ** t and shows it (the jitted step matches Optax).
-EAGER_POW_ULP = {"scale_by_yogi"}
 
 
 def as_tree(tree):
@@ -112,15 +109,7 @@ def assert_params_close(actual, expected, where):
                                    err_msg=where)
 
 
-def eager_param(case):
-    marks = ()
-    if case["spec"]["name"] in EAGER_POW_ULP:
-        marks = pytest.mark.xfail(strict=True, reason="eager float32 pow differs from XLA's by "
-                                  "one ulp (core issue); jitted step matches")
-    return pytest.param(case, id=case_id(case), marks=marks)
-
-
-@pytest.mark.parametrize("case", [eager_param(c) for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_eager_matches_optax(case):
     with jax_0_10_random():
         check_eager(case)

@@ -33,10 +33,12 @@ NOT_DIFFERENTIABLE = {
     "pmax": "as in JAX, pmax / pmin have no derivative ('Differentiation rule for 'pmax' not "
             "implemented')",
     "pmin": "as in JAX, pmax / pmin have no derivative",
+    "rng_uniform": "as in JAX: a stateful random draw has no derivative",
 }
 NOT_BATCHABLE = {
     "iota": "takes no operands, so no batched operand ever reaches it",
     "create_token": "takes no operands, so no batched operand ever reaches it",
+    "rng_uniform": "as in JAX ('Batching rule for 'rng_uniform' not implemented')",
     "custom_lin": "appears only in linearized programs, which are transposed, never vmapped",
 }
 LINEAR = {"add", "sub", "neg", "add_any", "mul", "div", "reduce_sum", "broadcast_in_dim",

@@ -106,7 +106,9 @@ def test_discrete_cdfs_and_quantiles(x64):
     _check(st.bernoulli.ppf(jnp.asarray(q), 0.3), ss.bernoulli.ppf(q, 0.3))
     assert float(st.bernoulli.ppf(0.0, 0.3)) == 0.0          # JAX's (SciPy says -1)
     mu = np.array([0.0, 0.5, 3.0, 30.0, 150.0, 199.0, 201.0])
-    _check(st.poisson.entropy(jnp.asarray(mu)), ss.poisson.entropy(mu), rtol=1e-8)
+    # JAX's algorithm, followed here: truncated sums (35 terms below rate 10, 250 below 100),
+    # two terms of the asymptotic series above 100; good to about 5e-7 relative
+    _check(st.poisson.entropy(jnp.asarray(mu)), ss.poisson.entropy(mu), rtol=1e-6)
     # (SciPy's own value is off by 4e-4 at 1e4: against the sum itself)
     k = np.arange(30000.0)
     log_p = k * math.log(1e4) - 1e4 - np.array([math.lgamma(v + 1) for v in k])

@@ -11,10 +11,14 @@ from __future__ import annotations
 import threading
 import weakref
 
+from corejax.compiler import eager_kernels
 from corejax.compiler.reference import ReferenceExecutable
 from corejax.core import AbstractToken, Token
 
 __all__ = ["compile_jaxpr", "kernel_stats"]
+
+# eager transcendentals run the kernels' scalar code, as jit's programs do
+eager_kernels.install()
 
 
 class _TokenOutputs:

@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 
-from corejax import core
+from corejax import core, dtypes
 from corejax.array import Array, _Deleted, _NanChecks, to_numpy
 from corejax.core import Literal, Var
 from corejax.compiler import blas, codegen, diskcache, registry
@@ -205,8 +205,10 @@ class _DotStep:
 
 
 def _is_dot(eqn) -> bool:
-    """Whether an equation is a BLAS product (the ("dot_general",) kernel lowering)."""
-    return registry.kernel_lowerings.get(eqn.primitive) == ("dot_general",)
+    """Whether an equation is a BLAS product (the ("dot_general",) kernel lowering). A product
+    of bfloat16, float8, int4 ... is not: BLAS has no such types, its impl runs."""
+    return registry.kernel_lowerings.get(eqn.primitive) == ("dot_general",) and \
+        not dtypes.is_narrow(eqn.outvars[0].aval.dtype)
 
 
 def _dot_of_vars(eqn) -> bool:

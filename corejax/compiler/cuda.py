@@ -480,6 +480,28 @@ class CudaExecutable:
         src = K.cumsum_source(out.aval.dtype, eqn.params["reverse"])
         return self._axis_step("cumsum", src, x, out, eqn.params["axis"])
 
+    def _k_top_k(self, eqn):
+        x = eqn.invars[0]
+        if type(x) is Literal:
+            return None
+        k, axis, shape = eqn.params["k"], eqn.params["axis"], x.aval.shape
+        n, post, total = shape[axis], _size(shape[axis + 1:]), _size(shape)
+        from numba import types, from_dtype
+        arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
+        launch = self._kernel("top_k", K.top_k_source(x.aval.dtype),
+                              [arr(x.aval.dtype), arr(x.aval.dtype), arr(np.int32)] +
+                              [types.int64] * 4)
+        s_x, outs = self._slot(x), [self._slot(v) for v in eqn.outvars]
+        avals, alloc = [v.aval for v in eqn.outvars], self._alloc
+
+        def run(env):
+            ys = [alloc(a, s) for a, s in zip(avals, outs)]
+            for s, y in zip(outs, ys):
+                env[s] = y
+            if total and k:
+                launch(K.grid_for(total), K.BLOCK, env[s_x], *ys, total, n, post, k)
+        return run
+
     def _k_sort(self, eqn):
         """lax.sort as one bitonic-sort kernel, a block per lane (cuda_kernels.sort_plan)."""
         if any(type(v) is Literal for v in eqn.invars):

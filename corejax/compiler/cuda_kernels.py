@@ -122,8 +122,10 @@ def int_div(x, y, on_zero):
 
 @device
 def int_rem(x, y):
+    """C's fmod for integers: the sign of the dividend; x where y == 0 (XLA's rem, as
+    kernel_lib.int_rem on the CPU)."""
     if y == 0:
-        return y
+        return x
     r = x % y
     if r != 0 and (x < 0) != (y < 0):
         r -= y
@@ -400,6 +402,29 @@ def cumsum_source(dtype, reverse: bool) -> str:
             f"    acc = {np_name(dtype)}(acc + src[base + r * inner])",
             "    dst[base + r * inner] = acc"]
     return _kernel(["src", "dst", "total", "n", "inner"], _grid_loop("total", body))
+
+
+def top_k_source(dtype) -> str:
+    """lax.top_k along the middle axis of an (pre, n, post) operand, one thread per element:
+    its rank in its lane, descending in IEEE's total order with ties by position (top_k's
+    impl: NaN first, +0.0 before -0.0), counted against every element of the lane; an
+    element ranked below k writes itself and its position there."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":   # the total order's integer key (lax/total_order.py), from the bits
+        signed = np_name(np.dtype(f"int{dt.itemsize * 8}"))
+        flip = f"{signed}({np.iinfo(np.dtype(f'int{dt.itemsize * 8}')).max})"
+        key = lambda v: [f"b = bitcast({v}, {signed})", f"key = b ^ {flip} if b < 0 else b"]
+    else:
+        key = lambda v: [f"key = {v}"]
+    body = ["p = t // (n * post)", "i = (t - p * n * post) // post",
+            "r = t - p * n * post - i * post", "base = p * n * post + r",
+            *[line.replace("key", "mine") for line in key("src[t]")], "rank = 0",
+            "for m in range(n):", *["    " + line for line in key("src[base + m * post]")],
+            "    if key > mine or (key == mine and m < i):", "        rank += 1",
+            "if rank < k:", "    dst = p * k * post + rank * post + r", "    values[dst] = src[t]",
+            "    indices[dst] = np.int32(i)"]
+    return _kernel(["src", "values", "indices", "total", "n", "post", "k"],
+                   _grid_loop("total", body))
 
 
 def sort_source(key_dtypes, n_operands: int, less_name: str = "less") -> str:

@@ -116,9 +116,9 @@ def int_div(x, y, on_zero):
 
 @_jit
 def int_rem(x, y):
-    """C's fmod for integers: the sign of the dividend; 0 where y == 0 (NumPy's fmod)."""
+    """C's fmod for integers: the sign of the dividend; x where y == 0 (XLA's rem)."""
     if y == 0:
-        return y
+        return x
     r = x % y
     if r != 0 and (x < 0) != (y < 0):
         r -= y

@@ -90,31 +90,11 @@ def matmul_source(B, M, N, K, dt, rows: bool) -> str:
         f"            row = b * {M} + m", *loop]) + "\n"
 
 
-def sort_source(pre, n, post, key_dtypes, n_operands) -> str:
-    """A stable bottom-up merge sort of every lane (pre, ., post) by the first keys,
-    lexicographically, NaN after every number (np.argsort / np.lexsort's order, and with
-    stability the same permutation), applied to every operand."""
-    xs = [f"x{i}" for i in range(n_operands)]
-    ys = [f"y{i}" for i in range(n_operands)]
-
-    def less(u, v, dt):
-        nan = f" or ({u} == {u} and {v} != {v})" if np.dtype(dt).kind == "f" else ""
-        return f"{u} < {v}{nan}"
-
-    compare, ind = [], " " * 24
-    for k, dt in enumerate(key_dtypes):
-        compare += [f"{ind}u = x{k}[a]", f"{ind}v = x{k}[b]",
-                    f"{ind}if {less('u', 'v', dt)}:", f"{ind}    right = True"]
-        if k + 1 < len(key_dtypes):
-            compare += [f"{ind}elif not ({less('v', 'u', dt)}):"]
-            ind += "    "
-    return "\n".join([
-        "import numpy as np", "from numba import njit", "",
-        "@njit(error_model=\"numpy\", nogil=True, cache=True)",
-        f"def kernel({', '.join(xs + ys)}):",
-        f"    perm = np.empty({n}, np.int64)", f"    tmp = np.empty({n}, np.int64)",
-        f"    for p in range({pre}):", f"        for r in range({post}):",
-        f"            base = p * {n * post} + r",
+def _merge_sort_lines(n, post, compare) -> list:
+    """The loop body of a stable bottom-up merge sort of one lane's positions `perm` (lane start
+    `base`, stride `post`): `compare` is the lines (at 24 spaces) that set `right = True` when
+    the element at flat index `a` (from the right run) must come before the one at `b`."""
+    return [
         f"            for i in range({n}):", "                perm[i] = i",
         "            width = 1", f"            while width < {n}:", "                lo = 0",
         f"                while lo < {n}:",
@@ -134,11 +114,65 @@ def sort_source(pre, n, post, key_dtypes, n_operands) -> str:
         "                    while j < hi:", "                        tmp[t] = perm[j]",
         "                        j += 1", "                        t += 1",
         "                    lo += 2 * width",
-        "                perm, tmp = tmp, perm", "                width *= 2",
+        "                perm, tmp = tmp, perm", "                width *= 2"]
+
+
+def _lanes_header(n, pre, post, signature) -> list:
+    return ["import numpy as np", "from numba import njit", "",
+            "@njit(error_model=\"numpy\", nogil=True, cache=True)", f"def kernel({signature}):",
+            f"    perm = np.empty({n}, np.int64)", f"    tmp = np.empty({n}, np.int64)",
+            f"    for p in range({pre}):", f"        for r in range({post}):",
+            f"            base = p * {n * post} + r"]
+
+
+def sort_source(pre, n, post, key_dtypes, n_operands) -> str:
+    """A stable bottom-up merge sort of every lane (pre, ., post) by the first keys,
+    lexicographically, NaN after every number (np.argsort / np.lexsort's order, and with
+    stability the same permutation), applied to every operand."""
+    xs = [f"x{i}" for i in range(n_operands)]
+    ys = [f"y{i}" for i in range(n_operands)]
+
+    def less(u, v, dt):
+        nan = f" or ({u} == {u} and {v} != {v})" if np.dtype(dt).kind == "f" else ""
+        return f"{u} < {v}{nan}"
+
+    compare, ind = [], " " * 24
+    for k, dt in enumerate(key_dtypes):
+        compare += [f"{ind}u = x{k}[a]", f"{ind}v = x{k}[b]",
+                    f"{ind}if {less('u', 'v', dt)}:", f"{ind}    right = True"]
+        if k + 1 < len(key_dtypes):
+            compare += [f"{ind}elif not ({less('v', 'u', dt)}):"]
+            ind += "    "
+    return "\n".join([
+        *_lanes_header(n, pre, post, ", ".join(xs + ys)),
+        *_merge_sort_lines(n, post, compare),
         f"            for i in range({n}):",
         f"                src = base + perm[i] * {post}",
         f"                dst = base + i * {post}",
         *[f"                y{i}[dst] = x{i}[src]" for i in range(n_operands)]]) + "\n"
+
+
+def top_k_source(pre, n, post, k, dtype) -> str:
+    """lax.top_k along the middle axis of a (pre, n, post) operand: a stable merge sort of each
+    lane, descending in IEEE's total order (top_k's impl: NaN first, +0.0 before -0.0, ties
+    by position), of which the first k are written out with their positions."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":   # the total order's integer key (lax/total_order.py), from the bits
+        signed = np.dtype(f"int{dt.itemsize * 8}")
+        flip = f"{np_name(signed)}({np.iinfo(signed).max})"
+        keys = [f"    bits = np.ascontiguousarray(x).view({np_name(signed)})",
+                f"    keys = np.where(bits < 0, bits ^ {flip}, bits)"]
+    else:
+        keys = ["    keys = x"]
+    header = _lanes_header(n, pre, post, "x, values, indices")
+    compare = [" " * 24 + "right = keys[a] > keys[b]"]
+    return "\n".join([
+        *header[:6], *keys, *header[6:],
+        *_merge_sort_lines(n, post, compare),
+        f"            for i in range({k}):",
+        f"                dst = p * {k * post} + i * {post} + r",
+        f"                values[dst] = x[base + perm[i] * {post}]",
+        "                indices[dst] = perm[i]"]) + "\n"
 
 
 def copy_lines(dst, src, n, ind) -> list:
@@ -193,6 +227,17 @@ class LayoutLowerings:
 
     lower_broadcast_in_dim = lower_transpose = lower_reshape = lower_squeeze = \
         lower_slice = lower_rev = _static_gather
+
+    def lower_split(self, eqn, env, lines, ind):
+        x = eqn.invars[0]
+        src, n = self.buffer(x, env), size(x.aval.shape)
+        pieces = eqn.primitive.impl(np.arange(n).reshape(x.aval.shape), **eqn.params)
+        for out, idx in zip(eqn.outvars, pieces):
+            idx = np.asarray(idx).reshape(-1)
+            o, m = self.m.alloc(out.aval), self.m.index_map(idx)
+            lines += self._loop(idx.size, lambda q: [f"{o}[{q}] = {src}[{m}[{q}]]"], ind)
+            env[out] = o
+        lines += self.barrier(ind)
 
     def lower_pad(self, eqn, env, lines, ind):
         x, pv = eqn.invars
@@ -406,6 +451,15 @@ class DataLowerings(LayoutLowerings):
                                        len(eqn.invars)))
         outs = [self.m.alloc(v.aval) for v in eqn.outvars]
         lines.append(f"{ind}{fn}({', '.join([self.buffer(v, env) for v in eqn.invars] + outs)})")
+        env.update(zip(eqn.outvars, outs))
+
+    def lower_top_k(self, eqn, env, lines, ind):
+        x, k, axis = eqn.invars[0], eqn.params["k"], eqn.params["axis"]
+        shape = x.aval.shape
+        fn = self.m.kernel(top_k_source(size(shape[:axis]), shape[axis], size(shape[axis + 1:]),
+                                        k, x.aval.dtype))
+        outs = [self.m.alloc(v.aval) for v in eqn.outvars]
+        lines.append(f"{ind}{fn}({', '.join([self.buffer(x, env)] + outs)})")
         env.update(zip(eqn.outvars, outs))
 
     def lower_cumsum(self, eqn, env, lines, ind):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from corejax.core import ClosedJaxpr, Jaxpr, Literal, Var
-from corejax.compiler import registry
+from corejax.compiler import eager_kernels, registry
 
 __all__ = ["PASSES", "run_passes", "inline_calls", "simplify", "fold_constants", "cse", "dce"]
 
@@ -274,7 +274,10 @@ def fold_constants(closed: ClosedJaxpr) -> ClosedJaxpr:
                     for v in invars]
             try:
                 with np.errstate(all="ignore"):
-                    outs = prim.impl(*args, **eqn.params)
+                    # the bits the program's kernel would compute (eager_kernels), else impl
+                    outs = eager_kernels.evaluate(prim, args, eqn.params)
+                    if outs is None:
+                        outs = prim.impl(*args, **eqn.params)
             except Exception:
                 outs = None
             if outs is not None:

@@ -176,9 +176,9 @@ class ScalarCtx:
         if n == 0:
             return literal(1, dt)
         if 0 < n <= 4:
-            return "(" + " * ".join([x] * n) + ")"
+            return _squarings(x, n)
         if -4 <= n < 0 and dt.kind not in "iu":
-            return f"({literal(1, dt)} / (" + " * ".join([x] * -n) + "))"
+            return f"({literal(1, dt)} / {_squarings(x, -n)})"
         return f"np.{dt.name}({self._lib('integer_pow')}({x}, {n}, {literal(1, dt)}))"
 
     def _m_not(self, dt, x):
@@ -201,3 +201,16 @@ class ScalarCtx:
         bits = dt.itemsize * 8
         ux = f"np.uint{bits}({x})" if dt.kind == "i" else x
         return f"np.{dt.name}({self._lib('shift_right_logical')}({ux}, {y}, {bits}))"
+
+
+def _squarings(x, n):
+    """The expression x**n (n >= 1) by repeated squaring, multiplied in XLA's order (x**4 is
+    ((x * x) * (x * x)), x**3 is (x * (x * x))) so that it rounds as JAX's does."""
+    acc, base = None, x
+    while n:
+        if n & 1:
+            acc = base if acc is None else f"({acc} * {base})"
+        n >>= 1
+        if n:
+            base = f"({base} * {base})"
+    return acc

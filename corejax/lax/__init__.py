@@ -14,7 +14,7 @@ from corejax.lax.fft import fft, FftType
 from corejax.lax.elementwise import bitwise_and as and_, bitwise_or as or_, bitwise_xor as xor
 from corejax.lax.structural import (
     broadcast_in_dim, broadcast, reshape, transpose, squeeze, expand_dims, rev, slice,
-    slice_in_dim, index_in_dim, pad, concatenate, iota, broadcasted_iota, dynamic_slice,
+    slice_in_dim, index_in_dim, pad, concatenate, split, iota, broadcasted_iota, dynamic_slice,
     dynamic_update_slice, dynamic_slice_in_dim, dynamic_update_slice_in_dim,
     dynamic_index_in_dim,
 )
@@ -31,7 +31,7 @@ from corejax.lax.control_flow import (
 )
 from corejax.lax.indexing import (
     GatherDimensionNumbers, ScatterDimensionNumbers, GatherScatterMode, gather, scatter,
-    scatter_add, scatter_mul, scatter_min, scatter_max,
+    scatter_add, scatter_sub, scatter_mul, scatter_min, scatter_max,
 )
 from corejax.lax.conv import (
     ConvDimensionNumbers, conv_dimension_numbers, conv_general_dilated, conv,
@@ -43,9 +43,12 @@ from corejax.lax.windowed import (
     reduce_window, reduce_window_sum, reduce_window_max, reduce_window_min,
 )
 from corejax.lax.prng import threefry2x32
-from corejax.lax.rng_bits import RandomAlgorithm, rng_bit_generator
+from corejax.lax.rng_bits import RandomAlgorithm, rng_bit_generator, rng_uniform
 from corejax.lax.composite import composite
 from corejax.lax.tokens import create_token, after_all
+from corejax.lax.identities import stage, optimization_barrier, dce_sink
+from corejax.lax.stacking import stack, unstack, tile
+from corejax.lax import total_order as _total_order
 from corejax.lax.special import (
     digamma, polygamma, igamma, igammac, igamma_grad_a, random_gamma_grad, zeta, betainc,
     bessel_i0e, bessel_i1e,
@@ -54,8 +57,8 @@ from corejax.lax.reductions import reduce_xor
 from corejax.lax.bits import clz, mulhi, reduce_precision
 from corejax.lax._composed import (
     reduce, batch_matmul, broadcast_shapes, broadcast_to_rank, broadcast_like, collapse,
-    index_take, dynamic_update_index_in_dim, split, tile, unstack, stack, empty, scatter_sub,
-    scatter_apply, optimization_barrier, approx_max_k, approx_min_k, RoundingMethod, dtype,
+    index_take, dynamic_update_index_in_dim, empty, shape_as_value,
+    scatter_apply, approx_max_k, approx_min_k, RoundingMethod, dtype,
     with_sharding_constraint, platform_dependent, DotDimensionNumbers,
     ConvGeneralDilatedDimensionNumbers, PrecisionLike,
 )

@@ -1,6 +1,6 @@
-"""lax functions composed from other lax primitives: generic reduce, shape utilities (split,
-tile, stack, collapse, ...), scatter_sub / scatter_apply, approx_max_k / approx_min_k,
-optimization_barrier and single-device stand-ins for sharding and platform dispatch."""
+"""lax functions composed from other lax primitives: generic reduce, shape utilities (collapse,
+broadcast_to_rank, ...), scatter_apply, approx_max_k / approx_min_k, and single-device stand-ins
+for sharding and platform dispatch."""
 from __future__ import annotations
 
 import enum
@@ -24,9 +24,8 @@ from corejax.lax.structural import (broadcast_in_dim, concatenate, dynamic_updat
 from corejax.lax.conv import ConvDimensionNumbers
 
 __all__ = ["reduce", "batch_matmul", "broadcast_shapes", "broadcast_to_rank", "broadcast_like",
-           "collapse", "index_take", "dynamic_update_index_in_dim", "split", "tile", "unstack",
-           "stack", "empty", "scatter_sub", "scatter_apply", "optimization_barrier",
-           "approx_max_k", "approx_min_k", "RoundingMethod", "dtype",
+           "collapse", "index_take", "dynamic_update_index_in_dim", "empty", "shape_as_value",
+           "scatter_apply", "approx_max_k", "approx_min_k", "RoundingMethod", "dtype",
            "with_sharding_constraint", "platform_dependent", "DotDimensionNumbers",
            "ConvGeneralDilatedDimensionNumbers", "PrecisionLike"]
 
@@ -248,54 +247,14 @@ def dynamic_update_index_in_dim(operand, update, index, axis: int, *,
     return dynamic_update_slice_in_dim(operand, update, index, axis)
 
 
-def split(operand, sizes: Sequence[int], axis: int = 0):
-    """`operand` cut along `axis` into consecutive pieces of the given sizes (a list)."""
-    operand = _as_array(operand)
-    shape = get_aval(operand).shape
-    axis = red._canon(axis, len(shape))[0]
-    sizes = [operator.index(s) for s in sizes]
-    if sum(sizes) != shape[axis]:
-        raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
-                         f"operand shape {list(shape)}")
-    starts = np.cumsum([0] + sizes)
-    return [slice_in_dim(operand, int(a), int(b), 1, axis) for a, b in zip(starts, starts[1:])]
-
-
-def tile(operand, reps: Sequence[int]):
-    """`operand` repeated reps[i] times along each axis i."""
-    operand = _as_array(operand)
-    shape = get_aval(operand).shape
-    reps = tuple(operator.index(r) for r in reps)
-    if len(reps) != len(shape):
-        raise TypeError(f"reps length must be equal to the ndim of x, got len(reps)={len(reps)} "
-                        f"and x.ndim={len(shape)}.")
-    interleaved = tuple(v for pair in zip(reps, shape) for v in pair)
-    big = broadcast_in_dim(operand, interleaved, tuple(range(1, 2 * len(shape), 2)))
-    return reshape(big, tuple(r * s for r, s in zip(reps, shape)))
-
-
-def unstack(x, axis: int = 0):
-    """The slices of `x` along `axis`, as a tuple."""
-    x = _as_array(x)
-    shape = get_aval(x).shape
-    axis = red._canon(axis, len(shape))[0]
-    return tuple(index_in_dim(x, i, axis, keepdims=False) for i in range(shape[axis]))
-
-
-def stack(operands: Sequence, axis: int = 0):
-    """The operands (same shape and dtype) stacked along a new `axis`."""
-    operands = [_as_array(x) for x in operands]
-    if not operands:
-        raise ValueError("lax.stack requires at least one operand.")
-    avals = [get_aval(x) for x in operands]
-    if len({a.dtype for a in avals}) > 1:
-        raise TypeError(f"lax.stack requires arguments to have the same dtypes, got "
-                        f"{', '.join(a.dtype.name for a in avals)}.")
-    if len({a.shape for a in avals}) > 1:
-        raise ValueError(f"All input arrays must have the same shape. Got "
-                         f"{', '.join(str(a.shape) for a in avals)}.")
-    axis = red._canon(axis, avals[0].ndim + 1)[0]
-    return concatenate([expand_dims(x, (axis,)) for x in operands], axis)
+def shape_as_value(shape):
+    """The shape as a 1-D NumPy integer array (int32 unless a dimension needs 64 bits; an
+    empty shape gives an empty int32 array)."""
+    dims = [operator.index(d) for d in shape]
+    if not dims:
+        return ew.full((0,), 0, np.int32)
+    dtype = np.int32 if all(-2**31 <= d < 2**31 for d in dims) else np.int64
+    return np.asarray(dims, dtype)
 
 
 def empty(shape, dtype, *, out_sharding=None):
@@ -304,14 +263,6 @@ def empty(shape, dtype, *, out_sharding=None):
 
 
 # --- scatter ---------------------------------------------------------------------------------
-
-def scatter_sub(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers,
-                *, indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-    """`operand` minus `updates` at the scattered windows (repeated indices subtract again)."""
-    return scatter_add(operand, scatter_indices, ew.neg(_as_array(updates)), dimension_numbers,
-                       indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                       mode=mode)
-
 
 def scatter_apply(operand, scatter_indices, func, dimension_numbers: ScatterDimensionNumbers,
                   *, update_shape=(), indices_are_sorted: bool = False,
@@ -382,13 +333,6 @@ def approx_min_k(operand, k: int, reduction_dimension: int = -1, recall_target: 
 
 
 # --- identities with JAX's semantics on one device -------------------------------------------
-
-def optimization_barrier(operand, /):
-    """`operand` (a pytree) unchanged; its Python scalars become (weakly typed) arrays. In JAX
-    it stops XLA from moving computations across it; this compiler never does, so it is the
-    identity under every transformation."""
-    return tree_map(_as_array, operand)
-
 
 def with_sharding_constraint(x, shardings):
     """`x` unchanged: on one device every sharding is the trivial one."""

@@ -8,6 +8,7 @@ import numpy as np
 from corejax import core, dtypes
 from corejax.core import Primitive, ShapedArray
 from corejax.compiler import registry
+from corejax.lax._narrow import widened
 from corejax.transforms import batching
 
 __all__ = ["check_dtype", "unop", "naryop", "FLOATING", "NUMERIC", "INTEGRAL", "BOOL_OR_INT",
@@ -27,7 +28,7 @@ def shape_str(shape) -> str:
 
 
 def check_dtype(name: str, aval: ShapedArray, accepted) -> None:
-    if _KIND_GROUP.get(aval.dtype.kind) not in accepted:
+    if _KIND_GROUP.get(dtypes.kind_of(aval.dtype)) not in accepted:
         raise TypeError(f"{name} does not accept dtype {aval.dtype.name}. Accepted dtypes are "
                         f"subtypes of {', '.join(accepted)}.")
 
@@ -57,7 +58,9 @@ def unop(name: str, np_fn: Callable, accepted=NUMERIC, lowering=None, result_dty
          quiet: bool = False, transcendental: bool = False) -> Primitive:
     """An elementwise unary primitive. `result_dtype(dtype)` defaults to the input's dtype."""
     prim = Primitive(name)
-    prim.def_impl(_np_impl(accurate(np_fn) if transcendental else np_fn, quiet))
+    # bfloat16, float8, int4 ... are computed in a wider type, as XLA does (see _narrow.py)
+    prim.def_impl(widened(name, _np_impl(accurate(np_fn) if transcendental else np_fn, quiet),
+                          result_dtype))
 
     def abstract_eval(x, **params):
         check_dtype(name, x, accepted)
@@ -78,7 +81,7 @@ def naryop(name: str, np_fn: Callable, accepted_per_arg, lowering=None, result_d
            quiet: bool = False) -> Primitive:
     """An elementwise n-ary primitive: operands of equal shapes and equal dtypes."""
     prim = Primitive(name)
-    np_impl = _np_impl(np_fn, quiet)
+    np_impl = widened(name, _np_impl(np_fn, quiet), result_dtype)
 
     def impl(*args, **params):
         # Eager calls skip abstract evaluation; NumPy would silently broadcast or promote,

@@ -201,30 +201,5 @@ def _parlett_abstract(t, d):
 parlett_p = define("parlett", _parlett_impl, _parlett_abstract, multiple_results=True)
 
 
-def _rsf2csf_impl(t, z):
-    dt = dtypes.complex_dtype(t.dtype)
-
-    def one(a, b):
-        tc, zc = scipy.linalg.rsf2csf(a, b, check_finite=False)
-        return np.asarray(tc, dt), np.asarray(zc, dt)
-    if t.size == 0:
-        return [np.zeros(t.shape, dt), np.zeros(z.shape, dt)]
-    return list(batch_loop(one, t, z, core_ndims=(2, 2)))
-
-
-def _rsf2csf_abstract(t, z):
-    for i, x in enumerate((t, z)):
-        check_rank("rsf2csf", i, x, 2)
-        if x.dtype.kind != "f":
-            raise TypeError(f"rsf2csf takes the real Schur form (T, Z) of a real matrix, got "
-                            f"{x.str_short()}.")
-    if t.shape != z.shape or t.shape[-1] != t.shape[-2]:
-        raise ValueError(f"rsf2csf: T and Z must be square matrices of one shape, got "
-                         f"{shape_str(t.shape)} and {shape_str(z.shape)}.")
-    dt = dtypes.complex_dtype(t.dtype)
-    return [ShapedArray(t.shape, dt), ShapedArray(z.shape, dt)]
-
-
-rsf2csf_p = define("rsf2csf", _rsf2csf_impl, _rsf2csf_abstract, multiple_results=True)
-for _p in (triangular_sqrt_p, parlett_p, rsf2csf_p):
+for _p in (triangular_sqrt_p, parlett_p):
     no_derivative(_p)

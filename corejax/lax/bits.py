@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from corejax.core import get_aval
-from corejax.transforms.ad import Zero, deflinear
-from corejax.lax._factories import FLOATING, check_dtype, unop
-from corejax.lax import elementwise as ew
+from corejax.transforms.ad import Zero, deflinear, defjvp_zero
+from corejax.lax._factories import FLOATING, check_dtype, naryop, unop
 
 __all__ = ["clz", "mulhi", "reduce_precision"]
 
@@ -20,19 +19,53 @@ def _integer_operand(name, x):
     return aval
 
 
-def clz(x):
-    """The number of leading zero bits of each integer (its width for 0)."""
-    aval = _integer_operand("clz", x)
-    width = aval.dtype.itemsize * 8
-    u = ew.bitcast_convert_type(x, _UNSIGNED[aval.dtype.itemsize]) \
-        if aval.dtype.kind == "i" else x
+def _unsigned(x):
+    return x.view(_UNSIGNED[x.dtype.itemsize]) if x.dtype.kind == "i" else x
+
+
+def _clz_impl(x):
+    width = x.dtype.itemsize * 8
+    u = _unsigned(np.asarray(x)).copy()
     # smear the highest set bit into every lower position: then the set bits are its width
     shift = 1
     while shift < width:
-        u = ew.bitwise_or(u, ew.shift_right_logical(u, ew.full_like(u, shift)))
+        u |= u >> u.dtype.type(shift)
         shift *= 2
-    zeros = ew.sub(ew.full_like(u, width), ew.population_count(u))
-    return ew.convert_element_type(zeros, aval.dtype) if aval.dtype.kind == "i" else zeros
+    return (width - np.bitwise_count(u)).astype(x.dtype)
+
+
+clz_p = unop("clz", _clz_impl, ("integer",))
+defjvp_zero(clz_p)
+
+
+def clz(x):
+    """The number of leading zero bits of each integer (its width for 0)."""
+    _integer_operand("clz", x)
+    return clz_p.bind(x)
+
+
+def _mulhi_impl(x, y):
+    bits = x.dtype.itemsize * 8
+    if bits < 64:  # the whole product fits in 64 bits
+        wide = np.int64 if x.dtype.kind == "i" else np.uint64
+        return ((x.astype(wide) * y.astype(wide)) >> wide(bits)).astype(x.dtype)
+    # 64 x 64 -> 128 bits from 32-bit halves (wrapping uint64 arithmetic), then the signed
+    # correction x*y = ux*uy - 2^64 ((x<0) uy + (y<0) ux)  (mod 2^128)
+    ux, uy = _unsigned(x), _unsigned(y)
+    half, mask = np.uint64(32), np.uint64(0xFFFFFFFF)
+    lo = [ux & mask, uy & mask]
+    hi = [ux >> half, uy >> half]
+    with np.errstate(over="ignore"):
+        lo_lo, hi_lo, lo_hi, hi_hi = lo[0] * lo[1], hi[0] * lo[1], lo[0] * hi[1], hi[0] * hi[1]
+        cross = (lo_lo >> half) + (hi_lo & mask) + lo_hi
+        out = hi_hi + (hi_lo >> half) + (cross >> half)
+        if x.dtype.kind == "i":
+            out = out - np.where(x < 0, uy, np.uint64(0)) - np.where(y < 0, ux, np.uint64(0))
+    return out.view(x.dtype) if x.dtype.kind == "i" else out
+
+
+mulhi_p = naryop("mulhi", _mulhi_impl, (("integer",), ("integer",)))
+defjvp_zero(mulhi_p)
 
 
 def mulhi(x, y, /):
@@ -45,25 +78,7 @@ def mulhi(x, y, /):
     if ax.shape != ay.shape:
         raise TypeError(f"mulhi got incompatible shapes for broadcasting: {ax.shape}, "
                         f"{ay.shape}.")
-    udt = _UNSIGNED[ax.dtype.itemsize]
-    half = ax.dtype.itemsize * 4
-    u = [ew.bitcast_convert_type(v, udt) if ax.dtype.kind == "i" else v for v in (x, y)]
-    mask, h = ew.full_like(u[0], (1 << half) - 1), ew.full_like(u[0], half)
-    lo = [ew.bitwise_and(v, mask) for v in u]
-    hi = [ew.shift_right_logical(v, h) for v in u]
-    lo_lo, hi_lo = ew.mul(lo[0], lo[1]), ew.mul(hi[0], lo[1])
-    lo_hi, hi_hi = ew.mul(lo[0], hi[1]), ew.mul(hi[0], hi[1])
-    cross = ew.add(ew.add(ew.shift_right_logical(lo_lo, h), ew.bitwise_and(hi_lo, mask)), lo_hi)
-    out = ew.add(ew.add(hi_hi, ew.shift_right_logical(hi_lo, h)),
-                 ew.shift_right_logical(cross, h))
-    if ax.dtype.kind == "u":
-        return out
-    # signed: x*y = ux*uy - 2^n (x<0 ? uy : 0) - 2^n (y<0 ? ux : 0)  (mod 2^2n)
-    zero = ew.full_like(u[0], 0)
-    for neg_operand, other in ((x, u[1]), (y, u[0])):
-        is_neg = ew.lt(neg_operand, ew.full_like(neg_operand, 0))
-        out = ew.sub(out, ew.select(is_neg, other, zero))
-    return ew.bitcast_convert_type(out, ax.dtype)
+    return mulhi_p.bind(x, y)
 
 
 # --- reduce_precision ------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from corejax.compiler import registry
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero, is_undefined_primal
 from corejax.lax._factories import shape_str
+from corejax.lax._narrow import matmul as narrow_matmul
 from corejax.lax._precision import DotAlgorithm, DotAlgorithmPreset, cpu_dot_algorithm
 
 __all__ = []
@@ -40,6 +41,9 @@ def _dot_general_impl(lhs, rhs, dimension_numbers, precision=None, preferred_ele
     a = np.transpose(lhs, lb + lf + lc).reshape(b, m, k)
     c = np.transpose(rhs, rb + rc + rf).reshape(b, k, n)
     out_dtype = preferred_element_type or lhs.dtype
+    if dtypes.is_narrow(out_dtype):  # bfloat16, float8, int4 ...: accumulated as XLA's
+        return narrow_matmul(a.astype(out_dtype), c.astype(out_dtype), out_dtype).reshape(
+            batch_shape + m_shape + n_shape)
     if a.dtype != out_dtype:
         a, c = a.astype(out_dtype), c.astype(out_dtype)
     out = np.matmul(a, c)

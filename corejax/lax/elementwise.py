@@ -15,6 +15,7 @@ from corejax.compiler import registry
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero, defjvp, defjvp_zero, deflinear, is_undefined_primal
 from corejax.lax._precision import check_accuracy
+from corejax.lax._narrow import to_narrow
 from corejax.lax._factories import (ANY, BOOL_OR_INT, FLOATING, INTEGRAL, NUMERIC, bool_result,
                                     naryop, unop)
 
@@ -233,11 +234,12 @@ def _round_impl(x, rounding_method=1):
 
 
 def _int_div(x, y):
-    if x.dtype.kind in "fc":
+    kind = dtypes.kind_of(x.dtype)
+    if kind in "fc":
         return np.true_divide(x, y).astype(x.dtype)
     safe = np.where(y == 0, 1, y)
     q = np.trunc(np.true_divide(x, safe)) if x.dtype.itemsize < 8 else _trunc_div(x, safe)
-    return np.where(y == 0, -1 if x.dtype.kind == "i" else np.iinfo(x.dtype).max,
+    return np.where(y == 0, -1 if kind == "i" else dtypes.iinfo(x.dtype).max,
                     q).astype(x.dtype)
 
 
@@ -276,7 +278,13 @@ def _logistic_np(x):
 neg_p = unop("neg", np.negative, NUMERIC, lambda ctx, x: f"(-{x})")
 deflinear(neg_p, lambda ct, x: [neg(ct)])
 
-sign_p = unop("sign", np.sign, NUMERIC, _math("sign"))
+def _sign_impl(x):
+    # lax.sign keeps a zero's sign (XLA's, and the kernels'); np.sign(-0.0) is +0.0.
+    out = np.sign(x)
+    return np.where(x == 0, x, out) if x.dtype.kind == "f" else out
+
+
+sign_p = unop("sign", _sign_impl, NUMERIC, _math("sign"))
 defjvp_zero(sign_p)
 
 floor_p = unop("floor", np.floor, ("floating",), _math("floor"))
@@ -328,6 +336,19 @@ tanh_p = unop("tanh", np.tanh, FLOATING, _math("tanh"), transcendental=True)
 defjvp(tanh_p, lambda t, ans, x: mul(t, sub(_one(ans), mul(ans, ans))))
 
 logistic_p = unop("logistic", _logistic_np, FLOATING, _math("logistic"), quiet=True, transcendental=True)
+_logistic_wide = logistic_p.impl
+
+
+def _logistic_impl(x):
+    if not dtypes.is_narrow(x.dtype):
+        return _logistic_wide(x)
+    # XLA expands logistic into 1 / (1 + exp(-x)) before widening bfloat16 / float8 operands,
+    # so each of the three steps rounds to the narrow type
+    one = np.ones_like(x)
+    return div_p.impl(one, add_p.impl(one, exp_p.impl(neg_p.impl(x))))
+
+
+logistic_p.def_impl(_logistic_impl)
 defjvp(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_one(ans), ans))))
 
 sin_p = unop("sin", np.sin, FLOATING, _math("sin"), transcendental=True)
@@ -397,9 +418,21 @@ defjvp(lgamma_p, lambda t, ans, x: mul(t, _digamma(x)))
 abs_p = unop("abs", np.abs, NUMERIC, _math("abs"))
 _abs_strong_rule = abs_p.abstract_eval
 # |x| of a complex x is real (complex64 -> float32), of the operand's weak type.
-abs_p.def_abstract_eval(lambda x: _abs_strong_rule(x).update(
-    dtype=np.dtype(np.float32 if x.dtype == np.complex64 else np.float64))
-    if x.dtype.kind == "c" else _abs_strong_rule(x))
+_ABS_REFUSES = tuple(map(np.dtype, ("int2", "int4", "uint2", "uint4")))
+
+
+def _abs_abstract(x):
+    if x.dtype in _ABS_REFUSES:
+        raise TypeError(f"abs does not accept dtype {x.dtype.name}. Support for narrow-width "
+                        "integers is platform-dependent and limited to a few specific "
+                        "operations, e.g. basic arithmetic and type casting.")
+    if x.dtype.kind == "c":
+        return _abs_strong_rule(x).update(
+            dtype=np.dtype(np.float32 if x.dtype == np.complex64 else np.float64))
+    return _abs_strong_rule(x)
+
+
+abs_p.def_abstract_eval(_abs_abstract)
 
 
 def _abs_jvp(t, ans, x):
@@ -423,12 +456,24 @@ population_count_p = unop("population_count",
 defjvp_zero(population_count_p)
 
 
-# integer_pow: x ** y for a static integer y.
+# integer_pow: x ** y for a static integer y, by repeated squaring as XLA expands it (x**4 is
+# (x*x)*(x*x), x**-y is 1/x**y), so floats round as JAX's do; np.power rounds otherwise.
 def _integer_pow_impl(x, y):
-    if y < 0 and x.dtype.kind in "iu":
+    if y < 0 and dtypes.is_integer(x.dtype):
         raise TypeError("Integers cannot be raised to negative integer powers.")
+    if y == 0:
+        return np.ones_like(x)
     with np.errstate(all="ignore"):
-        return np.power(x, x.dtype.type(y)) if y >= 0 else (1 / np.power(x, -y)).astype(x.dtype)
+        acc, base, m = None, x, abs(y)
+        while m:
+            if m & 1:
+                acc = base if acc is None else acc * base
+            m >>= 1
+            if m:
+                base = base * base
+        if y < 0:
+            acc = x.dtype.type(1) / acc
+        return np.asarray(acc, dtype=x.dtype)
 
 
 integer_pow_p = unop("integer_pow", _integer_pow_impl, NUMERIC,
@@ -480,7 +525,13 @@ def _div_transpose(ct, x, y):
 ad.primitive_transposes[div_p] = _div_transpose
 
 _REAL = ("integer", "floating")
-rem_p = naryop("rem", np.fmod, (_REAL, _REAL), lambda ctx, x, y: ctx.math("rem", x, y),
+def _rem_impl(x, y):
+    if dtypes.kind_of(x.dtype) in "iu":  # XLA's integer x rem 0 is x (NumPy's fmod says 0)
+        return np.where(y == 0, x, np.fmod(x, np.where(y == 0, 1, y))).astype(x.dtype)
+    return np.fmod(x, y)
+
+
+rem_p = naryop("rem", _rem_impl, (_REAL, _REAL), lambda ctx, x, y: ctx.math("rem", x, y),
                quiet=True)
 defjvp(rem_p, lambda t, ans, x, y: t,
        lambda t, ans, x, y: mul(neg(t), round(div(sub(x, ans), y))))
@@ -504,8 +555,37 @@ def _pow_jvp_y(t, ans, x, y):
 
 defjvp(pow_p, _pow_jvp_x, _pow_jvp_y)
 
-max_p = naryop("max", np.maximum, (NUMERIC, NUMERIC), lambda ctx, x, y: ctx.math("max", x, y))
-min_p = naryop("min", np.minimum, (NUMERIC, NUMERIC), lambda ctx, x, y: ctx.math("min", x, y))
+def _max_impl(x, y):
+    if x.dtype.kind != "f":
+        return np.maximum(x, y)
+    # XLA orders -0 below +0: max(0, -0) is 0 whichever comes first (np.maximum picks one)
+    return np.where(x == y, np.where(np.signbit(x), y, x), np.maximum(x, y))
+
+
+def _min_impl(x, y):
+    if x.dtype.kind != "f":
+        return np.minimum(x, y)
+    return np.where(x == y, np.where(np.signbit(x), x, y), np.minimum(x, y))
+
+
+max_p = naryop("max", _max_impl, (NUMERIC, NUMERIC), lambda ctx, x, y: ctx.math("max", x, y))
+min_p = naryop("min", _min_impl, (NUMERIC, NUMERIC), lambda ctx, x, y: ctx.math("min", x, y))
+
+# square: x * x (its own primitive, as in JAX: jaxprs print `square`)
+square_p = unop("square", np.square, NUMERIC, lambda ctx, x: f"({x} * {x})")
+defjvp(square_p, lambda t, ans, x: mul(t, mul(_const(x, 2), x)))
+
+# clamp(lo, x, hi) = min(max(x, lo), hi), NaNs propagating as in max / min; complex operands
+# are ordered lexicographically (real part, then imaginary), as XLA's (and NumPy's) max / min
+# order them. The derivative goes to x where lo < x < hi, to lo where x < lo < hi, to hi where
+# hi < x; ties pass none (JAX's; like JAX's, it has no complex rule: gt refuses complex).
+clamp_p = naryop("clamp", lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi),
+                 (ANY, ANY, ANY),
+                 lambda ctx, lo, x, hi: ctx.math("min", ctx.math("max", x, lo), hi))
+defjvp(clamp_p,
+       lambda t, ans, lo, x, hi: select(bitwise_and(gt(lo, x), lt(lo, hi)), t, _filled(t, 0)),
+       lambda t, ans, lo, x, hi: select(bitwise_and(gt(x, lo), lt(x, hi)), t, _filled(t, 0)),
+       lambda t, ans, lo, x, hi: select(lt(hi, x), t, _filled(t, 0)))
 
 
 def _balanced_select(t, x, y, pick_x):
@@ -520,7 +600,16 @@ defjvp(max_p, lambda t, ans, x, y: _balanced_select(t, x, y, gt(x, y)),
 defjvp(min_p, lambda t, ans, x, y: _balanced_select(t, x, y, lt(x, y)),
        lambda t, ans, x, y: _balanced_select(t, y, x, lt(y, x)))
 
-atan2_p = naryop("atan2", np.arctan2, (("floating",), ("floating",)),
+def _atan2_impl(x, y):
+    if x.dtype.kind != "c":
+        return np.arctan2(x, y)
+    # NumPy has no complex arctan2; XLA defines atan2(x, y) = -i log((y + ix) / sqrt(x^2 + y^2))
+    with np.errstate(all="ignore"):
+        return (-1j * np.log((y + 1j * x) / np.sqrt(x * x + y * y))).astype(x.dtype)
+
+
+# complex operands never reach the lowering: fused kernels are real-valued (compiler/fusion.py)
+atan2_p = naryop("atan2", _atan2_impl, (FLOATING, FLOATING),
                  lambda ctx, x, y: ctx.math("atan2", x, y))
 defjvp(atan2_p,
        lambda t, ans, x, y: mul(t, div(y, add(mul(x, x), mul(y, y)))),
@@ -654,6 +743,7 @@ registry.def_elementwise(select_n_p, lambda ctx, which, *cases: ctx.select(which
 # --- dtype conversion ------------------------------------------------------------------------
 
 convert_element_type_p = Primitive("convert_element_type")
+_FLOAT4 = np.dtype("float4_e2m1fn")
 
 
 def _convert_impl(x, new_dtype, weak_type=False):
@@ -661,16 +751,27 @@ def _convert_impl(x, new_dtype, weak_type=False):
         return x
     if new_dtype == np.bool_:
         return x != 0
-    if x.dtype.kind == "f" and new_dtype.kind in "iu":
-        # Float to integer conversion: truncate; NaN gives 0 and out-of-range values saturate.
-        # Clipped in float64, where the integer bounds are exact (2**31 - 1 is not in float32).
-        info = np.iinfo(new_dtype)
-        with np.errstate(invalid="ignore"):
+    src, dst = dtypes.kind_of(x.dtype), dtypes.kind_of(new_dtype)
+    if src == "c" and dst != "c":
+        x, src = x.real, "f"
+    with np.errstate(all="ignore"):  # overflow to inf or NaN is the conversion's result
+        if src == "f" and dst in "iu":
+            # Float to integer conversion: truncate; NaN gives 0 and out-of-range values
+            # saturate. Clipped in float64, where the integer bounds are exact.
+            info = dtypes.iinfo(new_dtype)
             wide = np.nan_to_num(x.astype(np.float64), nan=0.0)
-            return np.trunc(np.clip(wide, info.min, info.max)).astype(new_dtype)
-    if x.dtype.kind == "c" and new_dtype.kind != "c":
-        x = x.real
-    return x.astype(new_dtype)
+            if x.dtype == _FLOAT4:  # XLA reads float4_e2m1fn's largest magnitude, 6, as an
+                wide = np.where(np.abs(wide) == 6, wide * np.inf, wide)   # overflow
+            out = np.trunc(np.clip(wide, int(info.min), int(info.max))).astype(new_dtype)
+            # a 64-bit maximum rounds up to 2**63 / 2**64 in float64, beyond the type's range
+            return np.where(wide >= float(info.max), info.max, out).astype(new_dtype, copy=False)
+        if not (dtypes.is_narrow(x.dtype) or dtypes.is_narrow(new_dtype)):
+            return x.astype(new_dtype)
+        if dtypes.is_narrow(x.dtype) and not (src in "iu" and dst in "iu"):
+            x = x.astype(np.float32)  # exact: every narrow type's value is a float32
+        if dtypes.is_narrow(new_dtype):
+            return to_narrow(x, new_dtype)  # integers wrap around, floats round
+        return x.astype(new_dtype)
 
 
 def _convert_abstract(x, new_dtype, weak_type=False):
@@ -789,7 +890,7 @@ def pow(x, y):
     exponent is converted to x's dtype, so it has no derivative)."""
     if not isinstance(y, (int, float, complex)) and isinstance(x, (Array, core.Tracer)):
         y_dt, x_dt = get_aval(y).dtype, get_aval(x).dtype
-        if y_dt.kind in "iu" and x_dt.kind in "fc":
+        if dtypes.is_integer(y_dt) and dtypes.is_inexact(x_dt):
             y = convert_element_type(y, x_dt)
     return _pow(x, y)
 
@@ -815,8 +916,7 @@ def integer_pow(x, y: int):
     return integer_pow_p.bind(x, y=y)
 
 
-def square(x):
-    return integer_pow(x, 2)
+square = _unary(square_p)
 
 
 def reciprocal(x):
@@ -833,7 +933,18 @@ def select(pred, on_true, on_false):
 
 
 def clamp(min_val, x, max_val):
-    return min(max(x, min_val), max_val)
+    """min(max(x, min_val), max_val) (lax.clamp): min_val and max_val are scalars or of x's
+    shape; the derivative goes to x where min_val < x < max_val, to min_val where
+    x < min_val < max_val, to max_val where max_val < x (ties pass none)."""
+    shape = get_aval(x).shape
+    for bound in (min_val, max_val):
+        bound_shape = get_aval(bound).shape
+        if bound_shape not in ((), shape):
+            raise TypeError(f"clamp requires min.shape == operand.shape or min.shape == (), got "
+                            f"{bound_shape}.")
+    lo, x, hi = _prepare(min_val, x, max_val, name="clamp")
+    _check_eager_dtypes(clamp_p, lo, x, hi)
+    return clamp_p.bind(lo, x, hi)
 
 
 # --- stop_gradient ---------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from corejax.transforms.ad import Zero, is_undefined_primal
 from corejax.lax._factories import shape_str
 
 __all__ = ["GatherDimensionNumbers", "ScatterDimensionNumbers", "GatherScatterMode", "gather",
-           "scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max",
+           "scatter", "scatter_add", "scatter_sub", "scatter_mul", "scatter_min", "scatter_max",
            "batched_dynamic_slice", "batched_dynamic_update_slice", "advanced_getitem",
            "scatter_update", "take", "take_along_axis"]
 
@@ -407,8 +407,8 @@ def _scatter_set(view, index, updates):
 
 
 _SCATTER_COMBINE = {"scatter": _scatter_set, "scatter-add": np.add.at,
-                    "scatter-mul": np.multiply.at, "scatter-min": np.minimum.at,
-                    "scatter-max": np.maximum.at}
+                    "scatter-sub": np.subtract.at, "scatter-mul": np.multiply.at,
+                    "scatter-min": np.minimum.at, "scatter-max": np.maximum.at}
 
 
 def _make_scatter_impl(combine):
@@ -551,6 +551,20 @@ def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers,
 
 
 ad.deflinear(scatter_add_p, _scatter_add_transpose, linear_args=(0, 2))
+
+
+# scatter-sub: operand minus the updates at the windows (repeated indices subtract again);
+# linear in the operand and the updates.
+
+scatter_sub_p = _scatter_primitive("scatter-sub")
+
+
+def _scatter_sub_transpose(ct, operand, indices, updates, **params):
+    ct_operand, _, ct_updates = _scatter_add_transpose(ct, operand, indices, updates, **params)
+    return [ct_operand, None, None if ct_updates is None else neg(ct_updates)]
+
+
+ad.deflinear(scatter_sub_p, _scatter_sub_transpose, linear_args=(0, 2))
 
 
 # scatter (set): linear in (operand, updates) together when the indices are unique.
@@ -713,6 +727,7 @@ def _scatter_fn(prim: Primitive, doc: str):
 
 scatter = _scatter_fn(scatter_p, "writes")
 scatter_add = _scatter_fn(scatter_add_p, "adds")
+scatter_sub = _scatter_fn(scatter_sub_p, "subtracts")
 scatter_mul = _scatter_fn(scatter_mul_p, "multiplies")
 scatter_min = _scatter_fn(scatter_min_p, "takes the minimum with")
 scatter_max = _scatter_fn(scatter_max_p, "takes the maximum with")
@@ -801,7 +816,7 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
 
 
 from corejax.lax.elementwise import (  # noqa: E402
-    add, mul, div, eq, select, full, convert_element_type)
+    add, mul, div, eq, neg, select, full, convert_element_type)
 from corejax.lax.elementwise import max as maximum  # noqa: E402
 from corejax.lax.structural import (  # noqa: E402
     broadcast_in_dim, reshape, concatenate, iota)

@@ -14,6 +14,9 @@ published generators (xla/hlo/builder/lib/prng.cc, expanded for a two-word state
   s1 and high word s0: counter + i gives four words per i, laid out one after the other (two
   64-bit words for 64-bit outputs). The new state keeps s0 and the low word of counter + n.
 * DEFAULT: what XLA's CPU backend picks, Philox.
+
+rng_uniform is XLA's stateful generator: each evaluation draws new numbers (from one stream
+per process here, as from XLA's per-process state in JAX: the numbers themselves differ).
 """
 from __future__ import annotations
 
@@ -25,11 +28,12 @@ import warnings
 import numpy as np
 
 from corejax import dtypes
-from corejax.core import Primitive, ShapedArray, get_aval
+from corejax.compiler import registry
+from corejax.core import Primitive, ShapedArray, Tracer, get_aval
 from corejax.transforms import ad, batching
 from corejax.lax.prng import threefry2x32_numpy
 
-__all__ = ["RandomAlgorithm", "rng_bit_generator"]
+__all__ = ["RandomAlgorithm", "rng_bit_generator", "rng_uniform"]
 
 
 class RandomAlgorithm(enum.IntEnum):
@@ -196,3 +200,57 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
         raise TypeError(f"rng_bit_generator: unsupported dtype {dtype.name}")
     algorithm = RandomAlgorithm(algorithm)
     return tuple(rng_bit_generator_p.bind(key, shape=shape, dtype=dtype, algorithm=algorithm))
+
+
+# --- rng_uniform -------------------------------------------------------------------------------
+
+rng_uniform_p = Primitive("rng_uniform")
+_uniform_stream = np.random.default_rng()
+
+
+def _rng_uniform_abstract(a, b, *, shape):
+    if a.dtype != b.dtype:
+        raise ValueError(f"Arguments to rng_uniform must have identical dtypes, got "
+                         f"{a.dtype.name} and {b.dtype.name}.")
+    if a.shape != () or b.shape != ():
+        raise ValueError(f"Arguments to rng_uniform must be scalars; got shapes {a.shape} and "
+                         f"{b.shape}.")
+    if a.dtype.kind not in "fiu" or a.dtype.itemsize < 2 or (
+            a.dtype.kind in "iu" and a.dtype.itemsize < 4):
+        raise TypeError(f"rng_uniform does not accept dtype {a.dtype.name}: use a float16, "
+                        f"float32, float64 or a 32- or 64-bit integer dtype.")
+    return ShapedArray(shape, a.dtype, a.weak_type and b.weak_type)
+
+
+def _rng_uniform_impl(a, b, *, shape):
+    _rng_uniform_abstract(ShapedArray(a.shape, a.dtype), ShapedArray(b.shape, b.dtype),
+                          shape=shape)
+    dtype = a.dtype
+    if dtype.kind in "iu":
+        if b <= a:
+            return np.full(shape, a, dtype)
+        return _uniform_stream.integers(int(a), int(b), size=shape).astype(dtype)
+    lo, hi = float(a), float(b)
+    out = (lo + (hi - lo) * _uniform_stream.random(shape)).astype(dtype)
+    # rounding to a narrow float may reach b: the interval stays half-open
+    return np.where(out >= dtype.type(hi), np.nextafter(dtype.type(hi), dtype.type(lo)),
+                    out) if hi > lo else out
+
+
+rng_uniform_p.def_impl(_rng_uniform_impl)
+rng_uniform_p.def_abstract_eval(_rng_uniform_abstract)
+registry.def_effectful(rng_uniform_p)   # a new draw each time: never merged nor folded
+
+
+def rng_uniform(a, b, shape):
+    """Uniform random numbers in [a, b) of `shape`, from a stateful generator: each call (and
+    each run of a jitted function) draws new ones. As in JAX, prefer jax.random; a and b are
+    scalars of one dtype (Python scalars keep their own dtypes, weakly typed)."""
+    from corejax.lax.elementwise import convert_element_type
+
+    def operand(x):
+        if type(x) in (bool, int, float, complex):
+            return convert_element_type(x, dtypes.python_scalar_dtype(x), weak_type=True)
+        return x if isinstance(x, Tracer) else np.asarray(x)
+    return rng_uniform_p.bind(operand(a), operand(b),
+                              shape=tuple(operator.index(d) for d in shape))

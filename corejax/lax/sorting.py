@@ -13,6 +13,7 @@ from corejax.core import Primitive, ShapedArray, get_aval
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero, is_undefined_primal
 from corejax.lax._factories import shape_str
+from corejax.lax.total_order import total_order_key
 
 __all__ = []
 
@@ -128,18 +129,76 @@ def _descending_key(x):
     return neg(x)
 
 
-def top_k(operand, k: int):
-    """The `k` largest entries along the last axis and their indices (ties: lower index first)."""
+top_k_p = Primitive("top_k")
+top_k_p.multiple_results = True
+
+
+def _top_k_impl(operand, *, k, axis):
+    # descending in the total order (NaN first, +0.0 before -0.0), ties by position
+    order = np.argsort(~total_order_key(operand), axis=axis, kind="stable")
+    indices = np.take(order, np.arange(k), axis=axis)
+    return [np.take_along_axis(operand, indices, axis=axis), indices.astype(np.int32)]
+
+
+def _top_k_abstract(operand, *, k, axis):
+    if not 0 <= axis < operand.ndim:
+        raise ValueError(f"top_k: axis {axis} is out of bounds for an operand of rank "
+                         f"{operand.ndim}.")
+    if not 0 <= k <= operand.shape[axis]:
+        raise ValueError(f"top_k: k={k} must be between 0 and the size of axis {axis}, "
+                         f"{operand.shape[axis]}.")
+    shape = operand.shape[:axis] + (k,) + operand.shape[axis + 1:]
+    return [ShapedArray(shape, operand.dtype, operand.weak_type), ShapedArray(shape, np.int32)]
+
+
+def _top_k_jvp(primals, tangents, *, k, axis):
+    (operand,), (t,) = primals, tangents
+    values, indices = top_k_p.bind(operand, k=k, axis=axis)
+    if type(t) is Zero:
+        return [values, indices], [Zero(get_aval(values).to_tangent_aval()),
+                                   Zero(get_aval(indices).to_tangent_aval())]
+    # the tangent rides along with the sort that orders the operand as the impl does
+    moved = sort_p.bind(bitwise_not(_total_order_key(operand)), t, dimension=axis,
+                        is_stable=True, num_keys=1)[1]
+    return [values, indices], [slice_in_dim(moved, 0, k, 1, axis),
+                               Zero(get_aval(indices).to_tangent_aval())]
+
+
+def _top_k_batch(vals, dims, *, k, axis):
+    operand = batching.moveaxis(vals[0], dims[0], 0)
+    return top_k_p.bind(operand, k=k, axis=axis + 1), [0, 0]
+
+
+top_k_p.def_impl(_top_k_impl)
+top_k_p.def_abstract_eval(_top_k_abstract)
+top_k_p.weak_type_rule = lambda operand, **params: [dtypes.is_weakly_typed(operand), False]
+ad.primitive_jvps[top_k_p] = _top_k_jvp
+batching.primitive_batchers[top_k_p] = _top_k_batch
+
+
+def _total_order_key(x):
+    """total_order_key (total_order.py) in lax operations."""
+    dt = get_aval(x).dtype
+    if dt.kind != "f":
+        return x
+    signed = np.dtype(f"int{dt.itemsize * 8}")
+    bits = bitcast_convert_type(x, signed)
+    flipped = bitwise_xor(bits, full_like(bits, np.iinfo(signed).max))
+    return select(lt(bits, full_like(bits, 0)), flipped, bits)
+
+
+def top_k(operand, k: int, *, axis: int = -1):
+    """The `k` largest entries along `axis` (the last by default) and their indices (ties:
+    lower index first; NaNs last)."""
     aval = get_aval(operand)
     k = int(k)
-    if not 0 <= k <= aval.shape[-1]:
+    if not -aval.ndim <= axis < aval.ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {aval.ndim}")
+    axis %= aval.ndim
+    if not 0 <= k <= aval.shape[axis]:
         raise ValueError(f"top_k: k={k} must be between 0 and the last dimension size "
-                         f"{aval.shape[-1]}.")
-    dim = aval.ndim - 1
-    iota = broadcasted_iota(np.int32, aval.shape, dim)
-    _, values, indices = sort_p.bind(_descending_key(operand), operand, iota, dimension=dim,
-                                     is_stable=True, num_keys=1)
-    return [slice_in_dim(values, 0, k, 1, dim), slice_in_dim(indices, 0, k, 1, dim)]
+                         f"{aval.shape[axis]}.")
+    return top_k_p.bind(operand, k=k, axis=axis)
 
 
 def argsort(operand, dimension: int = -1, is_stable: bool = True, descending: bool = False):
@@ -150,5 +209,6 @@ def argsort(operand, dimension: int = -1, is_stable: bool = True, descending: bo
     return sort_p.bind(key, iota, dimension=dim, is_stable=bool(is_stable), num_keys=1)[1]
 
 
-from corejax.lax.elementwise import bitwise_not, neg  # noqa: E402
+from corejax.lax.elementwise import (  # noqa: E402
+    bitcast_convert_type, bitwise_not, bitwise_xor, full_like, lt, neg, select)
 from corejax.lax.structural import broadcasted_iota, slice_in_dim  # noqa: E402

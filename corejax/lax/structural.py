@@ -490,6 +490,63 @@ def concatenate(operands, dimension):
     return concatenate_p.bind(*operands, dimension=int(dimension))
 
 
+# --- split: the inverse of concatenate -------------------------------------------------------
+
+split_p = Primitive("split")
+split_p.multiple_results = True
+
+
+def _split_impl(x, *, sizes, axis):
+    return np.split(x, np.cumsum(sizes[:-1]), axis=axis)
+
+
+def _split_abstract(x, *, sizes, axis):
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"split: axis {axis} is out of bounds for an operand of rank {x.ndim}.")
+    if any(s < 0 for s in sizes):
+        raise ValueError(f"Sizes passed to split must be nonnegative, got {list(sizes)}")
+    if sum(sizes) != x.shape[axis]:
+        raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
+                         f"operand shape {list(x.shape)}")
+    return [ShapedArray(x.shape[:axis] + (n,) + x.shape[axis + 1:], x.dtype, x.weak_type)
+            for n in sizes]
+
+
+def _split_jvp(primals, tangents, *, sizes, axis):
+    outs = split_p.bind(*primals, sizes=sizes, axis=axis)
+    if type(tangents[0]) is Zero:
+        return outs, [Zero(get_aval(o).to_tangent_aval()) for o in outs]
+    return outs, split_p.bind(tangents[0], sizes=sizes, axis=axis)
+
+
+def _split_transpose(cts, x, *, sizes, axis):
+    if all(type(ct) is Zero for ct in cts):
+        return [None]
+    return [concatenate([ad.instantiate_zeros(ct) for ct in cts], axis)]
+
+
+split_p.def_impl(_split_impl)
+split_p.def_abstract_eval(_split_abstract)
+split_p.weak_type_rule = lambda x, **params: [dtypes.is_weakly_typed(x)] * len(params["sizes"])
+ad.primitive_jvps[split_p] = _split_jvp
+ad.primitive_transposes[split_p] = _split_transpose
+registry.def_kernel(split_p, ("layout",))   # NumPy views in the executor; gathers in loops
+batching.primitive_batchers[split_p] = lambda vals, dims, *, sizes, axis: (
+    split_p.bind(batching.moveaxis(vals[0], dims[0], 0), sizes=sizes, axis=axis + 1),
+    [0] * len(sizes))
+
+
+def split(operand, sizes, axis: int = 0):
+    """`operand` cut along `axis` into consecutive pieces of the given sizes (a list)."""
+    if type(operand) in (bool, int, float, complex):
+        operand = full((), operand, dtypes.python_scalar_dtype(operand), weak_type=True)
+    ndim = get_aval(operand).ndim
+    if not -ndim <= operator.index(axis) < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    sizes = tuple(operator.index(s) for s in sizes)
+    return split_p.bind(operand, sizes=sizes, axis=operator.index(axis) % ndim)
+
+
 # --- iota ------------------------------------------------------------------------------------
 
 def _iota_impl(dtype, shape, dimension):

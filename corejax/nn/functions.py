@@ -197,11 +197,17 @@ def identity(x):
     return asarray(x)
 
 
+@custom_jvp
 def log1mexp(x):
     """log(1 - exp(-x)), accurate for small and large x (-inf at 0, nan below)."""
     (x,) = promote_dtypes_inexact(x)
     # below log(2) 1 - exp(-x) = -expm1(-x) keeps its digits; above, log1p does
     return jnp.where(x < math.log(2), jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
+
+
+# d/dx log(1 - e^-x) = 1 / expm1(x), as JAX's rule (the branches' own derivatives would leak
+# the NaN of the unselected one)
+log1mexp.defjvps(lambda g, ans, x: g / jnp.expm1(x))
 
 
 def logmeanexp(x, axis=None, where=None, keepdims: bool = False):

@@ -10,6 +10,13 @@ bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64 = map(_dtypes.sc
     _np.uint64))
 float16, float32, float64, complex64, complex128 = map(_dtypes.scalar_type, (
     _np.float16, _np.float32, _np.float64, _np.complex64, _np.complex128))
+(bfloat16, float4_e2m1fn, float6_e2m3fn, float6_e3m2fn, float8_e3m4, float8_e4m3,
+ float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu,
+ int1, int2, int4, uint1, uint2, uint4) = map(_dtypes.scalar_type, (
+    _dtypes.bfloat16, *map(_np.dtype, (
+        "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3",
+        "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
+        "float8_e8m0fnu", "int1", "int2", "int4", "uint1", "uint2", "uint4"))))
 bool, single, double, csingle, cdouble, complex_, uint = (
     bool_, float32, float64, complex64, complex128, complex128, uint64)
 generic, character, flexible, object_ = _np.generic, _np.character, _np.flexible, _np.object_

@@ -131,8 +131,8 @@ def promote_dtypes_inexact(*args):
     """Promotes, then converts integer and boolean results to the default float dtype."""
     arrs = promote_dtypes(*args)
     aval = get_aval(arrs[0])
-    if not dtypes.is_inexact(aval.dtype):
-        dt = dtypes.default_float_dtype()
+    dt = dtypes.to_inexact_dtype(aval.dtype)
+    if dt != aval.dtype:
         arrs = [lax.convert_element_type(a, dt, weak_type=aval.weak_type) for a in arrs]
     return arrs
 

@@ -66,14 +66,14 @@ def array_equiv(a1, a2):
     return _strong_bool(_all(equal(a1, a2)))
 
 
-_KINDS = {
+_KINDS = {  # (ml_dtypes' bfloat16, float8 ... are real floating; int4 ... signed integers)
     "bool": lambda dt: dt == np.bool_,
-    "signed integer": lambda dt: dt.kind == "i",
-    "unsigned integer": lambda dt: dt.kind == "u",
-    "integral": lambda dt: dt.kind in "iu",
-    "real floating": lambda dt: dt.kind == "f",
+    "signed integer": lambda dt: dtypes.kind_of(dt) == "i",
+    "unsigned integer": lambda dt: dtypes.kind_of(dt) == "u",
+    "integral": lambda dt: dtypes.kind_of(dt) in "iu",
+    "real floating": lambda dt: dtypes.kind_of(dt) == "f",
     "complex floating": lambda dt: dt.kind == "c",
-    "numeric": lambda dt: dt.kind in "iufc",
+    "numeric": lambda dt: dtypes.kind_of(dt) in "iufc",
 }
 
 

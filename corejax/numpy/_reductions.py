@@ -9,6 +9,7 @@ from corejax import core, dtypes, lax
 from corejax.core import get_aval
 from corejax.numpy._core import (asarray, canonicalize_axes, canonicalize_axis,
                                  check_arraylike)
+from corejax.numpy._ufuncs import reciprocal_dtypes
 
 __all__ = []
 
@@ -24,14 +25,20 @@ def _upcast_small_ints(dt: np.dtype) -> np.dtype:
     """Sums and products of bools and small integers accumulate in the default int width."""
     if dt == np.bool_:
         return dtypes.default_int_dtype()
-    if dt.kind == "i" and dt.itemsize < dtypes.default_int_dtype().itemsize:
-        return dtypes.default_int_dtype()
-    if dt.kind == "u" and dt.itemsize < dtypes.default_int_dtype().itemsize:
-        return np.dtype(f"u{dtypes.default_int_dtype().itemsize}")
+    kind, wide = dtypes.kind_of(dt), dtypes.default_int_dtype()
+    if kind == "i" and dtypes.itemsize_bits(dt) < 8 * wide.itemsize:
+        return wide
+    if kind == "u" and dtypes.itemsize_bits(dt) < 8 * wide.itemsize:
+        return np.dtype(f"u{wide.itemsize}")
     return dt
 
 
-def _reduction(name, lax_fn, upcast, identity=None, bool_op=None):
+def _upcast_f16(dt: np.dtype) -> np.dtype:
+    """float16 and bfloat16 sums, means and variances are computed in float32 (as JAX's)."""
+    return np.dtype(np.float32) if dt in (dtypes.float16, dtypes.bfloat16) else dt
+
+
+def _reduction(name, lax_fn, upcast, identity=None, bool_op=None, upcast_f16=False):
     def fn(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
         if out is not None:
             raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported: "
@@ -42,6 +49,9 @@ def _reduction(name, lax_fn, upcast, identity=None, bool_op=None):
         axes = canonicalize_axes(axis, aval.ndim)
         dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else \
             (upcast(aval.dtype) if upcast else aval.dtype)
+        result_dt = dt
+        if upcast_f16 and dtype is None:
+            dt = _upcast_f16(dt)
         if dt != aval.dtype or aval.weak_type:
             # a reduction's result is strongly typed, as in JAX (jnp.sum(3.0) is float32); the
             # conversion's transpose gives a weak input its weak cotangent back
@@ -60,7 +70,7 @@ def _reduction(name, lax_fn, upcast, identity=None, bool_op=None):
                                  "identity")
             # an empty max / min is its initial value
             shape = tuple(n for i, n in enumerate(aval.shape) if i not in axes)
-            return _keep(lax.full(shape, initial, dt), axes, aval.shape, keepdims)
+            return _keep(lax.full(shape, initial, result_dt), axes, aval.shape, keepdims)
         else:
             result = lax_fn(a, axes)
         if initial is not None:
@@ -68,6 +78,7 @@ def _reduction(name, lax_fn, upcast, identity=None, bool_op=None):
             combine = {"sum": _ufuncs.add, "prod": _ufuncs.multiply, "max": _ufuncs.maximum,
                        "min": _ufuncs.minimum}[name]
             result = lax.convert_element_type(combine(result, initial), dt)
+        result = lax.convert_element_type(result, result_dt)
         return _keep(result, axes, aval.shape, keepdims)
 
     fn.__name__ = name
@@ -75,8 +86,9 @@ def _reduction(name, lax_fn, upcast, identity=None, bool_op=None):
     return fn
 
 
-sum = _reduction("sum", lax.reduce_sum, _upcast_small_ints, lambda dt: 0, lax.reduce_or)
-prod = _reduction("prod", lax.reduce_prod, _upcast_small_ints, lambda dt: 1, lax.reduce_and)
+sum = _reduction("sum", lax.reduce_sum, _upcast_small_ints, lambda dt: 0, lax.reduce_or, True)
+prod = _reduction("prod", lax.reduce_prod, _upcast_small_ints, lambda dt: 1, lax.reduce_and,
+                  True)
 max = _reduction("max", lax.reduce_max, None, None, lax.reduce_or)
 min = _reduction("min", lax.reduce_min, None, None, lax.reduce_and)
 amax, amin = max, min
@@ -111,8 +123,8 @@ def _inexact_operand(name, a, axis, dtype):
     a = asarray(a)
     aval = get_aval(a)
     axes = canonicalize_axes(axis, aval.ndim)
-    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else (
-        aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.default_float_dtype())
+    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else \
+        dtypes.to_inexact_dtype(aval.dtype)
     return lax.convert_element_type(a, dt), aval.shape, axes, dt     # strong, as sum's
 
 
@@ -122,18 +134,33 @@ def _where_count(where, shape, axes, dt, keepdims):
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-    a, shape, axes, dt = _inexact_operand("mean", a, axis, dtype)
-    total = sum(a, axes, keepdims=keepdims, where=where)
+    a, shape, axes, result_dt = _inexact_operand("mean", a, axis, dtype)
+    dt = _upcast_f16(result_dt)
+    total = sum(a, axes, dtype=dt, keepdims=keepdims, where=where)
     if where is None:
-        return lax.div(total, lax.full((), _count(shape, axes), dt))
-    return lax.div(total, _where_count(where, shape, axes, dt, keepdims))
+        out = _div_by_count(total, _count(shape, axes), dt)
+    else:
+        out = lax.div(total, _where_count(where, shape, axes, dt, keepdims))
+    return lax.convert_element_type(out, result_dt)
+
+
+def _div_by_count(total, count, dt):
+    """total / count for a constant count: times its reciprocal for the float types whose
+    division by a constant XLA turns into that product (so means round as JAX's)."""
+    dt = np.dtype(dt)
+    if dt in reciprocal_dtypes:
+        with np.errstate(divide="ignore"):
+            return lax.mul(total, lax.full((), dt.type(1) / dt.type(count), dt))
+    return lax.div(total, lax.full((), count, dt))
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         correction=None):
     if correction is not None:
         ddof = correction
-    a, shape, axes, dt = _inexact_operand("var", a, axis, dtype)
+    a, shape, axes, result_dt = _inexact_operand("var", a, axis, dtype)
+    dt = _upcast_f16(result_dt)
+    a = lax.convert_element_type(a, dt)
     centered = lax.sub(a, lax.broadcast_in_dim(mean(a, axes, keepdims=True, where=where), shape,
                                                tuple(range(len(shape)))))
     if dtypes.is_complex(get_aval(centered).dtype):  # the variance of complex data is real
@@ -143,9 +170,11 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     else:
         total = sum(lax.mul(centered, centered), axes, keepdims=keepdims, where=where)
     if where is None:
-        return lax.div(total, lax.full((), _count(shape, axes) - ddof, dt))
-    n = _where_count(where, shape, axes, dt, keepdims)
-    return lax.div(total, lax.sub(n, lax.full((), ddof, dt)))
+        out = _div_by_count(total, _count(shape, axes) - ddof, dt)
+    else:
+        n = _where_count(where, shape, axes, dt, keepdims)
+        out = lax.div(total, lax.sub(n, lax.full((), ddof, dt)))
+    return lax.convert_element_type(out, dtypes.real_dtype(result_dt))
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,

@@ -65,7 +65,8 @@ arctanh = _unary_inexact(lax.atanh, "arctanh")
 sqrt = _unary_inexact(lax.sqrt, "sqrt")
 cbrt = _unary_inexact(lax.cbrt, "cbrt")
 negative = _unary(lax.neg, "negative")
-absolute = _unary(lambda x: x if get_aval(x).dtype.kind in "bu" else lax.abs(x), "absolute")
+absolute = _unary(lambda x: x if dtypes.kind_of(get_aval(x).dtype) in "bu" else lax.abs(x),
+                  "absolute")
 abs = absolute
 sign = _unary(lambda x: lax.sign(x) if get_aval(x).dtype != np.bool_ else x, "sign")
 arctan2 = _binary(lax.atan2, "arctan2", inexact=True)
@@ -106,7 +107,7 @@ left_shift = _binary(lax.shift_left, "left_shift")
 
 
 def _right_shift(x, y):
-    if get_aval(x).dtype.kind == "u":
+    if dtypes.kind_of(get_aval(x).dtype) == "u":
         return lax.shift_right_logical(x, y)
     return lax.shift_right_arithmetic(x, y)
 
@@ -137,10 +138,28 @@ def logical_not(x, /):
     return lax.bitwise_not(x if dt == np.bool_ else lax.ne(x, _weak_const(0, dt)))
 
 
+# XLA's algebraic simplifier computes A / broadcast(B) as A * broadcast(1 / B) for float16/32/64
+# (not bfloat16 or complex), so JAX's quotients by a broadcast divisor (x / scalar, x / row sums)
+# round that way; these do too. (reciprocal_dtypes is shared with mean and var.)
+reciprocal_dtypes = frozenset(map(np.dtype, (np.float16, np.float32, np.float64)))
+
+
 def true_divide(x, y, /):
     check_arraylike("true_divide", x, y)
-    x, y = promote_dtypes_inexact(*promote_and_broadcast(x, y))
-    return lax.div(x, y)
+    x, y = promote_dtypes_inexact(*promote_dtypes(x, y))
+    y_aval = get_aval(y)
+    if y_aval.dtype in reciprocal_dtypes and _is_broadcast(y_aval.shape, get_aval(x).shape):
+        return lax.mul(*promote_and_broadcast(x, lax.div(lax.full_like(y, 1), y)))
+    return lax.div(*promote_and_broadcast(x, y))
+
+
+def _is_broadcast(shape, other):
+    """Whether an operand of `shape` is broadcast against one of `other` (False if the two
+    do not broadcast: the division then raises its usual error)."""
+    try:
+        return np.broadcast_shapes(shape, other) != tuple(shape)
+    except ValueError:
+        return False
 
 
 divide = true_divide
@@ -150,28 +169,40 @@ def floor_divide(x, y, /):
     check_arraylike("floor_divide", x, y)
     x, y = promote_and_broadcast(x, y)
     dt = get_aval(x).dtype
-    if dt.kind in "iu":
+    if dtypes.kind_of(dt) in "iu":
         q = lax.div(x, y)
-        if dt.kind == "u":
+        if dtypes.kind_of(dt) == "u":
             return q
-        # lax.div truncates; floor differs when the signs differ and the division is inexact.
+        # lax.div truncates; floor differs when the signs differ and the division is inexact
+        # (signs as JAX compares them: x // 0 is -2 for x > 0, since x rem 0 is x)
         zero = _weak_const(0, dt)
-        fix = lax.bitwise_and(lax.ne(lax.rem(x, y), zero),
-                              lax.ne(lax.lt(x, zero), lax.lt(y, zero)))
+        fix = lax.bitwise_and(lax.ne(lax.rem(x, y), zero), lax.ne(lax.sign(x), lax.sign(y)))
         return lax.select(fix, lax.sub(q, _weak_const(1, dt)), q)
     if dt == np.bool_:
         raise TypeError("floor_divide does not accept dtype bool.")
-    return lax.floor(lax.div(x, y))
+    return _float_floor_divide(x, y, dt)
+
+
+def _float_floor_divide(x, y, dt):
+    """CPython's float divmod, as JAX's: (x - x mod y) / y, one less where the remainder's sign
+    differs from y's, rounded (floor(x / y) differs when x / y rounds up to an integer)."""
+    zero = _weak_const(0, dt)
+    mod = lax.rem(x, y)
+    q = lax.div(lax.select(lax.eq(y, zero), x, lax.sub(x, mod)), y)
+    fix = lax.bitwise_and(lax.ne(mod, zero), lax.ne(lax.sign(y), lax.sign(mod)))
+    return lax.round(lax.select(fix, lax.sub(q, _weak_const(1, dt)), q))
 
 
 def remainder(x, y, /):
     check_arraylike("remainder", x, y)
     x, y = promote_and_broadcast(x, y)
     dt = get_aval(x).dtype
-    r = lax.rem(x, y)
-    if dt.kind == "u":
-        return r
     zero = _weak_const(0, dt)
+    if dtypes.kind_of(dt) in "iu":  # an integer x mod 0 is 0, as JAX's (it divides by 1)
+        y = lax.select(lax.eq(y, zero), lax.full_like(y, 1), y)
+    r = lax.rem(x, y)
+    if dtypes.kind_of(dt) == "u":
+        return r
     fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
     return lax.select(fix, lax.add(r, y), r)
 
@@ -194,7 +225,7 @@ def power(x, y, /):
         return lax.integer_pow(asarray(x), int(y))
     x, y = promote_and_broadcast(x, y)
     dt = get_aval(x).dtype
-    if dt.kind in "iub":
+    if dtypes.kind_of(dt) in "iub":
         return _integer_power(x, y)
     return lax.pow(x, y)
 
@@ -222,7 +253,7 @@ def float_power(x, y, /):
 
 
 def square(x, /):
-    return lax.integer_pow(asarray(x), 2)
+    return lax.square(asarray(x))
 
 
 def reciprocal(x, /):
@@ -237,7 +268,7 @@ def positive(x, /):
 def _rounding(lax_fn, name):
     def fn(x, /):
         x = asarray(x)
-        if get_aval(x).dtype.kind in "iub":
+        if dtypes.kind_of(get_aval(x).dtype) in "iub":
             return x
         return lax_fn(x)
     fn.__name__ = name
@@ -256,7 +287,7 @@ def rint(x, /):
     check_arraylike("rint", x)
     x = asarray(x)
     dt = get_aval(x).dtype
-    if dt.kind in "iub":
+    if dtypes.kind_of(dt) in "iub":
         return lax.convert_element_type(x, dtypes.default_float_dtype())
     return lax.round(x, 1)
 
@@ -269,7 +300,7 @@ def round(a, decimals: int = 0, out=None):
         raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
     a = asarray(a)
     dt = get_aval(a).dtype
-    if dt.kind in "iub":
+    if dtypes.kind_of(dt) in "iub":
         if decimals < 0:
             raise NotImplementedError("integer np.round not implemented for decimals < 0 "
                                       f"(got decimals={decimals}); convert the array to a float "
@@ -292,7 +323,7 @@ def _weak_const(value, dt):
 
 def isfinite(x, /):
     x = asarray(x)
-    if get_aval(x).dtype.kind in "iub":
+    if dtypes.kind_of(get_aval(x).dtype) in "iub":
         return lax.full(get_aval(x).shape, True, np.bool_)
     if get_aval(x).dtype.kind == "c":
         return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
@@ -302,7 +333,7 @@ def isfinite(x, /):
 def isinf(x, /):
     x = asarray(x)
     dt = get_aval(x).dtype
-    if dt.kind in "iub":
+    if dtypes.kind_of(dt) in "iub":
         return lax.full(get_aval(x).shape, False, np.bool_)
     if dt.kind == "c":
         return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
@@ -325,7 +356,7 @@ def isneginf(x, /):
 def _isinf_signed(x, inf):
     x = asarray(x)
     aval = get_aval(x)
-    if aval.dtype.kind in "iub":
+    if dtypes.kind_of(aval.dtype) in "iub":
         return lax.full(aval.shape, False, np.bool_)
     return lax.eq(x, lax.full((), inf, aval.dtype))
 
@@ -333,7 +364,10 @@ def _isinf_signed(x, inf):
 def signbit(x, /):
     x = asarray(x)
     dt = get_aval(x).dtype
-    if dt.kind == "f":
+    if dtypes.kind_of(dt) == "f":
+        if dt.itemsize == 1:  # float8 / float6 / float4, as JAX's
+            raise NotImplementedError("jax.numpy.signbit only supports 16, 32, and 64-bit "
+                                      "types.")
         bits = lax.bitcast_convert_type(x, np.dtype(f"i{dt.itemsize}"))
         return lax.lt(bits, lax.full((), 0, bits.dtype))
     return lax.lt(x, lax.full((), 0, dt))
@@ -463,13 +497,13 @@ def sinc(x, /):
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     x = asarray(x)
     dt = get_aval(x).dtype
-    if dt.kind not in "fc":
+    if dtypes.kind_of(dt) not in "fc":
         return x
     if dt.kind == "c":  # the real and imaginary parts separately
         parts = (nan_to_num(lax.real(x), copy, nan, posinf, neginf),
                  nan_to_num(lax.imag(x), copy, nan, posinf, neginf))
         return lax.complex(*parts)
-    info = np.finfo(dt)
+    info = dtypes.finfo(dt)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
     x = where(isnan(x), lax.full((), nan, dt), x)

@@ -384,10 +384,61 @@ def funm(A, func, disp: bool = True):
 
 
 def rsf2csf(T, Z, check_finite: bool = True):
-    """The complex Schur form (T, Z) from the real one (no derivative rule)."""
+    """The complex Schur form (T, Z) from the real one: each 2x2 diagonal block of T (a
+    conjugate eigenvalue pair) is made triangular by a complex Givens rotation, applied to T
+    from both sides and to Z from the right (SciPy's algorithm, in lax ops: differentiable and
+    batched over leading axes, Z's broadcast with T's)."""
     T, Z = _inexact("rsf2csf", T, Z)
-    t, z = _linalg_eig.rsf2csf_p.bind(T, Z)
-    return t, z
+    t_shape, z_shape = get_aval(T).shape, get_aval(Z).shape
+    for name, shape in (("T", t_shape), ("Z", z_shape)):
+        if len(shape) < 2 or shape[-1] != shape[-2]:
+            raise ValueError(f"Input '{name}' must be square.")
+    if t_shape[-1] != z_shape[-1]:
+        raise ValueError(f"Input array shapes must match: Z: {z_shape} vs. T: {t_shape}")
+    batch = broadcast_shapes(t_shape[:-2], z_shape[:-2])
+    dt = dtypes.complex_dtype(get_aval(T).dtype)
+    n = t_shape[-1]
+    T, Z = (jnp.broadcast_to(lax.convert_element_type(x, dt), batch + (n, n)) for x in (T, Z))
+    if n < 2:
+        return T, Z
+    eps = float(np.finfo(dtypes.real_dtype(dt)).eps)
+    at = (0,) * len(batch)
+
+    def triangularize(i, carry):
+        t, z = carry
+        m = n - 1 - i  # the block in rows and columns m-1, m
+        block = lax.dynamic_slice(t, at + (m - 1, m - 1), batch + (2, 2))
+        a, b, c, d = block[..., 0, 0], block[..., 0, 1], block[..., 1, 0], block[..., 1, 1]
+        rotate = jnp.abs(c) > eps * (jnp.abs(a) + jnp.abs(d))
+        # mu = the block's first eigenvalue (in LAPACK's order) - d: of a complex pair the one
+        # with positive imaginary part; of real ones the one on the side of (a - d) / 2.
+        # Blocks left alone get harmless values (their derivative must not be NaN).
+        half = (a - d) / 2
+        disc = jnp.where(rotate, half * half + b * c, jnp.ones_like(c))
+        root = jnp.sqrt(disc)
+        flip = jnp.where(jnp.real(disc) >= 0, jnp.real(half) < 0, jnp.imag(root) < 0)
+        mu = half + jnp.where(flip, -root, root)
+        r = jnp.sqrt(jnp.real(mu * jnp.conj(mu)) + jnp.real(c * jnp.conj(c)))
+        r = jnp.where(rotate, r, jnp.ones_like(r)).astype(dt)
+        cs, sn = mu / r, c / r
+        g = jnp.stack([jnp.stack([jnp.conj(cs), sn], -1), jnp.stack([-sn, cs], -1)], -2)
+        g_h = jnp.conj(_u.mT(g))
+        rows = lax.dynamic_slice(t, at + (m - 1, 0), batch + (2, n))
+        rows = jnp.where(jnp.arange(n) >= m - 1, _u.matmul(g, rows), rows)
+        t_new = lax.dynamic_update_slice(t, rows, at + (m - 1, 0))
+        cols = lax.dynamic_slice(t_new, at + (0, m - 1), batch + (n, 2))
+        cols = jnp.where((jnp.arange(n) <= m)[:, None], _u.matmul(cols, g_h), cols)
+        t_new = lax.dynamic_update_slice(t_new, cols, at + (0, m - 1))
+        z_cols = _u.matmul(lax.dynamic_slice(z, at + (0, m - 1), batch + (n, 2)), g_h)
+        z_new = lax.dynamic_update_slice(z, z_cols, at + (0, m - 1))
+        keep = rotate[..., None, None]
+        t = jnp.where(keep, t_new, t)
+        # the subdiagonal entry is zeroed whether or not the block was rotated, as in JAX (a
+        # negligible one is dropped, and has no derivative)
+        t = lax.dynamic_update_slice(t, jnp.zeros(batch + (1, 1), dt), at + (m, m - 1))
+        return t, jnp.where(keep, z_new, z)
+
+    return lax.fori_loop(0, n - 1, triangularize, (T, Z))
 
 
 # --- the matrix exponential ------------------------------------------------------------------

@@ -9,6 +9,7 @@ import numpy as np
 
 from corejax import lax
 from corejax.core import get_aval
+from corejax.custom_derivatives import custom_jvp
 from corejax.lax import _special_host
 from corejax.numpy._core import promote_dtypes_inexact
 from corejax.scipy._special_gamma import promote_inexact_broadcast, strong
@@ -23,10 +24,23 @@ def _xlogy(x, y):
     return xlogy(x, y)
 
 
+@custom_jvp
+def _xlogx(x):
+    return _xlogy(x, x)
+
+
+@_xlogx.defjvp
+def _xlogx_jvp(primals, tangents):
+    # d/dx x log x = log x + 1: inf at 0 (xlogy's rule would give log 0 + 0 / 0 = NaN); a zero
+    # tangent there still gives NaN in forward mode, as in JAX
+    (x,), (t,) = primals, tangents
+    return _xlogx(x), t * (jnp.log(x) + 1)
+
+
 def entr(x):
     """-x log x for x > 0, 0 at 0, -inf for x < 0."""
     (x,) = promote_dtypes_inexact(x)
-    return jnp.where(x < 0, jnp.full_like(x, -jnp.inf), -_xlogy(x, x))
+    return jnp.where(x < 0, jnp.full_like(x, -jnp.inf), -_xlogx(x))
 
 
 def rel_entr(p, q):

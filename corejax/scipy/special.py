@@ -72,10 +72,11 @@ def gammaln(x):
 
 @custom_jvp
 def xlogy(x, y):
-    """x * log(y), defined as 0 where x == 0."""
+    """x * log(y), defined as 0 where x == 0 (NaN still where y is NaN, as in JAX)."""
     x, y = promote_dtypes_inexact(x, y)
-    safe_y = jnp.where(x == 0, jnp.ones_like(y), y)
-    return jnp.where(x == 0, jnp.zeros_like(x), x * jnp.log(safe_y))
+    computed = (x != 0) | jnp.isnan(y)
+    safe_y = jnp.where(computed, y, jnp.ones_like(y))
+    return jnp.where(computed, x * jnp.log(safe_y), jnp.zeros_like(x))
 
 
 @xlogy.defjvp
@@ -88,10 +89,11 @@ def _xlogy_jvp(primals, tangents):
 
 @custom_jvp
 def xlog1py(x, y):
-    """x * log1p(y), defined as 0 where x == 0."""
+    """x * log1p(y), defined as 0 where x == 0 (NaN still where y is NaN, as in JAX)."""
     x, y = promote_dtypes_inexact(x, y)
-    safe_y = jnp.where(x == 0, jnp.zeros_like(y), y)
-    return jnp.where(x == 0, jnp.zeros_like(x), x * jnp.log1p(safe_y))
+    computed = (x != 0) | jnp.isnan(y)
+    safe_y = jnp.where(computed, y, jnp.zeros_like(y))
+    return jnp.where(computed, x * jnp.log1p(safe_y), jnp.zeros_like(x))
 
 
 @xlog1py.defjvp

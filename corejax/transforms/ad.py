@@ -50,6 +50,19 @@ class Zero:
     def __repr__(self):
         return f"Zero({self.aval})"
 
+    def _no_arithmetic(self, *_):
+        # A custom_jvp rule gets one for an integer input, whose tangent is float0 (JAX hands
+        # it a float0 array, on which every operation raises TypeError likewise).
+        raise TypeError(
+            f"Called an arithmetic operation on a symbolic zero tangent "
+            f"({self.aval.str_short()}): tangents of "
+            "integer inputs are float0, which supports no operations. If you did not expect "
+            "one, a derivative is being taken through an integer argument; a custom_jvp rule "
+            "should leave such tangents out.")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _no_arithmetic
+    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __neg__ = _no_arithmetic
+
 
 def zeros_like_aval(aval: ShapedArray):
     from corejax import lax

@@ -29,6 +29,7 @@ import os
 import re
 import zlib
 
+import ml_dtypes
 import numpy as np
 
 TRANSFORMS = ("eager", "jit", "vmap", "grad", "jvp", "vjp", "hvp", "jit_grad")
@@ -39,8 +40,26 @@ BATCH = 3  # the vmap batch size: distinct from every case dimension (1, 2, 4, 5
 
 _DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8,
            "i32": np.int32, "i64": np.int64, "u8": np.uint8, "u32": np.uint32, "bool": np.bool_,
-           "c64": np.complex64, "c128": np.complex128}
-_SPEC = re.compile(r"^(key|[a-z]+\d*)\[([0-9,]*)\](?::(\w+))?$")
+           "c64": np.complex64, "c128": np.complex128,
+           # ml_dtypes' types: "bf16", "f8e4m3fn", "f4e2m1fn", "i4", "u2", ...
+           "bf16": ml_dtypes.bfloat16, **{
+               n.replace("float", "f").replace("_", ""): getattr(ml_dtypes, n) for n in (
+                   "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4",
+                   "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+                   "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu")},
+           **{f"{u[0]}{b}": getattr(ml_dtypes, f"{u}{b}") for u in ("int", "uint")
+              for b in (1, 2, 4)}}
+_SPEC = re.compile(r"^(key|[a-z][a-z0-9]*)\[([0-9,]*)\](?::(\w+))?$")
+_FLOAT_SPECS = ("f16", "f32", "f64", "bf16")  # the kinds grad / jvp / vjp differentiate
+
+
+def kind_of(dt):
+    """NumPy's kind letter, with ml_dtypes' floats as "f" and narrow integers "i" / "u" (NumPy
+    says "V" for them)."""
+    dt = np.dtype(dt)
+    if dt.kind != "V" or dt.type.__module__ != "ml_dtypes":   # float0 stays "V"
+        return dt.kind
+    return "u" if dt.name.startswith("uint") else "i" if dt.name.startswith("int") else "f"
 
 
 class Ref:
@@ -92,7 +111,11 @@ def make_array(spec, rng, shape=None):
     dt = np.dtype(_DTYPES[kind])
     if dt == np.bool_:
         return rng.random(shape) < 0.5
-    if dt.kind in "iu":
+    if kind_of(dt) in "iu":
+        if dt.kind == "V":  # int1/2/4, uint1/2/4: the domain's values clipped into range
+            info = ml_dtypes.iinfo(dt)
+            wide = make_array(spec.replace(kind, kind_of(dt) + "32", 1), rng, shape)
+            return np.clip(wide, int(info.min), int(info.max)).astype(dt)
         if domain.startswith("idx"):  # idxN: 0..N-1 ; idxmN: -N..N-1
             n = int(domain[3:].lstrip("m"))
             lo = -n if "m" in domain else 0
@@ -244,7 +267,7 @@ def _min_ndim(spec):
 
 def _float_spec(spec):
     if is_spec(spec):
-        return parse_spec(spec)[0] in ("f16", "f32", "f64")
+        return parse_spec(spec)[0] in _FLOAT_SPECS
     if isinstance(spec, (list, tuple)):
         specs = [s for s in spec if is_spec(s)]
         return bool(specs) and all(_float_spec(s) for s in specs) and len(specs) == len(spec)
@@ -324,7 +347,7 @@ def _weights(shape, dtype):
 
 def _is_float_leaf(x):
     dt = getattr(x, "dtype", None)
-    return dt is not None and np.dtype(dt).kind == "f"
+    return dt is not None and kind_of(dt) == "f"
 
 
 def _scalarize(out, fw):

@@ -6,6 +6,8 @@ Derivatives are checked through the "cplx" wrapper: it takes two real arrays x a
 function to z = x + 1j*y and returns the real and imaginary parts of the result, so grad, jvp,
 vjp and second order run through every complex rule (jvp with complex tangents, the transposes
 of real / imag / complex / conj / mul, convert_element_type) with real inputs and outputs."""
+import numpy as np
+
 import cases
 from cases import BASIC, FULL, NOGRAD, Ref, add, case
 
@@ -163,3 +165,41 @@ add(case("numpy.roots", "f32[4]:nz"), case("numpy.roots", "i32[3]:pos", label="i
     case("numpy.roots", "f32[2,2]", label="rank_error", transforms=("eager",)),
     case("numpy.roots", "f32[3]", label="traced_error", transforms=("jit",)),
     case("numpy.poly", "f32[3,3]", label="matrix", transforms=BASIC, ulp=64))
+
+# ---------------------------------------------------------------- atan2 of complex operands
+# (XLA's -i log((y + ix) / sqrt(x^2 + y^2)) for atan2(x, y); NumPy has no complex arctan2)
+
+add(case("lax.atan2", "c64[2,3]", "c64[2,3]", label="complex", ulp=16),
+    case("lax.atan2", "c128[4]", "c128[4]", label="complex128", x64=True, transforms=BASIC,
+         ulp=16),
+    case("lax.atan2", "c64[3]", "f32[3]", label="mixed_error", transforms=("eager",)),
+    case("numpy.arctan2", "c64[2,3]", "f32[3]", label="complex_real", ulp=16),
+    case("numpy.arctan2", "c64[3]", 2.0, label="complex_weak", ulp=16),
+    case("array.cplx2", "f32[3]:nz", "f32[3]:nz", "f32[3]:pos", "f32[3]:nz",
+         Ref("numpy.arctan2"), label="arctan2", transforms=NOHVP, ulp=32))
+
+# ---------------------------------------------------------------- rsf2csf's derivative: a real
+# Schur form built from x (upper triangular but for two standardized 2x2 blocks, equal diagonals
+# and off-diagonals of opposite signs: conjugate pairs), any z
+
+
+def _rsf2csf_quasi(x, z, rsf2csf):
+    one = np.eye(4)
+    t = x * np.triu(np.ones((4, 4)))
+    for top in (0, 2):
+        low = top + 1
+        t = t + (x[top, top] - x[low, low]) * np.outer(one[low], one[low])
+        t = t - 0.5 * x[top, low] * np.outer(one[low], one[top])
+    return rsf2csf(t, z)
+
+
+cases.ARRAY_OPS["rsf2csf_quasi"] = _rsf2csf_quasi
+# (ulp: JAX's own float32 derivative is the imprecise one here. Against both frameworks' float64
+# jvp of the same inputs, which agree to 8e-14, corejax's float32 tangent is off by 2.1e-6 and
+# JAX's by 4.6e-5, 262 ulp of the leaf's scale; the comparison's budget must hold JAX's error.
+# JAX raises NotImplementedError for the second derivative: tests/test_complex.py checks
+# corejax's against finite differences instead.)
+add(case("array.rsf2csf_quasi", "f32[4,4]", "f32[4,4]", Ref(_S + "rsf2csf"), label="d_rsf2csf",
+         transforms=NOHVP, ulp=128),
+    case(_S + "rsf2csf", "f32[3,3]", "f32[4,4]", label="shape_error", transforms=("eager",)),
+    case(_S + "rsf2csf", "f32[3,4]", "f32[3,4]", label="square_error", transforms=("eager",)))

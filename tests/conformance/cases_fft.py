@@ -3,7 +3,7 @@ after its own cases). Complex inputs of differentiated cases go through cases_co
 wrapper (two real arrays in, the real and imaginary parts out), so grad, jvp, vjp and second
 order exercise the fft primitive's transposes with real inputs and outputs."""
 import cases
-from cases import BASIC, FULL, NOGRAD, Ref, add, case
+from cases import BASIC, FULL, NOGRAD, Call, Ref, add, case
 
 cases.MODULES.append("numpy.fft")
 
@@ -21,7 +21,8 @@ add(case("lax.fft", "c64[3,4]", "fft", (4,), label="fft", ulp=16),
     case("lax.fft", "f32[5]", "fft", (5,), label="real_fft", transforms=LINEAR, ulp=16),
     case("lax.fft", "f32[6]", "rfft", (5,), label="length_error", transforms=("eager",)),
     case("lax.fft", "c64[2,3]", "fft", (1, 2, 3), label="rank_error", transforms=("eager",)),
-    case("lax.fft", "c128[8]", "fft", (8,), label="f64", x64=True, transforms=BASIC, ulp=16))
+    case("lax.fft", "c128[8]", "fft", (8,), label="f64", x64=True, transforms=BASIC, ulp=16),
+    case("lax.fft", "f32[2,6]", Call("lax.FftType", 2), (6,), label="enum_rfft", ulp=16))
 for _label, _x, _y, _type, _lengths in [("fft", "f32[3,4]", "f32[3,4]", "fft", (4,)),
                                         ("ifft", "f32[2,5]", "f32[2,5]", "ifft", (2, 5)),
                                         ("irfft_even", "f32[3,4]", "f32[3,4]", "irfft", (6,)),

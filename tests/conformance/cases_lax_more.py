@@ -1,8 +1,11 @@
 """Conformance cases of the jax.lax names added for issue #26 (second part): ragged_dot /
 ragged_dot_general with RaggedDotDimensionNumbers, rng_bit_generator with RandomAlgorithm,
 composite, tokens (create_token, after_all), the dot algorithms accepted as `precision=`
-(DotAlgorithmPreset, DotAlgorithm) and `accuracy=` (Tolerance, AccuracyMode) (loaded by cases.py
-after its own cases).
+(DotAlgorithmPreset, DotAlgorithm) and `accuracy=` (Tolerance, AccuracyMode), and the functions
+that now bind primitives of their own: stage, dce_sink, optimization_barrier, top_k (axis=,
+total order), clamp, square, split, stack / unstack / tile, scatter_sub, clz / mulhi, the
+total-order comparisons eq_to_p / le_to_p / lt_to_p, shape_as_value and rng_uniform's errors
+(loaded by cases.py after its own cases).
 
 Not compared here, where JAX 0.10.2 raises and corejax computes: vmap of ragged_dot with other
 in_axes than all 0 ("ragged_dot vmap over any dim but 0 - NYI") and derivatives / vmap of a
@@ -16,6 +19,7 @@ from cases import BASIC, NOGRAD, Call, Ref, add, case
 EAGER = ("eager",)
 # everything but vmap (see the docstring)
 DIFF = ("eager", "jit", "grad", "jvp", "vjp", "hvp", "jit_grad")
+FULL_NO_VMAP = DIFF
 
 
 def _with_sizes(lhs, rhs, sizes, fn, **kwargs):
@@ -52,7 +56,22 @@ def _supported_outputs(preset, lhs_dtype, rhs_dtype):
     return preset.supported_output_types(np.dtype(lhs_dtype), np.dtype(rhs_dtype))
 
 
-cases.ARRAY_OPS.update({"ragged_sizes": _with_sizes, "ragged_general_sizes": _general_with_sizes,
+def _bind(*args, primitive, **params):
+    return primitive.bind(*args, **params)
+
+
+def _sink_then(x, dce_sink):
+    dce_sink((x * 2, {"a": x + 1}))
+    return x - 1
+
+
+def _barrier_pair(x, y, optimization_barrier):
+    a, b = optimization_barrier((x * y, y))
+    return a + b, b
+
+
+cases.ARRAY_OPS.update({"bind": _bind, "sink_then": _sink_then, "barrier_pair": _barrier_pair,
+                        "ragged_sizes": _with_sizes, "ragged_general_sizes": _general_with_sizes,
                         "composite_of": _composite_of, "composite_tree": _composite_tree,
                         "tokens": _tokens, "token_then": _token_then,
                         "preset_outputs": _supported_outputs})
@@ -262,3 +281,80 @@ for _fn in ("cbrt", "cos", "exp", "exp2", "expm1", "log", "log1p", "logistic", "
         case(f"lax.{_fn}", "f32[4]:pos", kwargs={"accuracy": Call("lax.AccuracyMode", 1)},
              transforms=BASIC, label="accuracy_mode"))
 add(case("lax.exp", "f32[4]", kwargs={"accuracy": 3}, transforms=EAGER, label="bad_accuracy"))
+
+# ---------------------------------------------------------------- functions with own primitives
+
+add(case("lax.stage", "f32[2,3]", transforms=("eager", "jit", "vmap", "grad", "jvp", "vjp")),
+    case("lax.stage", 1.5, transforms=BASIC, label="weak_scalar"),
+    case("lax.stage", "i32[3]", transforms=BASIC),
+    case("lax.stage", [1.0, 2.0], static=(0,), transforms=EAGER, label="list_error"),
+    case("lax.dce_sink", "f32[3]", transforms=BASIC),
+    case("array.sink_then", "f32[3]", Ref("lax.dce_sink"),
+         transforms=("eager", "jit", "vmap", "grad", "jvp")),
+    case("array.barrier_pair", "f32[3]", "f32[3]", Ref("lax.optimization_barrier"),
+         transforms=("eager", "jit", "vmap", "grad", "jvp", "vjp", "hvp")))
+
+add(case("lax.top_k", "f32[2,5]:distinct", 2, static=(1,), kwargs={"axis": 0},
+         transforms=("eager", "jit", "vmap", "grad", "jvp", "vjp"), label="axis0"),
+    case("lax.top_k", "f32[3,4]:distinct", 3, static=(1,), kwargs={"axis": -1},
+         transforms=("eager", "jit", "vmap", "grad"), label="axism1"),
+    case("lax.top_k", "f32[7]:special", 7, static=(1,), transforms=BASIC, label="total_order"),
+    case("lax.top_k", "f32[6]:wide", 4, static=(1,), transforms=("eager", "jit", "grad"),
+         label="ties"),
+    case("lax.top_k", "u8[6]", 3, static=(1,), transforms=BASIC, label="uint8"),
+    case("lax.top_k", "bool[5]", 3, static=(1,), transforms=BASIC, label="bool"),
+    case("lax.top_k", "f32[2,3]", 1, static=(1,), kwargs={"axis": 2}, transforms=EAGER,
+         label="axis_error"),
+    case("lax.top_k", "f32[3]", 4, static=(1,), transforms=EAGER, label="k_error"),
+    case("lax.top_k", "f32[3]", -1, static=(1,), transforms=EAGER, label="negative_k_error"),
+    case("lax.top_k", "f32[]", 1, static=(1,), transforms=EAGER, label="scalar_error"))
+
+for _name in ("eq_to_p", "le_to_p", "lt_to_p"):
+    add(case("array.bind", "f32[7]:special", "f32[7]:special",
+             kwargs={"primitive": Ref(f"lax.{_name}")}, transforms=NOGRAD, label=_name),
+        case("array.bind", "i32[5]", "i32[5]", kwargs={"primitive": Ref(f"lax.{_name}")},
+             transforms=NOGRAD, label=f"{_name}_int"),
+        case("array.bind", "f16[6]:wide", "f16[6]:wide",
+             kwargs={"primitive": Ref(f"lax.{_name}")}, transforms=NOGRAD,
+             label=f"{_name}_f16"))
+
+add(case("lax.clamp", "f32[]", "f32[2,3]:special", "f32[]", transforms=BASIC,
+         label="special"),
+    case("lax.clamp", -0.5, "f32[2,3]", 0.5, transforms=FULL_NO_VMAP, label="weak_bounds"),
+    case("lax.clamp", "f32[2,3]", "f32[2,3]", "f32[2,3]", transforms=FULL_NO_VMAP,
+         label="arrays"),
+    case("lax.clamp", "i32[4]", "i32[4]", "i32[4]", transforms=NOGRAD, label="int"),
+    case("lax.clamp", "f32[3]", "f32[2,3]", "f32[]", transforms=EAGER, label="shape_error"),
+    case("lax.clamp", "c64[3]", "c64[3]", "c64[3]", transforms=BASIC, label="complex"),
+    case("lax.square", "c64[3]", transforms=BASIC, label="complex"),
+    case("lax.square", "i8[4]", transforms=NOGRAD, label="int8_wraps"))
+
+add(case("lax.split", "f32[5,2]", (2, 0, 3), static=(1,),
+         transforms=("eager", "jit", "vmap", "grad", "jvp", "vjp"), label="empty_piece"),
+    case("lax.split", "f32[2,6]", (4, 2), static=(1,), kwargs={"axis": -1},
+         transforms=("eager", "jit", "vmap", "grad"), label="axism1"),
+    case("lax.split", "f32[3]", (2, 2), static=(1,), transforms=EAGER, label="sum_error"),
+    case("lax.split", "f32[3]", (4, -1), static=(1,), transforms=EAGER,
+         label="negative_error"),
+    case("lax.tile", "f32[2,3]", (2, 3), static=(1,),
+         transforms=("eager", "jit", "vmap", "grad", "jvp", "vjp"), label="grad"),
+    case("lax.tile", "f32[2,3]", (0, 1), static=(1,), transforms=NOGRAD, label="zero_reps"),
+    case("lax.stack", ["f32[2,3]", "f32[2,3]", "f32[2,3]"], kwargs={"axis": 1},
+         transforms=("eager", "jit", "vmap", "grad", "jvp", "vjp"), label="three_axis1"),
+    case("lax.stack", ["f32[2,3]", "f32[3]"], transforms=EAGER, label="rank_error"),
+    case("lax.stack", [1.0, 2.0], transforms=BASIC, label="weak_scalars"),
+    case("lax.unstack", "f32[3,2]", kwargs={"axis": -1},
+         transforms=("eager", "jit", "vmap", "grad", "jvp", "vjp"), label="axism1"),
+    case("lax.unstack", "f32[0,3]", transforms=BASIC, label="empty"))
+
+add(case("lax.shape_as_value", (2, 3), transforms=EAGER),
+    case("lax.shape_as_value", (), transforms=EAGER, label="empty"),
+    case("lax.shape_as_value", (2**31, 1), transforms=EAGER, label="int64"),
+    case("lax.rng_uniform", 0.0, 1.0, (3,), static=(0, 1, 2), transforms=EAGER,
+         post=("shape", "dtype", "weak_type"), label="float_kind"),
+    case("lax.rng_uniform", 0, 10, (2, 2), static=(0, 1, 2), transforms=EAGER,
+         post=("shape", "dtype", "weak_type"), label="int_kind"),
+    case("lax.rng_uniform", 0, 10.0, (3,), static=(0, 1, 2), transforms=EAGER,
+         label="mixed_error"),
+    case("lax.rng_uniform", "f32[2]", 1.0, (3,), static=(1, 2), transforms=EAGER,
+         label="shape_error"))

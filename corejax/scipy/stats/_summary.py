@@ -111,6 +111,9 @@ def _cummax(v):
 def sem(a, axis=0, ddof=1, nan_policy="propagate", *, keepdims=False):
     """The standard error of the mean: std(a, ddof) / sqrt(n) along `axis`."""
     check_arraylike("sem", a)
+    if nan_policy == "raise":  # a ValueError in JAX's sem (NotImplementedError in mode's)
+        raise ValueError("sem: nan_policy='raise' is not supported; use 'propagate' or 'omit' "
+                         "(under jit NaNs cannot be detected: check for them outside sem)")
     _check_nan_policy(nan_policy, "sem", supported=("propagate", "omit"))
     x = jnp.asarray(a)
     if axis is None:

@@ -26,4 +26,7 @@ def cdf(k, p):
 
 def ppf(q, p):
     q, p = _promote(q, p)
-    return _jnp.where((q < 0) | (q > 1), _jnp.nan, _jnp.where(q <= 1 - p, 0, 1))
+    # 0 or 1 in the promoted dtype, strong unless both arguments were Python scalars (as JAX)
+    level = _jnp.where(q <= 1 - p, _jnp.zeros_like(q), _jnp.ones_like(q))
+    invalid = _jnp.isnan(q) | _jnp.isnan(p) | (p < 0) | (p > 1) | (q < 0) | (q > 1)
+    return _jnp.where(invalid, _jnp.nan, level)

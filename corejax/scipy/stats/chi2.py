@@ -5,6 +5,7 @@ from __future__ import annotations
 import math as _math
 
 import corejax.numpy as _jnp
+from corejax import lax as _lax
 from corejax.scipy import special as _special
 from corejax.scipy.stats._util import promote_args_inexact as _promote
 
@@ -15,9 +16,11 @@ def logpdf(x, df, loc=0, scale=1):
     x, df, loc, scale = _promote(x, df, loc, scale)
     y = (x - loc) / scale
     half_df = df / 2
-    kernel = _special.xlogy(half_df - 1, y) - y / 2
-    normalizer = _special.gammaln(half_df) + half_df * _math.log(2)
-    log_probs = kernel - normalizer - _jnp.log(scale)
+    # (df/2 - 1) log y, not xlogy: JAX's value is NaN at y = 0 for df = 2, and off the support
+    # the derivatives carry the NaN of log(y < 0) through the where, as JAX's do.
+    kernel = (half_df - 1) * _jnp.log(y) - y / 2
+    normalizer = _special.gammaln(half_df) + _math.log(2) * df / 2
+    log_probs = -normalizer - _jnp.log(scale) + kernel
     return _jnp.where(x < loc, -_jnp.inf, log_probs)
 
 
@@ -25,13 +28,13 @@ def pdf(x, df, loc=0, scale=1):
     return _jnp.exp(logpdf(x, df, loc, scale))
 
 
-def _half_standardized(x, df, loc, scale):
+def _half_clamped(x, df, loc, scale):
     x, df, loc, scale = _promote(x, df, loc, scale)
-    return _jnp.maximum((x - loc) / scale, 0) / 2, df / 2
+    return _lax.clamp(0.0, (x - loc) / (scale * 2), _jnp.inf), df / 2
 
 
 def cdf(x, df, loc=0, scale=1):
-    y, half_df = _half_standardized(x, df, loc, scale)
+    y, half_df = _half_clamped(x, df, loc, scale)
     return _special.gammainc(half_df, y)
 
 
@@ -40,7 +43,7 @@ def logcdf(x, df, loc=0, scale=1):
 
 
 def sf(x, df, loc=0, scale=1):
-    y, half_df = _half_standardized(x, df, loc, scale)
+    y, half_df = _half_clamped(x, df, loc, scale)
     return _special.gammaincc(half_df, y)
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import corejax.numpy as _jnp
+from corejax import lax as _lax
 from corejax.scipy import special as _special
 from corejax.scipy.stats._util import promote_args_inexact as _promote
 
@@ -10,23 +11,26 @@ __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
 def logpdf(x, a, loc=0, scale=1):
     x, a, loc, scale = _promote(x, a, loc, scale)
-    y = (x - loc) / scale
+    # Off the support (and at NaN x) the density is computed at y = 1, so that neither its
+    # value nor its derivatives leak NaN through the where that discards it.
+    inside = x >= loc
+    y = _jnp.where(inside, (x - loc) / scale, 1)
     log_linear = _special.xlogy(a - 1, y) - y
-    log_probs = log_linear - _special.gammaln(a) - _jnp.log(scale)
-    return _jnp.where(x < loc, -_jnp.inf, log_probs)
+    log_probs = log_linear - (_special.gammaln(a) + _jnp.log(scale))
+    return _jnp.where(inside, log_probs, -_jnp.inf)
 
 
 def pdf(x, a, loc=0, scale=1):
     return _jnp.exp(logpdf(x, a, loc, scale))
 
 
-def _standardized(x, a, loc, scale):
+def _clamped(x, a, loc, scale):
     x, a, loc, scale = _promote(x, a, loc, scale)
-    return _jnp.maximum((x - loc) / scale, 0), a
+    return _lax.clamp(0.0, (x - loc) / scale, _jnp.inf), a
 
 
 def cdf(x, a, loc=0, scale=1):
-    y, a = _standardized(x, a, loc, scale)
+    y, a = _clamped(x, a, loc, scale)
     return _special.gammainc(a, y)
 
 
@@ -35,8 +39,9 @@ def logcdf(x, a, loc=0, scale=1):
 
 
 def sf(x, a, loc=0, scale=1):
-    y, a = _standardized(x, a, loc, scale)
-    return _special.gammaincc(a, y)
+    x, a, loc, scale = _promote(x, a, loc, scale)
+    y = (x - loc) / scale
+    return _jnp.where(y < 0, 1, _special.gammaincc(a, y))
 
 
 def logsf(x, a, loc=0, scale=1):

@@ -1,7 +1,8 @@
-"""The left-skewed Gumbel distribution (jax.scipy.stats.gumbel_l)."""
+"""The left-skewed Gumbel distribution (jax.scipy.stats.gumbel_l): NaN where scale <= 0."""
 from __future__ import annotations
 
 import corejax.numpy as _jnp
+from corejax.scipy import special as _special
 from corejax.scipy.stats._util import promote_args_inexact as _promote
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf"]
@@ -12,9 +13,15 @@ def _z(x, loc, scale):
     return (x - loc) / scale, scale
 
 
+def _valid(scale, value):
+    return _jnp.where(scale > 0, value, _jnp.nan)
+
+
 def logpdf(x, loc=0, scale=1):
     z, scale = _z(x, loc, scale)
-    return z - _jnp.exp(z) - _jnp.log(scale)
+    # -log(scale) as xlogy(-1, scale), as in JAX: there the integer -1's float0 tangent reaches
+    # xlogy's derivative rule, so derivatives through scale raise TypeError; here likewise.
+    return _valid(scale, _special.xlogy(-1, scale) + (z - _jnp.exp(z)))
 
 
 def pdf(x, loc=0, scale=1):
@@ -22,23 +29,25 @@ def pdf(x, loc=0, scale=1):
 
 
 def logsf(x, loc=0, scale=1):
-    z, _ = _z(x, loc, scale)
-    return -_jnp.exp(z)
+    z, scale = _z(x, loc, scale)
+    return _valid(scale, -_jnp.exp(z))
 
 
 def sf(x, loc=0, scale=1):
     return _jnp.exp(logsf(x, loc, scale))
 
 
-def cdf(x, loc=0, scale=1):
-    return -_jnp.expm1(logsf(x, loc, scale))
-
-
 def logcdf(x, loc=0, scale=1):
-    return _jnp.log(cdf(x, loc, scale))
+    z, scale = _z(x, loc, scale)
+    return _valid(scale, _jnp.log(-_jnp.expm1(-_jnp.exp(z))))
+
+
+def cdf(x, loc=0, scale=1):
+    return _jnp.exp(logcdf(x, loc, scale))
 
 
 def ppf(p, loc=0, scale=1):
     p, loc, scale = _promote(p, loc, scale)
-    value = loc + scale * _jnp.log(-_jnp.log1p(-p))
-    return _jnp.where((p < 0) | (p > 1), _jnp.nan, value)
+    # -log1p(-p) as xlog1py(-1, -p), as in JAX (derivatives through p raise TypeError there too)
+    value = loc + scale * _jnp.log(_special.xlog1py(-1, -p))
+    return _jnp.where((p > 0) & (p < 1), value, _jnp.nan)

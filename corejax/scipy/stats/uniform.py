@@ -19,9 +19,13 @@ def pdf(x, loc=0, scale=1):
 
 def cdf(x, loc=0, scale=1):
     x, loc, scale = _promote(x, loc, scale)
-    return _jnp.clip((x - loc) / scale, 0, 1)
+    upper = loc + scale
+    # Strongly typed even for Python scalars, as JAX's; NaN anywhere gives 0, as in JAX.
+    z = ((x - loc) / scale).astype(x.dtype)
+    inside = _jnp.where((x >= loc) & (x <= upper), z, 0)
+    return _jnp.where(x < loc, 0, _jnp.where(x > upper, 1, inside))
 
 
 def ppf(q, loc=0, scale=1):
     q, loc, scale = _promote(q, loc, scale)
-    return _jnp.where((q < 0) | (q > 1), _jnp.nan, loc + q * scale)
+    return _jnp.where(_jnp.isnan(q) | (q < 0) | (q > 1), _jnp.nan, loc + scale * q)
