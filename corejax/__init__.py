@@ -23,7 +23,9 @@ from corejax._fwd_bwd import fwd_and_bwd
 from corejax._config_states import (enable_x64, debug_nans, threefry_partitionable,
                                     explain_cache_misses, debug_infs, log_compiles,
                                     numpy_rank_promotion, numpy_dtype_promotion,
-                                    default_matmul_precision)
+                                    default_matmul_precision, no_tracing, no_execution,
+                                    legacy_prng_key, default_prng_impl, enable_checks)
+from corejax._guards import make_user_context
 from corejax._tracing import typeof, ensure_compile_time_eval, named_scope, named_call
 from corejax._runtime import (devices, process_index, process_count, process_indices, host_id,
                               host_count, host_ids, local_devices, local_device_count,

@@ -1,6 +1,8 @@
 """Config options as objects of the top-level API, as JAX has them: `corejax.enable_x64`,
 `debug_nans`, `debug_infs`, `threefry_partitionable`, `explain_cache_misses`, `log_compiles`,
-`numpy_rank_promotion`, `numpy_dtype_promotion`, `default_matmul_precision`. `option.value`
+`numpy_rank_promotion`, `numpy_dtype_promotion`, `default_matmul_precision`, and the guards
+`no_tracing`, `no_execution`, `legacy_prng_key`, `default_prng_impl`, `enable_checks` (what
+these do: corejax/_guards.py). `option.value`
 reads the option; `with option(new_value):` (or `@option(new_value)` on a function) sets it for
 the duration. Their public path is corejax.
 
@@ -15,7 +17,8 @@ from corejax.config import config
 
 __all__ = ["State", "enable_x64", "debug_nans", "threefry_partitionable",
            "explain_cache_misses", "debug_infs", "log_compiles", "numpy_rank_promotion",
-           "numpy_dtype_promotion", "default_matmul_precision"]
+           "numpy_dtype_promotion", "default_matmul_precision", "no_tracing", "no_execution",
+           "legacy_prng_key", "default_prng_impl", "enable_checks"]
 
 
 class State:
@@ -72,3 +75,9 @@ log_compiles = State("log_compiles")
 numpy_rank_promotion = State("numpy_rank_promotion", boolean=False)
 numpy_dtype_promotion = State("numpy_dtype_promotion", boolean=False)
 default_matmul_precision = State("default_matmul_precision", boolean=False)
+# what these do: corejax/_guards.py
+no_tracing = State("no_tracing")
+no_execution = State("no_execution")
+legacy_prng_key = State("legacy_prng_key", boolean=False)
+default_prng_impl = State("default_prng_impl", boolean=False)
+enable_checks = State("enable_checks")   # the same option as check_eager_avals

@@ -26,6 +26,7 @@ from corejax._tree_traced import (tree_flatten, tree_unflatten, tree_map, tree_s
                                   tree_leaves, tree_flatten_with_path)
 from corejax.tree_util import keystr, register_pytree_node
 from corejax.sharding import state as _sharding_state
+from corejax._guards import Guards, check_tracing, refuse_execution, user_context_key
 
 __all__ = ["jit", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev",
            "jacobian", "hessian", "vmap", "make_jaxpr", "eval_shape", "ShapeDtypeStruct",
@@ -141,6 +142,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape=False):
     @_wraps(fun)
     @api_boundary
     def make(*args, **kwargs):
+        check_tracing(f"make_jaxpr({_fun_name(fun)})")
         dyn_args = [a for i, a in enumerate(args) if i not in static]
 
         def call(*dyn, **kw):
@@ -211,9 +213,12 @@ def _donated_operands(args, dyn_kwargs, static_nums, donate_nums, donate_names, 
     return tuple(flags) if any(flags) else None
 
 
-def _run(entry: _CacheEntry, exe, backend: str, operands):
+def _run(entry: _CacheEntry, exe, backend: str, operands, fun=None):
     """The compiled program's outputs on `operands` (consts, then leaves), in the entry's
-    tree. Donated Arrays are consumed by the call (their buffers may now hold its results)."""
+    tree. Donated Arrays are consumed by the call (their buffers may now hold its results).
+    `fun`: the jitted function, named by the no_execution guard's error."""
+    if Guards.no_execution:
+        refuse_execution(f"jit({_fun_name(fun)})" if fun is not None else "a jitted program")
     outs = exe(*operands_for(backend, operands))
     if _Placement.cpu_committed:
         outs = place_results(operands, outs)
@@ -331,7 +336,7 @@ class _JittedFunction:
         _check_leaves(leaves, f"jit({_fun_name(self._fun)})")
         leaves = _canonical_leaves(leaves)
         key = (in_tree, _signature_key(leaves), static_vals, self._backend_name(leaves),
-               config.enable_x64, config.threefry_partitionable)
+               config.enable_x64, config.threefry_partitionable, user_context_key())
         entry = self._cache.get(key)
         if entry is None:
             with self._lock:
@@ -342,6 +347,7 @@ class _JittedFunction:
         return entry, leaves
 
     def _trace(self, args, kwargs, static_nums, in_tree, leaves, key, dyn_kwargs):
+        check_tracing(f"jit({_fun_name(self._fun)})")
         if config.explain_cache_misses:
             logger.warning(_explain_miss(self, key))
         fun = self._fun
@@ -399,11 +405,11 @@ class _JittedFunction:
                 fast_key = (treedef, tuple([(a._value.shape, a._value.dtype, a.weak_type)
                                             for a in leaves]),
                             backend_for(leaves, self._backend), flags["enable_x64"],
-                            flags["threefry_partitionable"])
+                            flags["threefry_partitionable"], user_context_key())
                 hit = self._fast.get(fast_key)
                 if hit is not None:
                     entry, exe = hit
-                    return _run(entry, exe, fast_key[2], [*entry.consts, *leaves])
+                    return _run(entry, exe, fast_key[2], [*entry.consts, *leaves], self._fun)
         entry, leaves = self._lookup(args, kwargs)
         operands = [*entry.consts, *leaves]
         if core._trace_state.dynamic_level == 0 and not any(
@@ -416,7 +422,7 @@ class _JittedFunction:
                 entry.executable = exe
             if fast_key is not None and not self._static_argnames:
                 self._fast[fast_key] = (entry, exe)
-            return _run(entry, exe, self._backend_name(leaves), operands)
+            return _run(entry, exe, self._backend_name(leaves), operands, self._fun)
         outs = jit_p.bind(*operands, jaxpr=entry.jaxpr, name=_fun_name(self._fun),
                           backend=self._backend)
         return tree_unflatten(entry.out_tree, outs)
@@ -487,6 +493,8 @@ def _explain_miss(jf: _JittedFunction, key) -> str:
         reasons.append("the enable_x64 setting changed")
     if prev[5] != key[5]:
         reasons.append("the threefry_partitionable setting changed")
+    if prev[6:] != key[6:]:
+        reasons.append("a user context's value changed (make_user_context)")
     return f"TRACING CACHE MISS at {name} because: " + "; ".join(reasons or ["a new signature"])
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from corejax import _cuda_driver, core, dtypes
 from corejax.config import config
+from corejax._guards import Guards as _Guards, refuse_execution
 
 __all__ = ["Array", "Device", "devices", "device_put", "device_get", "block_until_ready"]
 
@@ -388,6 +389,8 @@ def _eager_kernel(primitive):
 
 
 def apply_primitive(primitive, args, params):
+    if _Guards.no_execution:
+        refuse_execution(f"the primitive {primitive.name}")
     if _Placement.cuda_in_use:
         device = _placement(args)
         if device is not None:

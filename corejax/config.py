@@ -2,7 +2,8 @@
 
 JAX's names are accepted too (`config.update('jax_enable_x64', True)`). Environment variables
 set the initial values: JAX_ENABLE_X64, JAX_DEBUG_NANS, COREJAX_PLATFORM, COREJAX_CACHE_DIR,
-COREJAX_CHECK_EAGER_AVALS.
+COREJAX_CHECK_EAGER_AVALS, JAX_NO_TRACING, JAX_NO_EXECUTION, JAX_LEGACY_PRNG_KEY.
+`enable_checks` (JAX's name) is the option `check_eager_avals`.
 """
 from __future__ import annotations
 
@@ -35,7 +36,15 @@ _CHOICES = {
                                  "BF16_BF16_BF16", "BF16_BF16_F32", "BF16_BF16_F32_X3",
                                  "BF16_BF16_F32_X6", "BF16_BF16_F32_X9", "TF32_TF32_F32",
                                  "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64"),
+    "legacy_prng_key": ("allow", "warn", "error"),
+    # every implementation JAX registers; corejax computes threefry2x32 only (corejax/_guards.py
+    # refuses the others when they are set)
+    "default_prng_impl": ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32",
+                          "philox4x32"),
 }
+
+# JAX's option names that are another name for a corejax option
+_ALIASES = {"enable_checks": "check_eager_avals"}
 
 
 def _env_num_cpu_devices() -> int:
@@ -78,6 +87,13 @@ class Config:
         # Eager evaluation also runs each primitive's abstract evaluation and checks the result
         # against it, so a program that runs eagerly also stages (the test suite turns it on).
         "check_eager_avals": lambda: _env_bool("COREJAX_CHECK_EAGER_AVALS", False),
+        # Guards (corejax/_guards.py): jit tracing / any execution raises RuntimeError.
+        "no_tracing": lambda: _env_bool("JAX_NO_TRACING", False),
+        "no_execution": lambda: _env_bool("JAX_NO_EXECUTION", False),
+        # Raw uint32 keys passed to corejax.random: 'allow', 'warn' or 'error' (JAX's option).
+        "legacy_prng_key": lambda: os.environ.get("JAX_LEGACY_PRNG_KEY", "allow"),
+        # The PRNG implementation of new keys; only threefry2x32 can be set (see _guards.py).
+        "default_prng_impl": lambda: "threefry2x32",
     }
 
     def __init__(self):
@@ -90,7 +106,8 @@ class Config:
 
     @staticmethod
     def _canonical(name: str) -> str:
-        return name[4:] if name.startswith("jax_") else name
+        name = name[4:] if name.startswith("jax_") else name
+        return _ALIASES.get(name, name)
 
     def update(self, name: str, value) -> None:
         key = self._canonical(name)
@@ -103,6 +120,9 @@ class Config:
         if allowed is not None and value not in allowed:
             raise ValueError(f"Invalid value '{value}' for JAX flag jax_{key}; expected one "
                              f"of {', '.join(map(repr, allowed))}.")
+        check = _VALIDATORS.get(key)
+        if check is not None:
+            value = check(value)
         self._values[key] = value
         object.__setattr__(self, key, value)
         for watcher in self._watchers.get(key, ()):
@@ -124,5 +144,9 @@ class Config:
     def values(self) -> dict:
         return dict(self._values)
 
+
+# key -> a function checking (and canonicalizing) a new value: registered by the modules that
+# give an option its meaning (corejax/_guards.py), run by update before the value is set
+_VALIDATORS: dict = {}
 
 config = Config()

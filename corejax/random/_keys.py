@@ -25,6 +25,7 @@ from corejax import dtypes, lax
 from corejax import numpy as jnp
 from corejax.api import jit
 from corejax.config import config
+from corejax._guards import check_legacy_key
 from corejax.core import get_aval
 from corejax.lax.prng import threefry2x32_p
 from corejax._tree_traced import register_transparent_leaf
@@ -185,7 +186,13 @@ def _key_words(name: str, keys):
     if aval.shape[-1:] != (2,):
         raise TypeError(f"{name} encountered invalid PRNG key data: expected key_data.shape to "
                         f"end with (2,); got shape={aval.shape}.")
+    if name not in _RAW_DATA_TAKERS:
+        check_legacy_key(name)     # config legacy_prng_key: 'allow', 'warn' or 'error'
     return keys, False
+
+
+# functions whose argument is raw key data by design (legacy_prng_key does not apply)
+_RAW_DATA_TAKERS = frozenset({"wrap_key_data", "clone", "=="})
 
 
 def _single_key(name: str, keys):
