@@ -211,3 +211,31 @@ def test_train_resume_with_another_process_count(one_process_run, tmp_path):
     assert code == 0 and "resuming from" in out and "batch 3, step 3" in out, out[-3000:]
     assert _accuracies(out) == pytest.approx(one_acc, abs=2e-3)
     _close(_params(tmp_path), _params(one_dir))
+
+
+def test_ctrl_c_to_mpiexec_leaves_a_checkpoint_to_resume(one_process_run, tmp_path):
+    """SIGINT to the launcher (Ctrl-C) reaches every process; they stop after the same step,
+    process 0 saves it, and --resume (with another process count) ends where one process does."""
+    one_dir, one_acc = one_process_run
+    env = dict(os.environ, COREJAX_NUM_CPU_DEVICES="1", OPENBLAS_NUM_THREADS="1",
+               OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    # a metrics record every step tells when training is under way (8 steps in the epoch)
+    args = _train_args(tmp_path, "--set", "train.log_every=1")
+    proc = subprocess.Popen([_mpiexec(), "-n", "2", sys.executable, *args], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    metrics = tmp_path / "metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if metrics.exists() and metrics.read_text().count("\n") >= 2:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out[-3000:]
+    stopped = re.search(r"interrupted; checkpoint .* at step (\d+); continue with --resume", out)
+    assert stopped and 0 < int(stopped.group(1)) < 8, out[-3000:]
+    code, out, _ = _launch(3, _train_args(tmp_path, "--resume"))
+    assert code == 0 and "resuming from" in out, out[-3000:]
+    assert _accuracies(out) == pytest.approx(one_acc, abs=2e-3)
+    _close(_params(tmp_path), _params(one_dir))
