@@ -22,6 +22,7 @@ import numpy as np
 from corejax import parallel
 from corejax._pmap import _submit_lock, _worker, gather_results
 from corejax.array import Array, to_numpy
+from corejax.compiler import blas
 from corejax.sharding import NamedSharding
 
 __all__ = ["staging_axes", "participants", "blocks_of", "run", "assemble", "local_aval"]
@@ -146,7 +147,8 @@ def run(exe, mesh, manual: tuple, per_device_args: list) -> list:
     per-device lists of outputs."""
     parts = participants(mesh, manual)
     tables = _rendezvous_tables(mesh, manual, [c for _, c in parts])
-    with _submit_lock:
-        futures = [_worker(d).submit(_run_one, exe, per_device_args[i], tables[i])
-                   for i, (d, _) in enumerate(parts) if i]
-    return gather_results(lambda: _run_one(exe, per_device_args[0], tables[0]), futures)
+    with blas.devices_at_once(len(parts)):
+        with _submit_lock:
+            futures = [_worker(d).submit(_run_one, exe, per_device_args[i], tables[i])
+                       for i, (d, _) in enumerate(parts) if i]
+        return gather_results(lambda: _run_one(exe, per_device_args[0], tables[0]), futures)

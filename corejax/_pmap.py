@@ -25,6 +25,7 @@ from corejax._traceback import api_boundary
 from corejax.api import (_canonical_leaves, _flatten_axes, _wraps, check_mapped_sizes,
                          mapped_axes, vmap)
 from corejax.array import Array, to_numpy
+from corejax.compiler import blas
 from corejax.core import get_aval
 from corejax.sharding import Mesh, NamedSharding, PartitionSpec, with_sharding
 from corejax._tree_traced import tree_flatten, tree_unflatten
@@ -181,10 +182,11 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
             _mpi_pmap.ProcessRendezvous(n, offset, total)
         # (all of one call's work is queued at once: two pmaps called from two threads then
         # run in the same order on every device, never each waiting for the other)
-        with _submit_lock:
-            futures = _submit(exe, devs, leaves, hosts, dims, rendezvous, offset)
-        results = gather_results(lambda: _run_on_device(
-            exe, _shard(leaves, hosts, dims, 0), name, rendezvous, offset), futures)
+        with blas.devices_at_once(n):
+            with _submit_lock:
+                futures = _submit(exe, devs, leaves, hosts, dims, rendezvous, offset)
+            results = gather_results(lambda: _run_on_device(
+                exe, _shard(leaves, hosts, dims, 0), name, rendezvous, offset), futures)
         out_tree = out_store[0]
         out_ax = _flatten_axes("pmap out_axes", tree_unflatten(out_tree, results[0]), out_axes)
         mesh = Mesh(np.array(devs, dtype=object), (name,))

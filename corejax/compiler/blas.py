@@ -22,6 +22,7 @@ OpenBLAS's threads only, as NumPy would.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import glob
@@ -32,7 +33,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["matmul", "accumulate", "GemmSite", "Plan", "gemm_symbol", "plan_for"]
+__all__ = ["matmul", "accumulate", "GemmSite", "Plan", "gemm_symbol", "plan_for",
+           "devices_at_once"]
 
 # GEMMs below this many flops run on one thread: waking OpenBLAS's workers costs more there.
 MIN_FLOPS = 1 << 22
@@ -276,6 +278,7 @@ class _AdaptiveBlas:
         self.threads = int(self._get())
         self.lock = threading.Lock()
         self._plans: dict = {}
+        self.sharing = 0     # device programs running at once (devices_at_once)
 
     def _product(self, a, b, out, chunks, partial):
         """out = a @ b as BLAS calls over the reduction chunks, summed left to right. Where
@@ -372,6 +375,9 @@ class _AdaptiveBlas:
         (One flat method, no closures: it runs between GEMMs that leave every cache cold.)"""
         m, n = out.shape
         k = a.shape[1]
+        if self.sharing:
+            self._run_shared(a, b, out, site, alpha, m, k, n)
+            return
         with self.lock:
             timed = False
             if _small(m, k, n):
@@ -401,6 +407,46 @@ class _AdaptiveBlas:
             finally:
                 if mode == 1:
                     self._set(self.threads)
+
+
+    def _run_shared(self, a, b, out, site, alpha, m, k, n):
+        """run() while several devices' programs run at once (devices_at_once): OpenBLAS is
+        on one thread, so each call runs on its caller's thread over the plan's one-thread
+        chunks (the bits of the threaded call), and the devices' products overlap."""
+        if _small(m, k, n):
+            chunks = (0, k)
+        else:
+            if site.plan is None:
+                with self.lock:
+                    if site.plan is None:
+                        site.plan = self.plan(m, k, n, _transposed(a), _transposed(b),
+                                              out.dtype, alpha is not None)
+            chunks = site.plan[1] if site.plan else (0, k)
+        if alpha is not None:
+            _accumulate(a, b, out, chunks, alpha)
+        else:
+            self._product(a, b, out, chunks, np.empty_like(out) if len(chunks) > 2 else None)
+
+    def share_cores(self, entering: bool):
+        with self.lock:
+            self.sharing += 1 if entering else -1
+            self._set(1 if self.sharing else self.threads)
+
+
+@contextlib.contextmanager
+def devices_at_once(n: int):
+    """A context in which `n` devices' programs run concurrently on this process's cores (pmap,
+    shard_map): every GEMM runs on its device's thread alone (OpenBLAS on one thread; its own
+    threads would take turns between the devices and spin), with the same bits as when the
+    program runs alone."""
+    if _adaptive is None or n < 2:
+        yield
+        return
+    _adaptive.share_cores(True)
+    try:
+        yield
+    finally:
+        _adaptive.share_cores(False)
 
 
 def _accumulate(a, b, out, chunks, alpha):
