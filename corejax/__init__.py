@@ -37,7 +37,9 @@ from corejax import custom_batching, experimental, distributed
 from corejax.ad_checkpoint import checkpoint, remat, checkpoint_policies
 from corejax._pmap import pmap
 from corejax import sharding
-from corejax.sharding import NamedSharding, PartitionSpec, Shard, make_mesh, set_mesh
+from corejax.sharding import (NamedSharding, PartitionSpec, Shard, make_mesh, set_mesh,
+                              make_array_from_callback, make_array_from_single_device_arrays,
+                              make_array_from_process_local_data)
 from corejax._shard_map import shard_map
 from corejax._reshard import reshard
 P = PartitionSpec

@@ -19,7 +19,8 @@ from corejax.array import Array, Device
 
 __all__ = ["Sharding", "SingleDeviceSharding", "NamedSharding", "Mesh", "PartitionSpec",
            "AxisType", "Shard", "AbstractMesh", "make_mesh", "set_mesh", "get_mesh",
-           "get_abstract_mesh", "use_abstract_mesh", "reshard"]
+           "get_abstract_mesh", "use_abstract_mesh", "reshard", "make_array_from_callback",
+           "make_array_from_single_device_arrays", "make_array_from_process_local_data"]
 
 
 class AxisType(enum.Enum):
@@ -364,6 +365,112 @@ def with_sharding(x: Array, sharding: Sharding) -> Array:
     out._value, out.weak_type, out._aval, out._device = x._value, x.weak_type, None, x._device
     out._sharding = sharding
     return out
+
+
+# --- global arrays from per-shard data ---------------------------------------------------------
+
+def _global_array(shape, sharding, pieces, dtype, what: str) -> Array:
+    """The Array of global `shape` placed by `sharding`, from `pieces`: (device, index, value)
+    of every addressable device (the first value of each distinct index is used, as replicas
+    are equal by contract)."""
+    from corejax import dtypes
+    shape = tuple(int(d) for d in shape)
+    out, filled = None, set()
+    for device, index, value in pieces:
+        if isinstance(value, Array):
+            value = value._host()
+        elif not isinstance(value, (np.ndarray, np.generic)):
+            raise TypeError(f"{what}: each shard must be an array (NumPy or corejax), got "
+                            f"{type(value).__name__} for the shard of {device}.")
+        want = tuple(len(range(*s.indices(n))) for s, n in zip(index, shape))
+        if tuple(value.shape) != want:
+            raise ValueError(f"Expected shard shape {want} doesn't match the single device "
+                             f"array shape {tuple(value.shape)} (the shard of {device}). Shape "
+                             f"of Array is {list(shape)} with sharding {sharding}.")
+        value = np.asarray(value, dtypes.canonicalize_dtype(value.dtype))
+        if out is None:
+            if dtype is not None and np.dtype(dtype) != value.dtype:
+                raise ValueError(f"If `dtype` is provided to `{what}`, it must match the dtype "
+                                 f"of the addressable shards. Got dtype={np.dtype(dtype)} and "
+                                 f"shard dtype={value.dtype}.")
+            out = np.empty(shape, value.dtype)
+        key = tuple((s.start, s.stop) for s in index)
+        if key not in filled:
+            filled.add(key)
+            out[index] = value
+    if out is None:
+        if dtype is None:
+            raise ValueError(f"{what}: the sharding addresses no device, so `dtype` must be "
+                             "given.")
+        out = np.empty(shape, dtypes.canonicalize_dtype(dtype))
+    return with_sharding(Array(out), sharding)
+
+
+def make_array_from_callback(shape, sharding: Sharding, data_callback, dtype=None) -> Array:
+    """The Array of global `shape` placed by `sharding` whose shard on each device is
+    `data_callback(index)`, index being that device's tuple of slices of the global array.
+    The callback is called once per device (replicas included), as JAX calls it; it returns
+    NumPy or corejax arrays (their dtype canonicalized: float64 is float32 without x64).
+    `dtype` need only be given when the sharding addresses no device, and must otherwise
+    match the shards'."""
+    if not isinstance(sharding, Sharding):
+        raise TypeError(f"make_array_from_callback: sharding must be a Sharding, got "
+                        f"{sharding!r}.")
+    index = sharding.devices_indices_map(tuple(shape))
+    return _global_array(shape, sharding, [(d, i, data_callback(i)) for d, i in index.items()],
+                         dtype, "jax.make_array_from_callback")
+
+
+def make_array_from_single_device_arrays(shape, sharding: Sharding, arrays, *,
+                                         dtype=None) -> Array:
+    """The Array of global `shape` placed by `sharding` from one array per device of the
+    sharding, each on its device (`device_put(piece, device)`) and of that device's shard
+    shape."""
+    arrays = list(arrays)
+    index = sharding.devices_indices_map(tuple(shape))
+    if len(arrays) != len(index):
+        raise ValueError(f"Expected {len(index)} per-device arrays (this is how many devices "
+                         f"are addressable by the sharding), but got {len(arrays)}")
+    pieces, seen = [], set()
+    for a in arrays:
+        devices = a.devices() if isinstance(a, Array) else set()
+        if len(devices) != 1:
+            raise ValueError("make_array_from_single_device_arrays takes arrays each on one "
+                             f"device (device_put(piece, device)); got one on {devices or 'none'}.")
+        (device,) = devices
+        if device not in index or device in seen:
+            raise ValueError(f"make_array_from_single_device_arrays: an array is on {device}, "
+                             + ("which holds another of the arrays" if device in seen else
+                                f"which is not one of the sharding's devices "
+                                f"{list(index)}") + ": give one array per device.")
+        seen.add(device)
+        pieces.append((device, index[device], a))
+    return _global_array(shape, sharding, pieces, dtype,
+                         "jax.make_array_from_single_device_arrays")
+
+
+def make_array_from_process_local_data(sharding: Sharding, local_data, global_shape=None
+                                       ) -> Array:
+    """The global Array placed by `sharding` from this process's part of it. With one process
+    the local data is the whole array (`global_shape`, if given, must be its shape). Across
+    processes (corejax.distributed) corejax keeps every process's Arrays whole and local, so
+    a sharding spanning processes is refused (NotImplementedError) rather than assembled
+    wrongly."""
+    from corejax import _mpi
+    local_data = np.asarray(local_data._host() if isinstance(local_data, Array)
+                            else local_data)
+    engine = _mpi.engine()
+    if engine is not None and engine.size > 1:
+        raise NotImplementedError(
+            "make_array_from_process_local_data across processes: corejax's Arrays live in "
+            "one process, so a global array over several processes' devices cannot be built; "
+            "gather the data with corejax.experimental.multihost_utils.process_allgather.")
+    if global_shape is not None and tuple(global_shape) != local_data.shape:
+        raise ValueError("When calling `make_array_from_process_local_data` on a single "
+                         "process, global_shape should be None or equal to local_data.shape."
+                         f"Got global_shape={tuple(global_shape)} and local_data.shape="
+                         f"{local_data.shape}.")
+    return make_array_from_callback(local_data.shape, sharding, lambda index: local_data[index])
 
 
 def _axes_of_type(mesh, axis_type) -> tuple:

@@ -250,6 +250,50 @@ SHARDED_JIT = {
                              "return jax.jit(lambda a, b: a + b)(a, b)",
     "jit_auto_grad": "xs = jax.device_put(m84, NamedSharding(mesh, P('i')))\n"
                      "return jax.jit(jax.grad(mlp_loss))(params, xs, ys)",
+    # --- global arrays from per-shard data ---------------------------------------------------
+    "make_array_callback": "return jax.make_array_from_callback((8, 4), NamedSharding(mesh, "
+                           "P('i')), lambda idx: m84[idx])",
+    "make_array_callback_2d": "seen = []\n"
+                              "def cb(idx):\n"
+                              "    seen.append(tuple((s.start, s.stop) for s in idx))\n"
+                              "    return m44[idx] * 2\n"
+                              "out = jax.make_array_from_callback((4, 4), NamedSharding(mesh22, "
+                              "P('x', 'y')), cb)\n"
+                              "return [out, sorted(str(i) for i in seen)]",
+    "make_array_callback_replicated": "return jax.make_array_from_callback((4, 3), NamedSharding("
+                                      "emesh, P()), lambda idx: w43[idx])",
+    "make_array_callback_split_dim1": "return jax.make_array_from_callback((8, 4), NamedSharding("
+                                      "emesh22, P(None, 'y')), lambda idx: m84[idx] + 1)",
+    "make_array_callback_int": "return jax.make_array_from_callback((8,), NamedSharding(mesh, "
+                               "P('i')), lambda idx: np.arange(8, dtype=np.int32)[idx])",
+    "make_array_callback_in_jit": "a = jax.make_array_from_callback((8, 4), NamedSharding(emesh, "
+                                  "P('i')), lambda idx: m84[idx])\n"
+                                  "return jax.jit(lambda x: (x * 2).sum(0))(a)",
+    "make_array_single_device": "arrays = [jax.device_put(m84[2 * k:2 * k + 2], d) for k, d in "
+                                "enumerate(mesh.devices.flat)]\n"
+                                "return jax.make_array_from_single_device_arrays((8, 4), "
+                                "NamedSharding(mesh, P('i')), arrays)",
+    "make_array_single_device_2d": "sh = NamedSharding(mesh22, P('x', 'y'))\n"
+                                   "idx = sh.addressable_devices_indices_map((4, 4))\n"
+                                   "arrays = [jax.device_put(m44[idx[d]], d) for d in idx]\n"
+                                   "return jax.make_array_from_single_device_arrays((4, 4), sh, "
+                                   "arrays)",
+    "make_array_process_local": "return jax.make_array_from_process_local_data(NamedSharding("
+                                "mesh, P('i')), m84)",
+    "make_array_process_local_shape": "return jax.make_array_from_process_local_data("
+                                      "NamedSharding(emesh, P('i')), m84, (8, 4))",
+    "err_make_array_callback_shape": "return jax.make_array_from_callback((8, 4), NamedSharding("
+                                     "mesh, P('i')), lambda idx: m84)",
+    "err_make_array_single_device_count": "arrays = [jax.device_put(m84[:2], d) for d in "
+                                          "list(mesh.devices.flat)[:3]]\n"
+                                          "return jax.make_array_from_single_device_arrays("
+                                          "(8, 4), NamedSharding(mesh, P('i')), arrays)",
+    "err_make_array_single_device_shape": "arrays = [jax.device_put(m84[:3], d) for d in "
+                                          "mesh.devices.flat]\n"
+                                          "return jax.make_array_from_single_device_arrays("
+                                          "(8, 4), NamedSharding(mesh, P('i')), arrays)",
+    "err_make_array_process_local_shape": "return jax.make_array_from_process_local_data("
+                                          "NamedSharding(mesh, P('i')), m84, (16, 4))",
     # --- meshes, device_put, reshard --------------------------------------------------------
     "mesh_make_types": "m = jax.make_mesh((2, 2), ('a', 'b'), axis_types=(AxisType.Auto, "
                        "AxisType.Explicit))\nreturn [str(m), repr(m), str(m.abstract_mesh), "
