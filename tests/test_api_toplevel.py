@@ -3,6 +3,7 @@ default_prng_impl, enable_checks and make_user_context. Expected behaviour is JA
 tests/golden/gen_api_toplevel.py into tests/golden/api_toplevel.json."""
 import json
 import os
+import sys
 import threading
 import warnings
 
@@ -14,22 +15,12 @@ import corejax.numpy as jnp
 from corejax import core
 from corejax.config import Config, config
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden"))
+from api_toplevel_cases import legacy_cases, outcome  # noqa: E402
+
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden",
                        "api_toplevel.json")) as f:
     GOLDEN = json.load(f)
-
-
-def outcome(f):
-    """'ok', 'warn:<Category>' or 'raise:<ExceptionType>' for calling f (as the generator)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            f()
-        except Exception as e:
-            return f"raise:{type(e).__name__}"
-    cats = sorted({w.category.__name__ for w in caught
-                   if not issubclass(w.category, DeprecationWarning)})
-    return f"warn:{cats[0]}" if cats else "ok"
 
 
 # --- the options as objects ------------------------------------------------------------------
@@ -136,31 +127,11 @@ def test_no_execution_covers_compiled_programs_and_names_the_culprit():
 
 # --- legacy_prng_key -------------------------------------------------------------------------
 
-def _legacy_cases(raw):
-    r = corejax.random
-    return {
-        "normal": lambda: r.normal(raw, (2,)),
-        "uniform": lambda: r.uniform(raw, (2,)),
-        "split": lambda: r.split(raw),
-        "fold_in": lambda: r.fold_in(raw, 3),
-        "bits": lambda: r.bits(raw, (2,)),
-        "key_data": lambda: r.key_data(raw),
-        "key_impl": lambda: r.key_impl(raw),
-        "wrap_key_data": lambda: r.wrap_key_data(raw),
-        "clone": lambda: r.clone(raw),
-        "PRNGKey": lambda: r.PRNGKey(0),
-        "typed_normal": lambda: r.normal(r.key(0), (2,)),
-        "typed_key_data": lambda: r.key_data(r.key(0)),
-        "jit_normal": lambda: corejax.jit(lambda k: r.normal(k, (2,)))(raw),
-        "vmap_split": lambda: corejax.vmap(r.split)(jnp.stack([raw, raw])),
-    }
-
-
 @pytest.mark.parametrize("mode", ["allow", "warn", "error"])
 def test_legacy_prng_key_modes(mode):
     raw = corejax.random.PRNGKey(0)
     with corejax.legacy_prng_key(mode):
-        got = {n: outcome(f) for n, f in _legacy_cases(raw).items()}
+        got = {n: outcome(f) for n, f in legacy_cases(corejax, jnp, raw).items()}
     assert got == GOLDEN["legacy"][mode]
 
 

@@ -6,6 +6,7 @@ Run with real JAX (never imported by corejax):  /work/jaxvenv/bin/python gen_api
 """
 import json
 import os
+import sys
 import threading
 import warnings
 
@@ -14,20 +15,10 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
+from api_toplevel_cases import legacy_cases, outcome
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "api_toplevel.json")
-
-
-def outcome(f):
-    """'ok', 'warn:<Category>' or 'raise:<ExceptionType>' for calling f."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            f()
-        except Exception as e:
-            return f"raise:{type(e).__name__}"
-    cats = sorted({w.category.__name__ for w in caught
-                   if not issubclass(w.category, DeprecationWarning)})
-    return f"warn:{cats[0]}" if cats else "ok"
 
 
 def states():
@@ -38,33 +29,12 @@ def states():
             for n in names}
 
 
-# the calls the legacy_prng_key test makes on a raw key (also in test_api_toplevel.py)
-def legacy_cases(raw):
-    r = jax.random
-    return {
-        "normal": lambda: r.normal(raw, (2,)),
-        "uniform": lambda: r.uniform(raw, (2,)),
-        "split": lambda: r.split(raw),
-        "fold_in": lambda: r.fold_in(raw, 3),
-        "bits": lambda: r.bits(raw, (2,)),
-        "key_data": lambda: r.key_data(raw),
-        "key_impl": lambda: r.key_impl(raw),
-        "wrap_key_data": lambda: r.wrap_key_data(raw),
-        "clone": lambda: r.clone(raw),
-        "PRNGKey": lambda: r.PRNGKey(0),
-        "typed_normal": lambda: r.normal(r.key(0), (2,)),
-        "typed_key_data": lambda: r.key_data(r.key(0)),
-        "jit_normal": lambda: jax.jit(lambda k: r.normal(k, (2,)))(raw),
-        "vmap_split": lambda: jax.vmap(r.split)(jnp.stack([raw, raw])),
-    }
-
-
 def legacy():
     raw = jax.random.PRNGKey(0)
     out = {}
     for mode in ("allow", "warn", "error"):
         with jax.legacy_prng_key(mode):
-            out[mode] = {n: outcome(f) for n, f in legacy_cases(raw).items()}
+            out[mode] = {n: outcome(f) for n, f in legacy_cases(jax, jnp, raw).items()}
     out["bad_value"] = outcome(lambda: jax.config.update("jax_legacy_prng_key", "sometimes"))
     with jax.legacy_prng_key("warn"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
