@@ -327,3 +327,32 @@ def test_scalar_types_are_dtypes_and_functions():
     x = jnp.bfloat16(1.5)
     assert x.dtype == np.dtype("bfloat16") and x.shape == () and not x.weak_type
     assert corejax.dtypes.bfloat16 == np.dtype(ml_dtypes.bfloat16)
+
+
+@pytest.mark.parametrize("t", sorted(NO_ORACLE))
+def test_casts_of_types_without_jax_oracle(t):
+    """JAX's CPU backend cannot make arrays of float6 / int1 / uint1, so no JAX result exists
+    for them. Their casts are held to the rules JAX follows for the narrow types it can make:
+    float to float6 and integer to int1 / uint1 as ml_dtypes converts (round to nearest even,
+    overflow, infinities, NaN; wrap-around), as JAX's casts to float8 / float4 and int2 / int4
+    do; float to int1 / uint1 truncated and saturated, NaN to 0, as JAX's float to int2 / int4
+    (not ml_dtypes', which wraps). Eagerly and under jit, and back to float32 exactly."""
+    dt = np.dtype(getattr(ml_dtypes, t))
+    floats = np.array([0, 0.1, -0.3, 0.5, 1.2, 1.7, 3.3, 7.5, 7.6, 8.0, 28.0, 30.0, 100.0,
+                       -1e9, np.inf, -np.inf, np.nan, 1e-8, -0.0, 0.126, 0.124], np.float32)
+    ints = np.array([-3, -2, -1, 0, 1, 2, 3, 127, -128, 255], np.int32)
+    info = ml_dtypes.iinfo(dt) if t.endswith("int1") else None
+    with np.errstate(all="ignore"):
+        cases = [(ints, ints.astype(dt)) if info else (floats, floats.astype(dt))]
+        if info:
+            saturated = np.clip(np.trunc(np.nan_to_num(floats, nan=0.0)), info.min, info.max)
+            cases.append((floats, saturated.astype(np.int32).astype(dt)))
+    for src, want in cases:
+        for mode, f in (("eager", lambda v: v.astype(dt)),
+                        ("jit", corejax.jit(lambda v: v.astype(dt)))):
+            got = np.asarray(f(jnp.asarray(src)))
+            assert got.dtype == dt, (t, mode, got.dtype)
+            np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8),
+                                          err_msg=f"{t} {mode} from {src.dtype}")
+        back = np.asarray(jnp.asarray(want).astype(np.float32))
+        np.testing.assert_array_equal(back, want.astype(np.float32), err_msg=f"{t} back")
