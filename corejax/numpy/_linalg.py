@@ -228,8 +228,27 @@ def _permutation_sign(pivots, dtype):
     return jnp.where(swaps % 2 == 1, -1, 1).astype(dtype)
 
 
+def _det_small(a):
+    """The determinant of 2x2 and 3x3 matrices by the explicit formula (the rule of Sarrus
+    summed left to right), as JAX computes them, so the values round as JAX's do and a
+    singular matrix's determinant is +0 where an LU's signed product can give -0; None for
+    other sizes."""
+    n = get_aval(a).shape[-1]
+    if n not in (2, 3):
+        return None
+    e = lambda i, j: a[..., i, j]  # noqa: E731
+    if n == 2:
+        return lax.sub(lax.mul(e(0, 0), e(1, 1)), lax.mul(e(0, 1), e(1, 0)))
+    term = lambda i, j, k: lax.mul(lax.mul(e(0, i), e(1, j)), e(2, k))  # noqa: E731
+    plus = lax.add(lax.add(term(0, 1, 2), term(1, 2, 0)), term(2, 0, 1))
+    return lax.sub(lax.sub(lax.sub(plus, term(2, 1, 0)), term(0, 2, 1)), term(1, 0, 2))
+
+
 @custom_jvp
 def _det(a):
+    small = _det_small(a)
+    if small is not None:
+        return small
     lu, pivots, _ = lax_linalg.lu(a)
     diag = _u.diagonal(lu)
     return lax.mul(_permutation_sign(pivots, get_aval(a).dtype), jnp.prod(diag, axis=-1))
@@ -246,7 +265,9 @@ def _det_jvp(primals, tangents):
     n = get_aval(a).shape[-1]
     diag = _u.diagonal(lu)
     sign = _permutation_sign(pivots, dtype)
-    det = lax.mul(sign, jnp.prod(diag, axis=-1))
+    det = _det_small(a)
+    if det is None:
+        det = lax.mul(sign, jnp.prod(diag, axis=-1))
     if n == 0:
         return det, jnp.zeros_like(det)
     u_nn = diag[..., -1]
