@@ -24,7 +24,8 @@ from corejax._config_states import (enable_x64, debug_nans, threefry_partitionab
                                     explain_cache_misses, debug_infs, log_compiles,
                                     numpy_rank_promotion, numpy_dtype_promotion,
                                     default_matmul_precision, no_tracing, no_execution,
-                                    legacy_prng_key, default_prng_impl, enable_checks)
+                                    legacy_prng_key, default_prng_impl, enable_checks,
+                                    check_tracer_leaks, checking_leaks)
 from corejax._guards import make_user_context
 from corejax._tracing import typeof, ensure_compile_time_eval, named_scope, named_call
 from corejax._runtime import (devices, process_index, process_count, process_indices, host_id,

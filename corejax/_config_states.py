@@ -2,7 +2,8 @@
 `debug_nans`, `debug_infs`, `threefry_partitionable`, `explain_cache_misses`, `log_compiles`,
 `numpy_rank_promotion`, `numpy_dtype_promotion`, `default_matmul_precision`, and the guards
 `no_tracing`, `no_execution`, `legacy_prng_key`, `default_prng_impl`, `enable_checks` (what
-these do: corejax/_guards.py). `option.value`
+these do: corejax/_guards.py), and the leak checker `check_tracer_leaks` / `checking_leaks()`
+(core.check_leaks). `option.value`
 reads the option; `with option(new_value):` (or `@option(new_value)` on a function) sets it for
 the duration. Their public path is corejax.
 
@@ -12,13 +13,15 @@ thread sees until it exits, where JAX's blocks are per thread.
 from __future__ import annotations
 
 import contextlib
+import functools
 
 from corejax.config import config
 
 __all__ = ["State", "enable_x64", "debug_nans", "threefry_partitionable",
            "explain_cache_misses", "debug_infs", "log_compiles", "numpy_rank_promotion",
            "numpy_dtype_promotion", "default_matmul_precision", "no_tracing", "no_execution",
-           "legacy_prng_key", "default_prng_impl", "enable_checks"]
+           "legacy_prng_key", "default_prng_impl", "enable_checks", "check_tracer_leaks",
+           "checking_leaks"]
 
 
 class State:
@@ -81,3 +84,6 @@ no_execution = State("no_execution")
 legacy_prng_key = State("legacy_prng_key", boolean=False)
 default_prng_impl = State("default_prng_impl", boolean=False)
 enable_checks = State("enable_checks")   # the same option as check_eager_avals
+# what it does: core.check_leaks (a Python-side tracer leak checker, as JAX's)
+check_tracer_leaks = State("check_tracer_leaks")
+checking_leaks = functools.partial(check_tracer_leaks, True)

@@ -54,13 +54,32 @@ def _filtered(tb):
     return new
 
 
+class _LeakCheck:
+    on = False
+
+
+def _set_leak_check(value) -> None:
+    from corejax import core
+    _LeakCheck.on = core.leak_check.enabled = bool(value)
+    core._trace_state.finished = []
+
+
+config.watch("check_tracer_leaks", _set_leak_check)
+if config.check_tracer_leaks:       # JAX_CHECK_TRACER_LEAKS=1 in the environment
+    _set_leak_check(True)
+
+
 def api_boundary(fun):
     """`fun` as a public entry point: exceptions leaving it have corejax's frames removed."""
     @functools.wraps(fun)
     def boundary(*args, **kwargs):
         _depth.value += 1
         try:
-            return fun(*args, **kwargs)
+            out = fun(*args, **kwargs)
+            if _depth.value == 1 and _LeakCheck.on:
+                from corejax import core
+                core.check_leaks()
+            return out
         except Exception as e:
             if _depth.value == 1:
                 mode = _mode()

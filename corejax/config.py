@@ -90,6 +90,9 @@ class Config:
         # Guards (corejax/_guards.py): jit tracing / any execution raises RuntimeError.
         "no_tracing": lambda: _env_bool("JAX_NO_TRACING", False),
         "no_execution": lambda: _env_bool("JAX_NO_EXECUTION", False),
+        # After each public call, tracers of its finished jit / vmap traces still referenced
+        # from outside raise "Leaked trace" (core.check_leaks; JAX's jax_check_tracer_leaks).
+        "check_tracer_leaks": lambda: _env_bool("JAX_CHECK_TRACER_LEAKS", False),
         # Raw uint32 keys passed to corejax.random: 'allow', 'warn' or 'error' (JAX's option).
         "legacy_prng_key": lambda: os.environ.get("JAX_LEGACY_PRNG_KEY", "allow"),
         # The PRNG implementation of new keys; only threefry2x32 can be set (see _guards.py).

@@ -387,6 +387,18 @@ class _TraceState(threading.local):
         self.stack: list[MainTrace] = [MainTrace(0, EvalTrace)]
         self.dynamic: MainTrace = self.stack[0]
         self.dynamic_level = 0
+        # with check_tracer_leaks on: the staging / batching traces that ended since the
+        # outermost public call began (check_leaks)
+        self.finished: list[tuple[int, str]] = []
+
+
+class _LeakCheck:
+    """Whether traces are kept for check_leaks (config check_tracer_leaks, set by the API
+    layer)."""
+    enabled = False
+
+
+leak_check = _LeakCheck()
 
 
 _trace_state = _TraceState()
@@ -403,6 +415,43 @@ def new_main(trace_type: type, payload=None):
     finally:
         main.alive = False
         state.stack.pop()
+        if leak_check.enabled and getattr(trace_type, "leak_checked", False):
+            # (its id and kind only: holding the MainTrace would keep its payload, and the
+            # payload's tracers, alive)
+            state.finished.append((id(main), trace_type.__name__))
+
+
+def check_leaks() -> None:
+    """Raises Exception("Leaked trace ...") if a tracer of a staging (jit, make_jaxpr, control
+    flow bodies) or batching (vmap) trace that ended is still referenced: a user's function
+    stored it where it outlives the transformation (a global list, an attribute). Run with
+    check_tracer_leaks on when the outermost public call returns; costs a garbage collection
+    and a scan of the heap, as JAX's checker does."""
+    import gc
+    state = _trace_state
+    mains, state.finished = state.finished, []
+    if not mains:
+        return
+    gc.collect()
+    # a live tracer keeps its MainTrace alive, so a live id of an ended trace is that trace
+    ended = dict(mains)
+    for live in state.stack:
+        ended.pop(id(live), None)
+    heap = gc.get_objects()
+    leaked = [o for o in heap if isinstance(o, Tracer) and id(getattr(
+        getattr(o, "_trace", None), "main", None)) in ended]
+    del heap
+    if not leaked:
+        return
+    lines = [f"Leaked trace {ended[id(leaked[0]._trace.main)]}. Leaked tracer(s):", ""]
+    for t in leaked[:5]:
+        lines.append(repr(t))
+        for ref in gc.get_referrers(t):
+            if ref is leaked or type(ref).__name__ == "frame":
+                continue
+            lines.append(f"<{type(t).__name__} {id(t)}> is referred to by "
+                         f"<{type(ref).__name__} {id(ref)}>")
+    raise Exception("\n".join(lines))
 
 
 @contextmanager

@@ -45,8 +45,6 @@ NOT_PROVIDED = {
     "default_device": "corejax puts an array on a CPU device other than cpu:0 only by "
                       "committing it there (device_put); JAX's default device places "
                       "uncommitted arrays and computations, a placement corejax lacks",
-    "check_tracer_leaks": _FLAG.format("corejax has no tracer leak checker"),
-    "checking_leaks": _FLAG.format("corejax has no tracer leak checker"),
     "enable_custom_prng": _FLAG.format("no custom PRNG implementations"),
     "debug_key_reuse": _FLAG.format("no key reuse checker"),
     "softmax_custom_jvp": _FLAG.format("softmax always has JAX's custom derivative"),

@@ -16,7 +16,7 @@ from corejax import core
 from corejax.config import Config, config
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden"))
-from api_toplevel_cases import legacy_cases, outcome  # noqa: E402
+from api_toplevel_cases import leak_cases, leak_outcome, legacy_cases, outcome  # noqa: E402
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden",
                        "api_toplevel.json")) as f:
@@ -290,3 +290,29 @@ def test_user_context_errors():
     assert outcome(lambda: corejax.make_user_context(1, 2)) == want["two_positional"]
     assert outcome(lambda: ctx(3)(lambda: 0)()) == want["as_decorator"]
     assert ctx.value is None
+
+
+# --- check_tracer_leaks ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(GOLDEN["leaks"]))
+def test_tracer_leaks_are_caught_where_jax_catches_them(name):
+    """Under checking_leaks(), a jit / vmap / make_jaxpr / control-flow trace whose tracer the
+    user's function kept raises "Leaked trace ..." as JAX's does (the kind of trace named: JAX's
+    DynamicJaxprTrace is corejax's StagingTrace), and nothing else does (grad, jvp, a tracer
+    taken out again)."""
+    leaked = []
+    got = leak_outcome(corejax, leak_cases(corejax, jnp, leaked)[name])
+    leaked.clear()
+    assert got == GOLDEN["leaks"][name]
+
+
+def test_leak_error_names_what_holds_the_tracer():
+    leaked = []
+    with corejax.checking_leaks(), pytest.raises(Exception, match="Leaked trace StagingTrace"
+                                                  ) as info:
+        corejax.jit(lambda x: leaked.append(x) or x * 2)(1.0)
+    assert "is referred to by <list" in str(info.value)
+    leaked.clear()
+    assert corejax.check_tracer_leaks.value is False
+    corejax.jit(lambda x: leaked.append(x) or x * 3)(1.0)   # not checked outside the block
+    assert len(leaked) == 1

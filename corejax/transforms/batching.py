@@ -66,6 +66,7 @@ _rule_axis = _RuleAxis()
 
 
 class BatchTrace(Trace):
+    leak_checked = True   # core.check_leaks looks for its tracers
     @property
     def axis_size(self) -> int:
         return self.main.payload.size

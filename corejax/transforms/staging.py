@@ -125,6 +125,7 @@ class _Builder:
 
 
 class StagingTrace(Trace):
+    leak_checked = True   # core.check_leaks looks for its tracers
     @property
     def builder(self) -> _Builder:
         return self.main.payload

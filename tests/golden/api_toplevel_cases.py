@@ -35,3 +35,51 @@ def legacy_cases(jax, jnp, raw):
         "jit_normal": lambda: jax.jit(lambda k: r.normal(k, (2,)))(raw),
         "vmap_split": lambda: jax.vmap(r.split)(jnp.stack([raw, raw])),
     }
+
+
+def leak_cases(jax, jnp, leaked):
+    """Transformations of functions that leave their argument (a tracer) in `leaked`, or
+    put it there and take it out again, for the tracer leak checker."""
+    lax = jax.lax
+
+    def keep(x):
+        leaked.append(x)
+        return x * 2
+
+    def drop(x):
+        leaked.append(x)
+        leaked.clear()
+        return x * 2
+
+    return {
+        "jit": lambda: jax.jit(keep)(1.0),
+        "vmap": lambda: jax.vmap(keep)(jnp.ones(3)),
+        "grad": lambda: jax.grad(keep)(1.0),
+        "jvp": lambda: jax.jvp(keep, (1.0,), (1.0,)),
+        "make_jaxpr": lambda: jax.make_jaxpr(keep)(1.0),
+        "eval_shape": lambda: jax.eval_shape(keep, 1.0),
+        "jit_dropped": lambda: jax.jit(drop)(1.0),
+        "vmap_dropped": lambda: jax.vmap(drop)(jnp.ones(3)),
+        "jit_of_vmap": lambda: jax.jit(jax.vmap(keep))(jnp.ones(3)),
+        "vmap_of_jit": lambda: jax.vmap(jax.jit(keep))(jnp.ones(3)),
+        "scan": lambda: lax.scan(lambda c, x: (keep(c), x), 0.0, jnp.ones(2)),
+        "scan_clean": lambda: lax.scan(lambda c, x: (c * 2, x), 0.0, jnp.ones(2)),
+        "cond": lambda: lax.cond(True, keep, lambda x: x, 1.0),
+        "while_loop": lambda: lax.while_loop(lambda c: c < 3, keep, 1.0),
+    }
+
+
+def leak_outcome(jax, f):
+    """'ok', or 'leak:staging' / 'leak:batch' (the kind of trace the error names: JAX's
+    DynamicJaxprTrace is corejax's StagingTrace), or 'raise:<type>' for another error."""
+    with jax.checking_leaks():
+        try:
+            f()
+        except Exception as e:  # noqa: BLE001 - the error is the outcome
+            first = str(e).split("\n")[0]
+            if type(e) is Exception and first.startswith("Leaked trace "):
+                name = first[len("Leaked trace "):].rstrip(".")
+                return "leak:batch" if "Batch" in name else "leak:staging" if (
+                    "Jaxpr" in name or "Staging" in name) else f"leak:{name}"
+            return f"raise:{type(e).__name__}"
+    return "ok"

@@ -15,7 +15,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from api_toplevel_cases import legacy_cases, outcome
+from api_toplevel_cases import leak_cases, leak_outcome, legacy_cases, outcome
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "api_toplevel.json")
@@ -23,6 +23,7 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "api_toplevel.jso
 
 def states():
     names = ["no_tracing", "no_execution", "legacy_prng_key", "default_prng_impl",
+             "check_tracer_leaks",
              "enable_checks"]
     return {n: {"name": getattr(jax, n).name, "default": str(getattr(jax, n).value)
                 if not isinstance(getattr(jax, n).value, bool) else getattr(jax, n).value}
@@ -137,10 +138,19 @@ def user_context():
     return out
 
 
+def leaks():
+    out = {}
+    for name in leak_cases(jax, jnp, []):
+        leaked = []
+        out[name] = leak_outcome(jax, leak_cases(jax, jnp, leaked)[name])
+        leaked.clear()
+    return out
+
+
 def main():
     data = {"jax_version": jax.__version__, "states": states(), "legacy": legacy(),
             "prng_impl": prng_impl(), "guards": guards(), "enable_checks": enable_checks(),
-            "user_context": user_context()}
+            "user_context": user_context(), "leaks": leaks()}
     with open(OUT, "w") as fh:
         json.dump(data, fh, indent=1, sort_keys=True)
         fh.write("\n")

@@ -22,6 +22,7 @@ from corejax.transforms.ad import Zero, is_undefined_primal
 from corejax.transforms.jit import closed_call, memoized, stage, transpose_jaxpr
 from corejax._tree_traced import tree_flatten, tree_flatten_with_path, tree_unflatten
 from corejax.tree_util import keystr
+from corejax._traceback import api_boundary
 
 
 cond_p = Primitive("cond")
@@ -197,6 +198,7 @@ def _branch_call(index, funs, names, operands, what, order):
     return tree_unflatten(out_tree, outs)
 
 
+@api_boundary
 def cond(pred, true_fun, false_fun, *operands):
     """`true_fun(*operands)` if `pred` else `false_fun(*operands)`; both are staged, and under
     vmap with a batched `pred` both run and the results are selected per lane."""
@@ -216,6 +218,7 @@ def cond(pred, true_fun, false_fun, *operands):
                         "true_fun and false_fun", order=(1, 0))
 
 
+@api_boundary
 def switch(index, branches, *operands):
     """`branches[index](*operands)`, with `index` clamped to the valid range."""
     branches = tuple(branches)

@@ -26,6 +26,7 @@ from corejax.transforms.ad import Zero
 from corejax.transforms.jit import closed_call, memoized, stage
 from corejax._tree_traced import tree_flatten, tree_flatten_with_path, tree_unflatten
 from corejax.tree_util import keystr
+from corejax._traceback import api_boundary
 
 
 _WHILE_TRANSPOSE_ERROR = (
@@ -175,6 +176,7 @@ ad.primitive_transposes[while_p] = _while_transpose
 batching.primitive_batchers[while_p] = _while_batch
 
 
+@api_boundary
 def while_loop(cond_fun, body_fun, init_val):
     """`while cond_fun(val): val = body_fun(val)`, staged; reverse-mode differentiation through
     it is not supported (use scan or a fori_loop with static bounds)."""
@@ -216,6 +218,7 @@ def while_loop(cond_fun, body_fun, init_val):
 
 # --- fori_loop: a scan with concrete bounds, else a while ----------------------------------------
 
+@api_boundary
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """`for i in range(lower, upper): val = body_fun(i, val)`. With concrete bounds it is a scan
     (so reverse-mode differentiable); with traced bounds a while_loop."""

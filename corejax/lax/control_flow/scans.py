@@ -33,6 +33,7 @@ from corejax.transforms.ad import UndefinedPrimal, Zero, is_undefined_primal
 from corejax.transforms.jit import memoized, stage
 from corejax._tree_traced import tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
 from corejax.tree_util import keystr
+from corejax._traceback import api_boundary
 
 
 scan_p = Primitive("scan")
@@ -314,6 +315,7 @@ ad.primitive_transposes[scan_p] = _scan_transpose
 batching.primitive_batchers[scan_p] = _scan_batch
 
 
+@api_boundary
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     """Loops `carry, y = f(carry, x)` over the leading axis of `xs`; returns the final carry
     and the stacked `y`s. `unroll` is accepted for compatibility (it does not change results;
@@ -400,6 +402,7 @@ def _scan_python_loop(f, init, xs_flat, xs_tree, length, reverse):
 
 # --- built on scan and lax ops, with no primitive of their own -----------------------------------
 
+@api_boundary
 def map(f, xs, *, batch_size=None):
     """`stack([f(x) for x in xs])` as a scan over the leading axis; with `batch_size`, a scan
     over batches of `f` vectorized with vmap (the remainder in one more vmapped call)."""
