@@ -244,9 +244,15 @@ def _reduce(P, eqn, ins):
 
 
 def _along_axis(P, eqn, ins):
+    """A cumulative op runs along its axis made whole (an all-gather, over Auto axes only);
+    its result is split again as its operand was, as XLA's partitioner leaves a cumulative
+    sum's result (it keeps the operand's sharding through the reduce-window)."""
     (v,) = ins
     x, dims = P.whole(eqn, v, (eqn.params["axis"],))
-    return [_V(_bind(eqn, [x])[0], dims, eqn.outvars[0].aval)]
+    out = _V(_bind(eqn, [x])[0], dims, eqn.outvars[0].aval)
+    if tuple(dims) == tuple(v.dims):
+        return [out]
+    return [_V(P.to_dims(out, v.dims), v.dims, eqn.outvars[0].aval)]
 
 
 def _dot_general(P, eqn, ins):

@@ -29,9 +29,6 @@ ENV = {"jax": jax, "jnp": jnp, "lax": lax, "np": np, "P": PartitionSpec,
 # Where corejax's values agree but the sharding it reports does not (each runs as
 # xfail(strict=True), so a fix asks for its entry to go).
 KNOWN = {
-    "jit_auto_cumsum": "over an Auto mesh axis corejax gathers the operand for a cumsum along "
-                       "the split axis and returns it replicated; XLA's partitioner splits the "
-                       "result again (P('i'))",
     "sm_vjp_jit": "vjp's primal output of a jitted shard_map comes back as one unsharded array "
                   "(the values are JAX's); JAX's keeps the shard_map's P('i')",
 }
