@@ -410,7 +410,15 @@ class _JittedFunction:
                 if hit is not None:
                     entry, exe = hit
                     return _run(entry, exe, fast_key[2], [*entry.consts, *leaves], self._fun)
+        staged_mesh_ops = _sharding_state.mesh_ops_staged
         entry, leaves = self._lookup(args, kwargs)
+        if _sharding_state.mesh_ops_staged and not staged_mesh_ops:
+            # this trace staged the process's first shard_map / reshard: the program runs
+            # partitioned over its mesh (the check above could not know before tracing)
+            from corejax import _sharded_jit
+            out = _sharded_jit.call(self, args, kwargs)
+            if out is not _sharded_jit.NOT_SHARDED:
+                return out
         operands = [*entry.consts, *leaves]
         if core._trace_state.dynamic_level == 0 and not any(
                 isinstance(x, Tracer) for x in operands):
