@@ -29,8 +29,6 @@ ENV = {"jax": jax, "jnp": jnp, "lax": lax, "np": np, "P": PartitionSpec,
 # Where corejax's values agree but the sharding it reports does not (each runs as
 # xfail(strict=True), so a fix asks for its entry to go).
 KNOWN = {
-    "sm_vjp_jit": "vjp's primal output of a jitted shard_map comes back as one unsharded array "
-                  "(the values are JAX's); JAX's keeps the shard_map's P('i')",
 }
 
 

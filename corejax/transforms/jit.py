@@ -22,9 +22,31 @@ jit_p = Primitive("jit")
 jit_p.multiple_results = True
 
 
+# Primitives whose eager evaluation places its results over a mesh (corejax/_shard_map.py,
+# _reshard.py): a compiled program would return them on one device.
+_MESH_PRIMITIVES = frozenset({"shard_map", "reshard"})
+
+
+def _has_mesh_ops(jaxpr: core.Jaxpr) -> bool:
+    """Whether `jaxpr` binds shard_map or reshard, directly or in a call it inlines (asked
+    only once a process has staged one)."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in _MESH_PRIMITIVES:
+            return True
+        body = registry.call_params.get(eqn.primitive)
+        if body is not None and _has_mesh_ops(eqn.params[body].jaxpr):
+            return True
+    return False
+
+
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, backend: str | None = None, **_):
     from corejax.array import backend_for, operands_for
     from corejax.compiler import compile_jaxpr
+    from corejax.sharding import state
+    if state.mesh_ops_staged and _has_mesh_ops(jaxpr.jaxpr):
+        # (a jit call under jvp / vjp, evaluated: its shard_map's results are split over the
+        # mesh, as a jitted shard_map's are when called directly)
+        return core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
     backend = backend_for(args, backend)
     return compile_jaxpr(jaxpr, backend)(*operands_for(backend, args))
 
