@@ -8,6 +8,7 @@ everywhere else (vmap, grad, a jit over one device) the value is unchanged.
 from __future__ import annotations
 
 from corejax._tree_traced import tree_flatten, tree_unflatten
+from corejax.compiler import registry
 from corejax.core import Primitive, Tracer, get_aval
 from corejax.sharding import (NamedSharding, PartitionSpec, Sharding, resolve_sharding,
                               state as sharding_state)
@@ -24,6 +25,7 @@ def _impl(x, *, sharding):
 
 
 reshard_p.def_impl(_impl)
+registry.def_mesh_placing(reshard_p)
 reshard_p.def_abstract_eval(lambda aval, *, sharding: aval)
 reshard_p.weak_type_rule = lambda x, *, sharding: get_aval(x).weak_type
 ad.deflinear(reshard_p, lambda ct, x, *, sharding: [ad.instantiate_zeros(ct)])

@@ -161,6 +161,7 @@ def _abstract(*avals, jaxpr, mesh, out_specs, **_):
 
 shard_map_p.def_impl(_impl)
 shard_map_p.def_abstract_eval(_abstract)
+registry.def_mesh_placing(shard_map_p)
 shard_map_p.weak_type_rule = lambda *args, jaxpr, **_: [a.weak_type for a in jaxpr.out_avals]
 
 

@@ -63,3 +63,29 @@ def four_devices():
     """4 CPU devices for one test."""
     with cpu_devices(4):
         yield
+
+
+def assert_described_close(got, want, path="out"):
+    """A result as tests/golden/gen_pmap.py and gen_shard_map.py describe it (lists, dicts,
+    {"raises": [...]}, {"text": ...}, or an array's value, dtype, shape and partition spec)
+    against JAX's recorded one: arrays to float32 rounding, everything else exactly."""
+    if isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), f"{path}: {got!r}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_described_close(g, w, f"{path}[{i}]")
+        return
+    assert isinstance(got, dict), f"{path}: {got!r} where JAX gives {want!r}"
+    if "raises" in want or "text" in want:
+        assert got == want, f"{path}: {got!r} where JAX gives {want!r}"
+        return
+    if "value" not in want:     # a dict of results
+        assert sorted(got) == sorted(want), path
+        for k in want:
+            assert_described_close(got[k], want[k], f"{path}[{k!r}]")
+        return
+    assert "value" in got, f"{path}: {got!r} where JAX gives {want!r}"
+    assert (got["dtype"], got["shape"], got.get("spec")) == \
+        (want["dtype"], want["shape"], want.get("spec")), f"{path}: dtype, shape, spec"
+    np.testing.assert_allclose(np.array(got["value"], dtype=float),
+                               np.array(want["value"], dtype=float), rtol=2e-6, atol=1e-6,
+                               err_msg=path)

@@ -4,7 +4,6 @@ tests/golden/gen_api_toplevel.py into tests/golden/api_toplevel.json."""
 import json
 import os
 import sys
-import threading
 import warnings
 
 import numpy as np
@@ -16,7 +15,8 @@ from corejax import core
 from corejax.config import Config, config
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden"))
-from api_toplevel_cases import leak_cases, leak_outcome, legacy_cases, outcome  # noqa: E402
+from api_toplevel_cases import (leak_cases, leak_outcome, legacy_cases,  # noqa: E402
+                                outcome, user_context_blocks)
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden",
                        "api_toplevel.json")) as f:
@@ -258,22 +258,9 @@ def test_user_context_retraces_on_the_eager_fast_path():
 
 def test_user_context_blocks_threads_and_global():
     want = GOLDEN["user_context"]
-    ctx = corejax.make_user_context(default_value=None)
-    with ctx(1):
-        with ctx(2):
-            assert ctx.value == want["nested_inner"]
-        assert ctx.value == want["nested_outer"]
-    assert ctx.value == want["after_blocks"]
-    ctx5 = corejax.make_user_context(5)
-    with ctx5(7):
-        seen = []
-        t = threading.Thread(target=lambda: seen.append(ctx5.value))
-        t.start()
-        t.join()
-        assert seen[0] == want["other_thread_sees"]
-        assert ctx5.value == want["this_thread_sees"]
-    ctx5.set_global(9)
-    assert [ctx5.value, ctx5.get_global()] == want["after_set_global"]
+    got = user_context_blocks(corejax)
+    for key, value in got.items():
+        assert value == want[key], key
 
 
 def test_user_context_errors():

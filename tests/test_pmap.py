@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import cpu_devices
+from conftest import assert_described_close, cpu_devices
 import corejax as jax
 import corejax.numpy as jnp
 from corejax import array as _array, lax
@@ -40,27 +40,6 @@ def _strip_spec(d):
     return {k: v for k, v in d.items() if k != "spec"}
 
 
-def _close(got, want, path="out"):
-    if isinstance(want, list):
-        assert isinstance(got, list) and len(got) == len(want), path
-        for i, (g, w) in enumerate(zip(got, want)):
-            _close(g, w, f"{path}[{i}]")
-        return
-    if "value" not in want and "raises" not in want:
-        assert sorted(got) == sorted(want), path
-        for k in want:
-            _close(got[k], want[k], f"{path}[{k!r}]")
-        return
-    if "raises" in want:
-        assert got == want, path
-        return
-    assert (got["dtype"], got["shape"], got.get("spec")) == \
-        (want["dtype"], want["shape"], want.get("spec")), path
-    np.testing.assert_allclose(np.array(got["value"], dtype=float),
-                               np.array(want["value"], dtype=float), rtol=2e-6, atol=1e-6,
-                               err_msg=path)
-
-
 def test_golden_cases_match_jax():
     assert sorted(GOLDEN) == sorted(gen_pmap.CASES), \
         "run tests/golden/gen_pmap.py under JAX to record the new cases"
@@ -72,7 +51,7 @@ def test_golden_cases_match_jax():
         if name in NO_SPEC:
             got, want = _strip_spec(got), _strip_spec(want)
         try:
-            _close(got, want, name)
+            assert_described_close(got, want, name)
         except AssertionError as e:
             failures.append(f"{name}: {e}\n  got {str(got)[:300]}\n  want {str(want)[:300]}")
     assert not failures, "\n".join(failures)

@@ -9,6 +9,7 @@ import os
 import numpy as np
 import pytest
 
+from conftest import assert_described_close, cpu_devices
 import corejax as jax
 import corejax.numpy as jnp
 from corejax import lax
@@ -34,32 +35,8 @@ KNOWN = {
 
 @pytest.fixture(scope="module", autouse=True)
 def four_devices_for_module():
-    from conftest import cpu_devices
     with cpu_devices(4):
         yield
-
-
-def _compare(got, want, path):
-    if isinstance(want, list):
-        assert isinstance(got, list) and len(got) == len(want), f"{path}: {got!r}"
-        for i, (g, w) in enumerate(zip(got, want)):
-            _compare(g, w, f"{path}[{i}]")
-        return
-    assert isinstance(got, dict), f"{path}: {got!r} where JAX gives {want!r}"
-    if "raises" in want or "text" in want:
-        assert got == want, f"{path}: {got!r} where JAX gives {want!r}"
-        return
-    if "value" not in want:     # a dict of results
-        assert sorted(got) == sorted(want), path
-        for k in want:
-            _compare(got[k], want[k], f"{path}[{k!r}]")
-        return
-    assert "value" in got, f"{path}: {got!r} where JAX gives {want!r}"
-    assert (got["dtype"], got["shape"], got["spec"]) == \
-        (want["dtype"], want["shape"], want["spec"]), f"{path}: dtype, shape, spec"
-    np.testing.assert_allclose(np.array(got["value"], dtype=float),
-                               np.array(want["value"], dtype=float), rtol=2e-6, atol=1e-6,
-                               err_msg=path)
 
 
 def test_every_case_is_recorded():
@@ -71,4 +48,4 @@ def test_every_case_is_recorded():
     pytest.param(n, marks=[pytest.mark.xfail(strict=True, reason=KNOWN[n])] if n in KNOWN
                  else []) for n in sorted(gen_shard_map.CASES)])
 def test_case_matches_jax(name):
-    _compare(gen_shard_map.run_case(name, dict(ENV)), GOLDEN[name], name)
+    assert_described_close(gen_shard_map.run_case(name, dict(ENV)), GOLDEN[name], name)

@@ -24,6 +24,10 @@ call_params: dict = {}
 # Primitives with side effects (debug callbacks): never removed, merged or folded by passes,
 # always run as host steps in program order.
 effectful: set = set()
+# Primitives whose eager evaluation places results over a mesh (shard_map, reshard): a program
+# holding one is evaluated equation by equation where it runs eagerly, not compiled, since a
+# compiled program returns its results on one device.
+mesh_placing: set = set()
 
 
 def def_elementwise(prim, rule: Callable[..., str]) -> None:
@@ -40,3 +44,7 @@ def def_call(prim, jaxpr_param: str) -> None:
 
 def def_effectful(prim) -> None:
     effectful.add(prim)
+
+
+def def_mesh_placing(prim) -> None:
+    mesh_placing.add(prim)

@@ -22,16 +22,11 @@ jit_p = Primitive("jit")
 jit_p.multiple_results = True
 
 
-# Primitives whose eager evaluation places its results over a mesh (corejax/_shard_map.py,
-# _reshard.py): a compiled program would return them on one device.
-_MESH_PRIMITIVES = frozenset({"shard_map", "reshard"})
-
-
 def _has_mesh_ops(jaxpr: core.Jaxpr) -> bool:
-    """Whether `jaxpr` binds shard_map or reshard, directly or in a call it inlines (asked
-    only once a process has staged one)."""
+    """Whether `jaxpr` binds a mesh-placing primitive (registry.mesh_placing: shard_map,
+    reshard), directly or in a call it inlines (asked only once a process has staged one)."""
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name in _MESH_PRIMITIVES:
+        if eqn.primitive in registry.mesh_placing:
             return True
         body = registry.call_params.get(eqn.primitive)
         if body is not None and _has_mesh_ops(eqn.params[body].jaxpr):

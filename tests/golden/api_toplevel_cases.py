@@ -1,5 +1,6 @@
 """The calls tests/test_api_toplevel.py makes and tests/golden/gen_api_toplevel.py records
 with JAX, written once for both frameworks."""
+import threading
 import warnings
 
 
@@ -83,3 +84,26 @@ def leak_outcome(jax, f):
                     "Jaxpr" in name or "Staging" in name) else f"leak:{name}"
             return f"raise:{type(e).__name__}"
     return "ok"
+
+
+def user_context_blocks(jax):
+    """What a user context reads in nested blocks, from another thread inside a block, and
+    after set_global."""
+    out = {}
+    ctx = jax.make_user_context(default_value=None)
+    with ctx(1):
+        with ctx(2):
+            out["nested_inner"] = ctx.value
+        out["nested_outer"] = ctx.value
+    out["after_blocks"] = ctx.value
+    ctx5 = jax.make_user_context(5)
+    with ctx5(7):
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(ctx5.value))
+        t.start()
+        t.join()
+        out["other_thread_sees"] = seen[0]
+        out["this_thread_sees"] = ctx5.value
+    ctx5.set_global(9)
+    out["after_set_global"] = [ctx5.value, ctx5.get_global()]
+    return out

@@ -7,7 +7,6 @@ Run with real JAX (never imported by corejax):  /work/jaxvenv/bin/python gen_api
 import json
 import os
 import sys
-import threading
 import warnings
 
 import numpy as np
@@ -15,7 +14,8 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from api_toplevel_cases import leak_cases, leak_outcome, legacy_cases, outcome
+from api_toplevel_cases import (leak_cases, leak_outcome, legacy_cases, outcome,
+                                user_context_blocks)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "api_toplevel.json")
@@ -113,21 +113,7 @@ def user_context():
     out["sequence"] = [repr(v) for v in seq]
     out["trace_counts"] = counts
     out["traced_values"] = [repr(v) for v in traces]
-    with ctx(1):
-        with ctx(2):
-            out["nested_inner"] = ctx.value
-        out["nested_outer"] = ctx.value
-    out["after_blocks"] = ctx.value
-    ctx5 = jax.make_user_context(5)
-    with ctx5(7):
-        seen = []
-        t = threading.Thread(target=lambda: seen.append(ctx5.value))
-        t.start()
-        t.join()
-        out["other_thread_sees"] = seen[0]
-        out["this_thread_sees"] = ctx5.value
-    ctx5.set_global(9)
-    out["after_set_global"] = [ctx5.value, ctx5.get_global()]
+    out.update(user_context_blocks(jax))
 
     def unhashable():
         with ctx([1, 2]):
