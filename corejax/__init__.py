@@ -25,7 +25,13 @@ from corejax._config_states import (enable_x64, debug_nans, threefry_partitionab
                                     numpy_rank_promotion, numpy_dtype_promotion,
                                     default_matmul_precision, no_tracing, no_execution,
                                     legacy_prng_key, default_prng_impl, enable_checks,
-                                    check_tracer_leaks, checking_leaks)
+                                    check_tracer_leaks, checking_leaks, transfer_guard,
+                                    transfer_guard_host_to_device,
+                                    transfer_guard_device_to_host,
+                                    transfer_guard_device_to_device, default_device,
+                                    softmax_custom_jvp, jax2tf_associative_scan_reductions,
+                                    allow_f16_reductions, array_garbage_collection_guard,
+                                    thread_guard, debug_key_reuse, enable_custom_prng)
 from corejax._guards import make_user_context
 from corejax._tracing import typeof, ensure_compile_time_eval, named_scope, named_call
 from corejax._runtime import (devices, process_index, process_count, process_indices, host_id,
@@ -33,9 +39,11 @@ from corejax._runtime import (devices, process_index, process_count, process_ind
                               effects_barrier, clear_caches, live_arrays, copy_to_host_async,
                               print_environment_info)
 from corejax import ad_checkpoint, stages
+from corejax import monitoring, profiler
 from corejax.callbacks import pure_callback
 from corejax import custom_batching, experimental, distributed
 from corejax.ad_checkpoint import checkpoint, remat, checkpoint_policies
+from corejax.ref import Ref, new_ref, empty_ref, freeze, free_ref, ds  # also binds corejax.ref
 from corejax._pmap import pmap
 from corejax import sharding
 from corejax.sharding import (NamedSharding, PartitionSpec, Shard, make_mesh, set_mesh,

@@ -30,7 +30,7 @@ import warnings
 from corejax.config import config, _VALIDATORS
 
 __all__ = ["make_user_context", "UserContext", "check_tracing", "refuse_execution",
-           "check_legacy_key", "Guards"]
+           "check_legacy_key", "Guards", "ThreadGuard"]
 
 
 class Guards:
@@ -39,6 +39,18 @@ class Guards:
 
 
 config.watch("no_execution", lambda v: setattr(Guards, "no_execution", bool(v)))
+
+
+class ThreadGuard:
+    """`thread_guard`: the thread that set it (None while it is off). Multi-process
+    collectives (corejax/_mpi.py) entered from any other thread raise before they
+    communicate: threads entering collectives in different orders on different processes
+    would deadlock them."""
+    owner = threading.get_ident() if config.thread_guard else None
+
+
+config.watch("thread_guard", lambda on: setattr(
+    ThreadGuard, "owner", threading.get_ident() if on else None))
 
 
 def check_tracing(what: str) -> None:

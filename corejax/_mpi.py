@@ -33,6 +33,8 @@ import zlib
 
 import numpy as np
 
+from corejax._guards import ThreadGuard as _ThreadGuard
+
 __all__ = ["DistributedError", "Engine", "engine", "start", "stop"]
 
 
@@ -194,6 +196,14 @@ class Engine:
     def _check_order(self, what: str) -> int:
         """Gathers every process's description of the collective it is entering; raises
         DistributedError on all of them if any differs."""
+        owner = _ThreadGuard.owner
+        if owner is not None and self.size > 1 and threading.get_ident() != owner:
+            raise RuntimeError(
+                f"thread_guard: the multi-process operation {what} was called from thread "
+                f"{threading.current_thread().name!r}, not from the thread that set "
+                "corejax.thread_guard(True). Processes that enter collectives from several "
+                "threads may enter them in different orders and deadlock; run multi-process "
+                "operations from that one thread, or unset the guard.")
         self.sequence += 1
         text = f"#{self.sequence} {what}"
         mine = np.zeros(_SIGNATURE_BYTES, np.uint8)

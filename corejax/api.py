@@ -13,9 +13,12 @@ from typing import Any, Callable
 import numpy as np
 
 from corejax import core, dtypes, stages
+from corejax import monitoring
+from corejax.profiler import _session as _profile_session
 from corejax._traceback import api_boundary
 from corejax.array import Array, backend_for, operands_for
 from corejax.array import _Placement, place_results
+from corejax._transfer_guard import Guarded as _TransferGuarded
 from corejax.config import config
 from corejax.core import ClosedJaxpr, ShapedArray, Tracer, get_aval
 from corejax.transforms import ad, batching
@@ -27,6 +30,7 @@ from corejax._tree_traced import (tree_flatten, tree_unflatten, tree_map, tree_s
 from corejax.tree_util import keystr, register_pytree_node
 from corejax.sharding import state as _sharding_state
 from corejax._guards import Guards, check_tracing, refuse_execution, user_context_key
+from corejax import _ref_state
 
 __all__ = ["jit", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev",
            "jacobian", "hessian", "vmap", "make_jaxpr", "eval_shape", "ShapeDtypeStruct",
@@ -184,14 +188,27 @@ class _UnspecifiedValue:
 _UNSPECIFIED = _UnspecifiedValue()
 
 class _CacheEntry:
-    __slots__ = ("jaxpr", "consts", "out_tree", "executable", "donated")
+    __slots__ = ("jaxpr", "consts", "out_tree", "executable", "donated", "refs")
 
-    def __init__(self, jaxpr: ClosedJaxpr, consts: list, out_tree: Any, donated=None):
+    def __init__(self, jaxpr: ClosedJaxpr, consts: list, out_tree: Any, donated=None,
+                 refs=None):
         self.jaxpr = jaxpr        # constvars converted to leading inputs: consts are passed as args
         self.consts = consts
         self.out_tree = out_tree
         self.executable = None    # the compiled program, once the eager fast path has run it
         self.donated = donated    # per operand (consts, then leaves): donated? None: none is
+        self.refs = refs          # the JitRefPlan when the function touches a Ref, else None
+
+    def operands(self, leaves) -> list:
+        if self.refs is None:
+            return [*self.consts, *leaves]
+        return self.refs.operands(self.consts, leaves)
+
+    def finish(self, leaves, outs):
+        """The function's outputs as a tree (after writing references' final values back)."""
+        if self.refs is not None:
+            outs = self.refs.finish(leaves, outs)
+        return tree_unflatten(self.out_tree, outs)
 
 
 def _donated_operands(args, dyn_kwargs, static_nums, donate_nums, donate_names, n_consts,
@@ -213,24 +230,47 @@ def _donated_operands(args, dyn_kwargs, static_nums, donate_nums, donate_names, 
     return tuple(flags) if any(flags) else None
 
 
-def _run(entry: _CacheEntry, exe, backend: str, operands, fun=None):
+def _run(entry: _CacheEntry, exe, backend: str, operands, fun=None, leaves=()):
     """The compiled program's outputs on `operands` (consts, then leaves), in the entry's
     tree. Donated Arrays are consumed by the call (their buffers may now hold its results).
     `fun`: the jitted function, named by the no_execution guard's error."""
     if Guards.no_execution:
         refuse_execution(f"jit({_fun_name(fun)})" if fun is not None else "a jitted program")
-    outs = exe(*operands_for(backend, operands))
+    if _profile_session:
+        outs = _profile_session[0].execute(f"jit({_fun_name(fun)})", exe,
+                                           operands_for(backend, operands))
+    else:
+        outs = exe(*operands_for(backend, operands))
     if _Placement.cpu_committed:
         outs = place_results(operands, outs)
     if entry.donated is not None and not exe.consumes_donations:
         for x, d in zip(operands, entry.donated):
             if d and type(x) is Array:
                 x.delete()
-    return tree_unflatten(entry.out_tree, outs)
+    return entry.finish(leaves, outs)
+
+
+def _guard_host_arguments(jitted, args, kwargs) -> None:
+    """The host-to-device transfer guard on a jitted call's (non-static) arguments: host
+    values (NumPy arrays and scalars, Python numbers) are implicitly transferred to the device
+    (Python bools are not guarded, as in JAX)."""
+    from corejax import _transfer_guard
+    from corejax.array import default_device
+    _, _, dyn_args, dyn_kwargs = jitted._split(args, kwargs)
+    for x in tree_flatten((dyn_args, dyn_kwargs))[0]:
+        if isinstance(x, (np.ndarray, np.generic)) or type(x) in (int, float, complex):
+            _transfer_guard.host_to_device(lambda: _transfer_guard.describe_transfer(
+                _abstractify(x), dst=default_device()))
 
 
 def _signature_key(leaves):
-    return tuple((a.shape, a.dtype, a.weak_type) for a in map(get_aval, leaves))
+    return tuple(("ref", *(a.shape, a.dtype, a.weak_type)) if type(x) is _ref_state.Ref else
+                 (a.shape, a.dtype, a.weak_type)
+                 for x, a in zip(leaves, map(_leaf_aval, leaves)))
+
+
+def _leaf_aval(x):
+    return x.aval.inner_aval if type(x) is _ref_state.Ref else get_aval(x)
 
 
 def _with_inferred_nums(nums, names_given, names) -> tuple:
@@ -333,7 +373,8 @@ class _JittedFunction:
     def _lookup(self, args, kwargs):
         static_nums, static_vals, dyn_args, dyn_kwargs = self._split(args, kwargs)
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-        _check_leaves(leaves, f"jit({_fun_name(self._fun)})")
+        _check_leaves([x for x in leaves if type(x) is not _ref_state.Ref],
+                      f"jit({_fun_name(self._fun)})")
         leaves = _canonical_leaves(leaves)
         key = (in_tree, _signature_key(leaves), static_vals, self._backend_name(leaves),
                config.enable_x64, config.threefry_partitionable, user_context_key())
@@ -359,17 +400,22 @@ class _JittedFunction:
             return fun(*full, **kw, **statics)
 
         out_store: list = []
-        jaxpr, consts = trace_to_jaxpr(_flatten_fun(call, in_tree, out_store),
-                                       [_abstractify(x) for x in leaves],
-                                       _arg_names(fun, args, kwargs, static_nums),
-                                       _fun_name(fun))
+        names = _arg_names(fun, args, kwargs, static_nums)
+        ref_pos = _ref_state.check_arg_refs(leaves, names, _fun_name(fun))
+        plan: list = []
+        flat = _ref_state.jit_ref_scope(_flatten_fun(call, in_tree, out_store), leaves,
+                                        ref_pos, names, _fun_name(fun), plan)
+        with monitoring._Timed(monitoring.JAXPR_TRACE_DURATION, _fun_name(fun)):
+            jaxpr, consts = trace_to_jaxpr(
+                flat, [_abstractify(x) for i, x in enumerate(leaves) if i not in ref_pos],
+                [n for i, n in enumerate(names) if i not in ref_pos], _fun_name(fun))
         if config.log_compiles:
             logger.warning("Compiling %s with global shapes and types %s.", _fun_name(fun),
                            [str(_abstractify(x)) for x in leaves])
         donated = _donated_operands(args, dyn_kwargs, static_nums, self._donate_argnums,
                                     self._donate_argnames, len(consts), len(leaves))
         entry = _CacheEntry(ClosedJaxpr(convert_constvars(jaxpr), []), consts, out_store[0],
-                            donated)
+                            donated, plan[0])
         if not any(isinstance(c, Tracer) for c in consts):
             self._cache[key] = entry
             self._last_key = key
@@ -382,6 +428,11 @@ class _JittedFunction:
     def __call__(self, *args, **kwargs):
         if _config_values["disable_jit"]:
             return self._fun(*args, **kwargs)
+        if _config_values["debug_key_reuse"]:
+            from corejax.random import _key_reuse
+            out = _key_reuse.jit_call(self, args, kwargs)
+            if out is not _key_reuse.PROCEED:
+                return out
         if self._shardings is not None or _sharding_state.mesh_arrays or \
                 _sharding_state.mesh_ops_staged:
             from corejax import _sharded_jit
@@ -410,6 +461,8 @@ class _JittedFunction:
                 if hit is not None:
                     entry, exe = hit
                     return _run(entry, exe, fast_key[2], [*entry.consts, *leaves], self._fun)
+        if _TransferGuarded.host_to_device and core._trace_state.dynamic_level == 0:
+            _guard_host_arguments(self, args, kwargs)
         staged_mesh_ops = _sharding_state.mesh_ops_staged
         entry, leaves = self._lookup(args, kwargs)
         if _sharding_state.mesh_ops_staged and not staged_mesh_ops:
@@ -419,25 +472,31 @@ class _JittedFunction:
             out = _sharded_jit.call(self, args, kwargs)
             if out is not _sharded_jit.NOT_SHARDED:
                 return out
-        operands = [*entry.consts, *leaves]
+        operands = entry.operands(leaves)
         if core._trace_state.dynamic_level == 0 and not any(
                 isinstance(x, Tracer) for x in operands):
             # Eager fast path: no transformation is active, so run the executable directly.
             exe = entry.executable
             if exe is None:
                 from corejax.compiler import compile_jaxpr
-                exe = compile_jaxpr(entry.jaxpr, self._backend_name(leaves), entry.donated)
+                exe = compile_jaxpr(entry.jaxpr, self._backend_name(leaves), entry.donated,
+                                    name=_fun_name(self._fun))
                 entry.executable = exe
-            if fast_key is not None and not self._static_argnames:
+            if fast_key is not None and not self._static_argnames and entry.refs is None:
                 self._fast[fast_key] = (entry, exe)
-            return _run(entry, exe, self._backend_name(leaves), operands, self._fun)
+            return _run(entry, exe, self._backend_name(leaves), operands, self._fun, leaves)
         outs = jit_p.bind(*operands, jaxpr=entry.jaxpr, name=_fun_name(self._fun),
                           backend=self._backend)
-        return tree_unflatten(entry.out_tree, outs)
+        return entry.finish(leaves, outs)
 
     def trace(self, *args, **kwargs) -> stages.Traced:
         """The traced program for these arguments (`.jaxpr`, `.out_info`, `.lower()`)."""
         entry, leaves = self._lookup(args, kwargs)
+        if entry.refs is not None:
+            raise NotImplementedError(
+                f"jit({_fun_name(self._fun)}).trace / lower / eval_shape: the function uses "
+                "mutable array references (corejax.Ref), which ahead-of-time staging does not "
+                "thread; call the jitted function directly.")
         _, _, dyn_args, dyn_kwargs = self._split(args, kwargs)
         in_tree = tree_structure((tuple(dyn_args), dyn_kwargs))
         n = len(entry.consts)

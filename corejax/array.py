@@ -8,8 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from corejax import _cuda_driver, core, dtypes
-from corejax.config import config
+from corejax.config import config, _VALIDATORS
 from corejax._guards import Guards as _Guards, refuse_execution
+from corejax import _transfer_guard
+from corejax._transfer_guard import Guarded as _TransferGuarded
 
 __all__ = ["Array", "Device", "devices", "device_put", "device_get", "block_until_ready"]
 
@@ -147,8 +149,9 @@ class Array(metaclass=_ArrayMeta):
     @property
     def committed(self) -> bool:
         """Whether the array was placed on its device(s) explicitly (device_put to a device,
-        or a pmap result)."""
-        return getattr(self, "_sharding", None) is not None
+        or a pmap result); arrays placed by `default_device` are not."""
+        sharding = getattr(self, "_sharding", None)
+        return sharding is not None and not getattr(sharding, "_uncommitted", False)
 
     @property
     def addressable_shards(self) -> list:
@@ -166,6 +169,14 @@ class Array(metaclass=_ArrayMeta):
         if _cuda_driver.enabled() and v.is_c_contiguous():
             return _cuda_driver.to_host(v)
         return v.copy_to_host()
+
+    def _read(self) -> np.ndarray:
+        """The value as a NumPy array, read by the user (np.asarray(x), float(x), printing): an
+        implicit device-to-host transfer when the array lives on a CUDA device."""
+        if self._device is not CPU and _TransferGuarded.device_to_host:
+            _transfer_guard.device_to_host(lambda: _transfer_guard.describe_transfer(
+                self.aval, src=self._device))
+        return self._host()
 
     def delete(self) -> None:
         """Drops the buffer now; any later use of the values raises RuntimeError."""
@@ -187,34 +198,34 @@ class Array(metaclass=_ArrayMeta):
         return True
 
     def __array__(self, dtype=None, copy=None):
-        v = self._host()
+        v = self._read()
         if copy and v is self._value:
             v = v.copy()
         return v if dtype is None else v.astype(dtype, copy=False)
 
     def item(self, *args):
-        return self._host().item(*args)
+        return self._read().item(*args)
 
     def tolist(self):
-        return self._host().tolist()
+        return self._read().tolist()
 
     def __bool__(self):
-        return bool(self._host())
+        return bool(self._read())
 
     def __int__(self):
-        return int(self._host())
+        return int(self._read())
 
     def __float__(self):
-        return float(self._host())
+        return float(self._read())
 
     def __complex__(self):
-        return complex(self._host())
+        return complex(self._read())
 
     def __index__(self):
         if not dtypes.is_integer(self.dtype) and self.dtype != np.bool_:
             raise TypeError(f"Only integer scalar arrays can be converted to a scalar index, "
                             f"got dtype {self.dtype}.")
-        return int(self._host())
+        return int(self._read())
 
     def __len__(self):
         if not self.ndim:
@@ -256,11 +267,11 @@ class Array(metaclass=_ArrayMeta):
 
     def __format__(self, spec):
         if self.ndim == 0:
-            return format(self._host().item(), spec)
+            return format(self._read().item(), spec)
         return format(str(self), spec)
 
     def __repr__(self):
-        v = self._host()
+        v = self._read()
         weak = ", weak_type=True" if self.weak_type else ""
         if v.size == 0 and v.ndim:
             return f"Array([], shape={v.shape}, dtype={v.dtype.name}{weak})"
@@ -268,7 +279,20 @@ class Array(metaclass=_ArrayMeta):
         return f"Array({body}, dtype={v.dtype.name}{weak})"
 
     def __str__(self):
-        return str(self._host())
+        return str(self._read())
+
+
+def _collected(self):
+    _transfer_guard.array_collected(self)
+
+
+def set_gc_guard(on: bool) -> None:
+    """Installs (or removes) Array's finalizer for the array garbage-collection guard, so that
+    arrays pay for one only while the guard is on."""
+    if on:
+        Array.__del__ = _collected
+    elif "__del__" in Array.__dict__:
+        del Array.__del__
 
 
 def _rebuild(value, weak_type):
@@ -391,6 +415,8 @@ def _eager_kernel(primitive):
 def apply_primitive(primitive, args, params):
     if _Guards.no_execution:
         refuse_execution(f"the primitive {primitive.name}")
+    if _TransferGuarded.host_to_device:
+        _guard_numpy_operands(args)
     if _Placement.cuda_in_use:
         device = _placement(args)
         if device is not None:
@@ -422,14 +448,26 @@ def apply_primitive(primitive, args, params):
 core.eval_hooks.apply_primitive = apply_primitive
 
 
+def _guard_numpy_operands(args) -> None:
+    """The host-to-device guard on NumPy operands handed straight to a lax function."""
+    for a in args:
+        if isinstance(a, (np.ndarray, np.generic)):
+            _transfer_guard.host_to_device(lambda: _transfer_guard.describe_transfer(
+                core.ShapedArray(np.shape(a), dtypes.canonicalize_dtype(np.result_type(a))),
+                dst=default_device()))
+
+
 # --- devices ---------------------------------------------------------------------------------
 
 class _Placement:
     """Whether any array may live on a CUDA device (an array was put there, or the default
     platform is cuda): until then eager evaluation skips every placement check."""
     cuda_in_use = config.platform == "cuda"
-    # whether an array was committed to a CPU device other than cpu:0 (results follow it)
+    # whether an array was committed to a CPU device other than cpu:0 (results follow it), or
+    # `default_device` names one (results with no committed operand go there)
     cpu_committed = False
+    # the CPU device other than cpu:0 that `default_device` names, else None
+    cpu_default = None
 
 
 config.watch("platform", lambda v: setattr(_Placement, "cuda_in_use",
@@ -510,8 +548,46 @@ def devices(backend: str | None = None) -> list[Device]:
 
 
 def default_device() -> Device:
-    """The device new arrays go to: cpu:0, or cuda:0 when the platform is cuda."""
-    return CPU if config.platform == "cpu" else devices(config.platform)[0]
+    """The device new arrays and computations of uncommitted operands go to: the
+    `default_device` option's, else cpu:0, or cuda:0 when the platform is cuda."""
+    chosen = config.default_device
+    if chosen is None:
+        return CPU if config.platform == "cpu" else devices(config.platform)[0]
+    if isinstance(chosen, Device):
+        return chosen
+    return devices("cpu" if chosen == "cpu" else "cuda")[0]
+
+
+def _check_default_device(value):
+    """The `default_device` option's values: None, a Device, or a platform name (JAX's)."""
+    if value is None or isinstance(value, Device):
+        return value
+    if value in ("cpu", "gpu", "cuda"):
+        return value
+    if value == "tpu":
+        raise ValueError("default_device 'tpu': corejax has no TPU backend (its platforms are "
+                         "'cpu' and 'cuda').")
+    raise ValueError("jax.default_device must be passed either a Device object (e.g. "
+                     "`corejax.devices('cpu')[0]`) or a platform name string like 'cpu' or "
+                     f"'gpu', got: {value!r}")
+
+
+def _default_device_changed(value) -> None:
+    device = None if value is None else default_device()
+    if device is not None and device.platform == "cuda":
+        _Placement.cuda_in_use = True
+    if device is not None and device.platform == "cpu" and device != CPU:
+        if device not in _cpu_devices():
+            raise ValueError(f"Unknown device {device}: the CPU devices here are "
+                             f"{', '.join(map(str, _cpu_devices()))}.")
+        _Placement.cpu_default = device
+        _install_placement()
+    else:
+        _Placement.cpu_default = None
+
+
+_VALIDATORS["default_device"] = _check_default_device
+config.watch("default_device", _default_device_changed)
 
 
 def cuda_array(buf, weak_type: bool, device: Device) -> Array:
@@ -558,8 +634,10 @@ def _placement(args) -> Device | None:
             elif a._device != device:
                 raise ValueError(f"Operands live on different devices ({device} and "
                                  f"{a._device}): move them to one with device_put(x, device).")
-    if device is None and config.platform == "cuda":
-        device = devices("cuda")[0]
+    if device is None and (config.platform == "cuda" or config.default_device is not None):
+        device = default_device()
+        if device.platform != "cuda":
+            return None
     return device
 
 
@@ -624,6 +702,8 @@ def backend_for(args, backend: str | None = None) -> str:
         for a in args:
             if type(a) is Array and a._device is not CPU:
                 return "cuda"
+    if config.default_device is not None:
+        return default_device().platform
     return config.platform
 
 
@@ -642,6 +722,9 @@ def _device_put_leaf(x, device):
     if type(x) is Array:
         if device is None or x._device == device:
             return x
+        if _TransferGuarded.device_to_device:
+            _transfer_guard.device_to_device(lambda: _transfer_guard.describe_transfer(
+                x.aval, dst=device), explicit=True)
         if device.platform == "cpu":
             return Array(np.array(x._host()), x.weak_type)
         _check_cuda_device(device)
@@ -657,6 +740,13 @@ def _device_put_leaf(x, device):
         dt = dtypes.canonicalize_dtype(val.dtype)
         arr = Array(np.array(val, dtype=dt, copy=True))
     target = device if device is not None else default_device()
+    if _TransferGuarded.host_to_device:
+        _transfer_guard.host_to_device(lambda: _transfer_guard.describe_transfer(
+            arr.aval, dst=target), explicit=True)
+    if target.platform == "cpu" and target != CPU:
+        from corejax.sharding import SingleDeviceSharding, with_sharding
+        return with_sharding(arr, _uncommitted_on(target) if device is None
+                             else SingleDeviceSharding(target))
     return arr if target.platform == "cpu" else _device_put_leaf(arr, target)
 
 
@@ -680,18 +770,22 @@ def device_put(x, device: Device | None = None):
     if device is not None and device.platform == "cpu" and device != CPU:
         from corejax.sharding import SingleDeviceSharding
         return _device_put_sharded(x, SingleDeviceSharding(device))
+    if device is not None and device.platform == "cpu" and _Placement.cpu_committed:
+        # onto cpu:0 from another CPU device: committed there
+        from corejax.sharding import SingleDeviceSharding
+        return _device_put_sharded(x, SingleDeviceSharding(device))
     from corejax._tree_traced import tree_map
     return tree_map(lambda leaf: _device_put_leaf(leaf, device), x)
 
 
 def committed_device(args):
-    """The CPU device (other than cpu:0) that the committed operands among `args` were put
-    on, or None; operands committed to two different devices are an error, as in JAX."""
+    """The CPU device that the committed operands among `args` were put on, or None;
+    operands committed to two different devices are an error, as in JAX."""
     device, first = None, None
     for a in args:
         sharding = getattr(a, "_sharding", None) if type(a) is Array else None
         if sharding is None or len(sharding._device_assignment) != 1 \
-                or hasattr(sharding, "mesh"):
+                or hasattr(sharding, "mesh") or getattr(sharding, "_uncommitted", False):
             continue
         d = sharding._device_assignment[0]
         if device is None:
@@ -710,12 +804,74 @@ def place_results(args, outs):
     device)."""
     device = committed_device(args)
     if device is None:
-        return outs
-    from corejax.sharding import SingleDeviceSharding, with_sharding
-    sharding = SingleDeviceSharding(device)
+        device = _Placement.cpu_default
+        if device is None:
+            if _TransferGuarded.device_to_device:
+                _check_implicit_moves(args, CPU)
+            return outs
+        sharding = _uncommitted_on(device)
+    else:
+        from corejax.sharding import SingleDeviceSharding
+        sharding = SingleDeviceSharding(device)
+    if _TransferGuarded.device_to_device:
+        _check_implicit_moves(args, device)
+    from corejax.sharding import with_sharding
     if type(outs) is Array:
         return with_sharding(outs, sharding)
     return [with_sharding(o, sharding) if type(o) is Array else o for o in outs]
+
+
+def place_constants(operands, converted, scalar_types):
+    """`converted` (the arrays jnp made of `operands`), with those made of Python scalars
+    placed on the device the computation runs on (that of the committed operands, else the
+    default device)."""
+    device = committed_device(converted) or _Placement.cpu_default
+    if device is None or device == CPU:
+        return converted
+    sharding = _uncommitted_on(device)
+    from corejax.sharding import with_sharding
+    return [with_sharding(c, sharding) if type(o) in scalar_types and type(c) is Array else c
+            for o, c in zip(operands, converted)]
+
+
+def _cpu_device_of(a) -> Device:
+    sharding = getattr(a, "_sharding", None)
+    if sharding is None or len(sharding._device_assignment) != 1:
+        return CPU
+    return sharding._device_assignment[0]
+
+
+def _check_implicit_moves(args, device) -> None:
+    """The device-to-device guard: uncommitted Array operands on a CPU device other than the
+    computation's `device` are moved there implicitly."""
+    for a in args:
+        sharding = getattr(a, "_sharding", None) if type(a) is Array else None
+        if type(a) is Array and a._device is CPU and not hasattr(sharding, "mesh"):
+            src = _cpu_device_of(a)
+            if src != device:
+                _transfer_guard.device_to_device(lambda: _transfer_guard.describe_transfer(
+                    a.aval, src=src, dst=device))
+
+
+_uncommitted_shardings: dict = {}
+
+
+def _uncommitted_on(device: Device):
+    """The placement of an uncommitted array on `device` (where `default_device` put it)."""
+    sharding = _uncommitted_shardings.get(device)
+    if sharding is None:
+        from corejax.sharding import SingleDeviceSharding
+        sharding = SingleDeviceSharding(device)
+        sharding._uncommitted = True
+        _uncommitted_shardings[device] = sharding
+    return sharding
+
+
+def _install_placement() -> None:
+    """From now on eager results and jitted outputs follow their committed operands' device
+    (or the default device)."""
+    _Placement.cpu_committed = True
+    core.eval_hooks.apply_primitive = _apply_primitive_placed
 
 
 def _apply_primitive_placed(primitive, args, params):
@@ -731,8 +887,7 @@ def _device_put_sharded(x, sharding):
     from corejax._tree_traced import tree_map
     known = _cpu_devices()
     if len(sharding._device_assignment) == 1 and not hasattr(sharding, "mesh"):
-        _Placement.cpu_committed = True
-        core.eval_hooks.apply_primitive = _apply_primitive_placed
+        _install_placement()
     for d in sharding.device_set:
         if d not in known:
             raise ValueError(f"Unknown device {d}: the CPU devices here are "
@@ -743,6 +898,12 @@ def _device_put_sharded(x, sharding):
     def leaf(v):
         if isinstance(v, core.Tracer):
             return v
+        if _TransferGuarded.device_to_device and type(v) is Array and v._device is CPU \
+                and len(sharding._device_assignment) == 1 \
+                and _cpu_device_of(v) != sharding._device_assignment[0]:
+            _transfer_guard.device_to_device(lambda: _transfer_guard.describe_transfer(
+                v.aval, src=_cpu_device_of(v), dst=sharding._device_assignment[0]),
+                explicit=True)
         return with_sharding(_device_put_leaf(v, CPU), sharding)
     return tree_map(leaf, x)
 
@@ -751,21 +912,42 @@ def place_new(x, device: Device | None = None, like=None):
     """A freshly created array (jnp.zeros, arange, ...) on `device`; without one, on the device
     of `like` if that is a device array, else on the default device."""
     if device is None:
+        if _Placement.cpu_default is not None and not (
+                type(like) is Array and like._device is not CPU):
+            return _placed_default(x)
         if not _Placement.cuda_in_use:
             return x
         if type(like) is Array and like._device is not CPU:
             device = like._device
-        elif config.platform == "cpu":
-            return x
         else:
             device = default_device()
+            if device.platform == "cpu":
+                return x
     return device_put(x, device)
 
 
+def _placed_default(x):
+    """A freshly created array on the default CPU device (uncommitted)."""
+    if type(x) is not Array:
+        return x
+    from corejax.sharding import with_sharding
+    return with_sharding(x, _uncommitted_on(_Placement.cpu_default))
+
+
+def _get_leaf(leaf):
+    if not isinstance(leaf, Array):
+        return leaf
+    if _TransferGuarded.device_to_host and type(leaf) is Array and leaf._device is not CPU:
+        _transfer_guard.device_to_host(lambda: _transfer_guard.describe_transfer(
+            leaf.aval, src=leaf._device), explicit=True)
+    return leaf._host()
+
+
 def device_get(x):
-    """Fetches every array leaf of pytree `x` to the host as a NumPy array."""
+    """Fetches every array leaf of pytree `x` to the host as a NumPy array (an explicit
+    device-to-host transfer)."""
     from corejax._tree_traced import tree_map
-    return tree_map(lambda leaf: leaf._host() if isinstance(leaf, Array) else leaf, x)
+    return tree_map(_get_leaf, x)
 
 
 def block_until_ready(x):

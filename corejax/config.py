@@ -41,6 +41,11 @@ _CHOICES = {
     # refuses the others when they are set)
     "default_prng_impl": ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32",
                           "philox4x32"),
+    # host/device transfer guards (corejax/_transfer_guard.py); None: 'allow'
+    **{f"transfer_guard{d}": (None, "allow", "log", "disallow", "log_explicit",
+                              "disallow_explicit")
+       for d in ("", "_host_to_device", "_device_to_host", "_device_to_device")},
+    "array_garbage_collection_guard": (None, "allow", "log", "fatal"),
 }
 
 # JAX's option names that are another name for a corejax option
@@ -97,6 +102,40 @@ class Config:
         "legacy_prng_key": lambda: os.environ.get("JAX_LEGACY_PRNG_KEY", "allow"),
         # The PRNG implementation of new keys; only threefry2x32 can be set (see _guards.py).
         "default_prng_impl": lambda: "threefry2x32",
+        # Host/device transfer guards: None (= 'allow'), 'allow', 'log', 'disallow',
+        # 'log_explicit', 'disallow_explicit' (corejax/_transfer_guard.py). `transfer_guard`
+        # sets the three directions at once.
+        "transfer_guard": lambda: os.environ.get("JAX_TRANSFER_GUARD"),
+        "transfer_guard_host_to_device":
+            lambda: os.environ.get("JAX_TRANSFER_GUARD_HOST_TO_DEVICE"),
+        "transfer_guard_device_to_host":
+            lambda: os.environ.get("JAX_TRANSFER_GUARD_DEVICE_TO_HOST"),
+        "transfer_guard_device_to_device":
+            lambda: os.environ.get("JAX_TRANSFER_GUARD_DEVICE_TO_DEVICE"),
+        # The device uncommitted arrays and jitted computations go to (a Device or a platform
+        # name); None: the first device of the default platform.
+        "default_device": lambda: None,
+        # Typed PRNG keys are tracked and a reused key raises KeyReuseError.
+        "debug_key_reuse": lambda: _env_bool("JAX_DEBUG_KEY_REUSE", False),
+        # JAX's flag for custom PRNG implementations (typed keys are always available here).
+        "enable_custom_prng": lambda: _env_bool("JAX_ENABLE_CUSTOM_PRNG", False),
+        # nn.softmax differentiates through its custom_jvp rule (True) or its body (False).
+        "softmax_custom_jvp": lambda: _env_bool("JAX_SOFTMAX_CUSTOM_JVP", False),
+        # Cumulative reductions lower through lax.associative_scan on every platform.
+        "jax2tf_associative_scan_reductions":
+            lambda: _env_bool("JAX2TF_ASSOCIATIVE_SCAN_REDUCTIONS", False),
+        # False: reduce_sum of float16 / bfloat16 operands raises.
+        "allow_f16_reductions": lambda: _env_bool("JAX_ALLOW_F16_REDUCTIONS", True),
+        # What happens when the cycle collector (not reference counting) frees an Array:
+        # None / 'allow', 'log' or 'fatal'.
+        "array_garbage_collection_guard":
+            lambda: os.environ.get("JAX_ARRAY_GARBAGE_COLLECTION_GUARD"),
+        # Multi-process operations from a thread other than the one that set it raise.
+        "thread_guard": lambda: _env_bool("JAX_THREAD_GUARD", False),
+        # Sharding type options of JAX 0.10 (corejax/sharding.py).
+        "remove_size_one_mesh_axis_from_type":
+            lambda: _env_bool("JAX_REMOVE_SIZE_ONE_MESH_AXIS_FROM_TYPE", False),
+        "auto_pcast": lambda: _env_bool("JAX_AUTO_PCAST", True),
     }
 
     def __init__(self):

@@ -4,7 +4,7 @@ from __future__ import annotations
 __all__ = [
     "ConcretizationTypeError", "TracerBoolConversionError", "TracerIntegerConversionError",
     "TracerArrayConversionError", "UnexpectedTracerError", "NonConcreteShapeError",
-    "FloatingPointError", "NonConcreteBooleanIndexError",
+    "FloatingPointError", "NonConcreteBooleanIndexError", "JaxRuntimeError",
 ]
 
 _FIXES = (
@@ -76,5 +76,24 @@ class NonConcreteBooleanIndexError(IndexError):
             f"x[jnp.nonzero(mask, size=N)].")
 
 
+class JAXTypeError(TypeError):
+    """Base of corejax's own TypeErrors that JAX also raises under this name."""
+
+
+class KeyReuseError(JAXTypeError):
+    """A typed PRNG key was consumed twice while `debug_key_reuse` is on (corejax/random/
+    _key_reuse.py)."""
+
+    def __init__(self, msg: str):
+        super().__init__(
+            msg + "\nEach key may feed one random function (a sampler, split or random_bits): "
+                  "split it into as many keys as uses, or pass random.clone(key) where reusing "
+                  "it is intended.")
+
 
 FloatingPointError = FloatingPointError
+
+
+class JaxRuntimeError(RuntimeError):
+    """An error of the runtime rather than of the program's types: a transfer a transfer
+    guard disallows (JAX's name, a RuntimeError as there)."""

@@ -136,7 +136,8 @@ class Lowered(_Stage):
         from corejax.compiler import compile_jaxpr
         exe = self._entry.executable
         if exe is None:
-            exe = compile_jaxpr(self._entry.jaxpr, self._backend, self._entry.donated)
+            exe = compile_jaxpr(self._entry.jaxpr, self._backend, self._entry.donated,
+                                name=self._name)
         return exe
 
     def as_text(self, dialect: str | None = None, **_) -> str:

@@ -172,6 +172,34 @@ def mismatch():
     raise AssertionError("the mismatched collective completed")
 
 
+def thread_guard():
+    """thread_guard(True): a collective from another thread raises RuntimeError on every
+    process (before communicating), one from the guarding thread runs; off, both run."""
+    import threading
+    x = np.ones((N_LOCAL, 3), np.float32)
+    psum = jax.pmap(lambda v: lax.psum(v, "i"), "i")
+    outcomes = []
+
+    def other_thread():
+        try:
+            psum(x).block_until_ready()
+            outcomes.append("ran")
+        except RuntimeError as e:
+            outcomes.append("raised" if "thread_guard" in str(e) else f"other: {e}")
+
+    with jax.thread_guard(True):
+        np.testing.assert_allclose(np.asarray(psum(x)), N)
+        t = threading.Thread(target=other_thread)
+        t.start()
+        t.join()
+    t = threading.Thread(target=other_thread)
+    t.start()
+    t.join()
+    assert outcomes == ["raised", "ran"], outcomes
+    if RANK == 0:
+        print("OK thread_guard")
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     globals()[mode]()

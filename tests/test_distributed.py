@@ -119,6 +119,10 @@ def test_collectives_across_processes(n, devices):
     _program(n, "collectives", devices=devices)
 
 
+def test_thread_guard_refuses_collectives_from_another_thread():
+    _program(2, "thread_guard")
+
+
 def test_identical_parameters_after_data_parallel_steps():
     _program(2, "steps")
 

@@ -8,9 +8,11 @@ tested against).
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 
+from corejax import monitoring
 from corejax.compiler import eager_kernels
 from corejax.compiler.reference import ReferenceExecutable
 from corejax.core import AbstractToken, Token
@@ -39,12 +41,15 @@ _cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _lock = threading.RLock()
 
 
-def compile_jaxpr(closed, backend: str = "cpu", donated=None, row_major=False):
+def compile_jaxpr(closed, backend: str = "cpu", donated=None, row_major=False,
+                  name: str | None = None):
     """The executable of `closed` for `backend`. `donated` (a bool per input, or None) marks
     inputs whose buffers the CPU program may write its results into, when the caller's
     Array is their only holder; the caller deletes donated Arrays after the call.
     `row_major`: a CPU program keeps every value row-major (no transposed layouts: control
-    flow's sub-programs, whose bits must be those of the compiled loops)."""
+    flow's sub-programs, whose bits must be those of the compiled loops). `name`: the
+    jitted function's, for a compile that reports /jax/core/compile/backend_compile_duration
+    (sub-programs compiled inside another program's compile pass none)."""
     key = backend if donated is None else (backend, tuple(donated))
     if row_major:
         key = (key, "row_major")
@@ -56,20 +61,28 @@ def compile_jaxpr(closed, backend: str = "cpu", donated=None, row_major=False):
         per_jaxpr = _cache.setdefault(closed, {})
         exe = per_jaxpr.get(key)
         if exe is None:
-            if backend == "reference":
-                exe = ReferenceExecutable(closed)
-            else:
-                from corejax.array import devices
-                devs = devices(backend)  # raises a clear error for an unavailable backend
-                if backend == "cuda":
-                    from corejax.compiler.cuda import CudaExecutable
-                    exe = CudaExecutable(closed, devs[0])
-                else:
-                    from corejax.compiler.cpu import CpuExecutable
-                    exe = CpuExecutable(closed, donated, row_major)
-            if any(type(a) is AbstractToken for a in closed.out_avals):
-                exe = _TokenOutputs(exe, [type(a) is AbstractToken for a in closed.out_avals])
+            timed = monitoring._Timed(monitoring.BACKEND_COMPILE_DURATION, f"jit({name})") \
+                if name is not None else contextlib.nullcontext()
+            with timed:
+                exe = _build(closed, backend, donated, row_major)
             per_jaxpr[key] = exe
+    return exe
+
+
+def _build(closed, backend, donated, row_major):
+    if backend == "reference":
+        exe = ReferenceExecutable(closed)
+    else:
+        from corejax.array import devices
+        devs = devices(backend)  # raises a clear error for an unavailable backend
+        if backend == "cuda":
+            from corejax.compiler.cuda import CudaExecutable
+            exe = CudaExecutable(closed, devs[0])
+        else:
+            from corejax.compiler.cpu import CpuExecutable
+            exe = CpuExecutable(closed, donated, row_major)
+    if any(type(a) is AbstractToken for a in closed.out_avals):
+        exe = _TokenOutputs(exe, [type(a) is AbstractToken for a in closed.out_avals])
     return exe
 
 

@@ -24,6 +24,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 import warnings
 
 import numba
@@ -31,6 +32,7 @@ import numpy as np
 from numba import types
 
 import corejax
+from corejax import monitoring
 from corejax.config import config
 
 __all__ = ["load_kernel", "stats", "CacheWarning", "KernelCompileError"]
@@ -202,7 +204,9 @@ def load_kernel(body: str, sig) -> tuple:
             return fn, key
         d = os.path.join(config.cache_dir, "kernels")
         path = os.path.join(d, f"k_{key}.py")
-        if not _writable_dir(d):
+        writable = _writable_dir(d)
+        _note_cache_task(writable)
+        if not writable:
             if d not in _unwritable_warned:
                 _unwritable_warned.add(d)
                 warnings.warn(f"corejax: the kernel cache folder {d} cannot be written; kernels "
@@ -212,6 +216,8 @@ def load_kernel(body: str, sig) -> tuple:
             _kernels[(key, sig)] = fn
             return fn, key
         new_source = not os.path.exists(path)
+        monitoring.record_event("/jax/compilation_cache/compile_requests_use_cache")
+        loaded_before, started = stats["kernels_loaded"], time.monotonic()
         for attempt in range(2):
             try:
                 _ensure_source(path, body)
@@ -230,9 +236,28 @@ def load_kernel(body: str, sig) -> tuple:
                 except OSError:
                     pass
         _kernels[(key, sig)] = fn
+        if stats["kernels_loaded"] != loaded_before:
+            monitoring.record_event("/jax/compilation_cache/cache_hits")
+            monitoring.record_event_duration_secs(
+                "/jax/compilation_cache/cache_retrieval_time_sec", time.monotonic() - started)
+        else:
+            monitoring.record_event("/jax/compilation_cache/cache_misses")
         if new_source:
             _note_growth(d)
         return fn, key
+
+
+_cache_task_noted = False
+
+
+def _note_cache_task(writable: bool) -> None:
+    """Reports once per process whether kernels are cached on disk, as JAX reports whether
+    its compilation cache is in use at its first compilation."""
+    global _cache_task_noted
+    if not _cache_task_noted:
+        _cache_task_noted = True
+        monitoring.record_event("/jax/compilation_cache/tasks_using_cache" if writable else
+                                "/jax/compilation_cache/task_disabled_cache")
 
 
 # --- size limit and the command line ---------------------------------------------------------

@@ -6,6 +6,7 @@ import operator
 
 import numpy as np
 
+from corejax.config import config
 from corejax import dtypes
 from corejax.core import Primitive, ShapedArray, get_aval
 from corejax.compiler import registry
@@ -27,6 +28,8 @@ def _reduction(name, np_fn, accepted, monoid):
 
     def abstract_eval(x, axes):
         check_dtype(name, x, accepted)
+        if monoid == "add":
+            _check_half_sum(x, axes)
         for a in axes:
             if not 0 <= a < x.ndim:
                 raise ValueError(f"{name}: axis {a} is out of bounds for array of dimension "
@@ -79,9 +82,25 @@ def _reduce_sum_transpose(ct, x, axes):
 deflinear(reduce_sum_p, _reduce_sum_transpose)
 
 
+def _check_half_sum(aval, axes) -> None:
+    """allow_f16_reductions=False: a sum of float16 / bfloat16 values over more than one
+    element per output raises (it would accumulate in half precision), as in JAX."""
+    if aval.dtype in (dtypes.float16, dtypes.bfloat16) and not config.allow_f16_reductions \
+            and not all(aval.shape[a] == 1 for a in axes):
+        raise ValueError(f"reduce_sum on operand {aval.str_short()} is not allowed when "
+                         "jax_allow_f16_reductions=False. Sum in float32 (x.astype(jnp.float32)"
+                         ", or jnp.sum, which accumulates half precision in float32), or set "
+                         "allow_f16_reductions back to True.")
+
+
 def reduce_sum(x, axes=None):
-    axes = _canon(axes, get_aval(x).ndim)
-    return reduce_sum_p.bind(x, axes=axes) if axes else x
+    aval = get_aval(x)
+    axes = _canon(axes, aval.ndim)
+    if not axes:
+        return x
+    if aval.dtype.itemsize == 2:
+        _check_half_sum(aval, axes)
+    return reduce_sum_p.bind(x, axes=axes)
 
 
 # --- max / min -------------------------------------------------------------------------------

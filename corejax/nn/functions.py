@@ -1,9 +1,11 @@
 """Activation functions and friends (jax.nn): relu, gelu, softmax, one_hot, ..."""
 from __future__ import annotations
 
+import functools
 import math
 
 from corejax import dtypes, lax
+from corejax.config import config
 from corejax.core import get_aval
 from corejax.custom_derivatives import custom_jvp
 from corejax.numpy._core import asarray, canonicalize_axes, promote_dtypes_inexact
@@ -139,14 +141,35 @@ tanh = jnp.tanh
 
 
 def softmax(x, axis=-1, where=None, initial=-jnp.inf):
-    """exp(x) / sum(exp(x)) along `axis`, stable for large inputs; 0 where `where` is False."""
+    """exp(x) / sum(exp(x)) along `axis`, stable for large inputs; 0 where `where` is False.
+
+    Its derivative is that of this computation (the max taken as a constant), or, with the
+    `softmax_custom_jvp` option set, the custom rule y * (dx - sum(y * dx)), as JAX's."""
     (x,) = promote_dtypes_inexact(x)
     axes = canonicalize_axes(axis, get_aval(x).ndim)
+    if config.softmax_custom_jvp:
+        return _softmax_with_rule(x, axes, where, initial)
     x_max = lax.stop_gradient(jnp.max(x, axes, keepdims=True, where=where, initial=initial))
     unnormalized = jnp.exp(x - x_max)
     if where is not None:
         unnormalized = jnp.where(where, unnormalized, 0.0)
     return unnormalized / jnp.sum(unnormalized, axes, keepdims=True)
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(1,))
+def _softmax_with_rule(x, axes, where, initial):
+    x_max = jnp.max(x, axes, where=where, initial=initial, keepdims=True)
+    shifted = x if where is None else jnp.where(where, x, initial)
+    unnormalized = jnp.exp(shifted - x_max)
+    out = unnormalized / jnp.sum(unnormalized, axes, where=where, keepdims=True)
+    return out if where is None else jnp.where(where, out, 0)
+
+
+@_softmax_with_rule.defjvp
+def _softmax_with_rule_jvp(axes, primals, tangents):
+    (x, where, initial), (x_dot, _, _) = primals, tangents
+    y = _softmax_with_rule(x, axes, where, initial)
+    return y, y * (x_dot - jnp.sum(y * x_dot, axes, where=where, keepdims=True))
 
 
 def log_softmax(x, axis=-1, where=None, initial=-jnp.inf):

@@ -7,8 +7,9 @@ import warnings
 
 import numpy as np
 
-from corejax import core, dtypes, lax
-from corejax.array import Array, _Placement, place_new
+from corejax import core, dtypes, lax, _transfer_guard
+from corejax.array import Array, _Placement, place_new, default_device, place_constants
+from corejax._transfer_guard import Guarded as _TransferGuarded
 from corejax.config import config
 from corejax.core import Tracer, get_aval
 
@@ -43,7 +44,7 @@ def asarray(a, dtype=None, copy=None, *, device=None) -> Array:
 
 
 def _placed_asarray(a, dtype, device) -> Array:
-    if device is not None or _Placement.cuda_in_use:
+    if device is not None or _Placement.cuda_in_use or _Placement.cpu_default is not None:
         out = _asarray(a, dtype)
         return out if out is a else place_new(out, device)
     return _asarray(a, dtype)
@@ -61,7 +62,10 @@ def _asarray(a, dtype=None) -> Array:
         dt, weak = dtypes.result_type_and_weakness(a)
         if dtype is not None:
             dt, weak = dtype, False
-        return Array(np.asarray(a, dt), weak)
+        out = Array(np.asarray(a, dt), weak)
+        if _TransferGuarded.host_to_device:
+            _guard_host_value(out)
+        return out
     if isinstance(a, (list, tuple)):
         leaves = list(_nested_leaves(a))
         if any(isinstance(x, (Tracer, Array)) for x in leaves):
@@ -77,8 +81,19 @@ def _asarray(a, dtype=None) -> Array:
         if val.dtype == object:
             raise TypeError(f"Cannot convert {a!r} to a corejax array (ragged or object data).")
         dt = dtypes.canonicalize_dtype(dtype if dtype is not None else val.dtype)
-        return Array(np.array(val, dtype=dt, copy=True))
+        out = Array(np.array(val, dtype=dt, copy=True))
+        if _TransferGuarded.host_to_device:
+            _guard_host_value(out)
+        return out
     raise TypeError(f"Cannot convert value of type {type(a).__name__} to a corejax array.")
+
+
+def _guard_host_value(out: Array) -> None:
+    """The host-to-device transfer guard, for host data the user handed over that became
+    `out`: a transfer outside a staged trace (inside one it is a constant of the program)."""
+    if core._trace_state.dynamic_level == 0:
+        _transfer_guard.host_to_device(lambda: _transfer_guard.describe_transfer(
+            out.aval, dst=default_device()))
 
 
 def array(object, dtype=None, copy=True, order=None, ndmin=0, *, device=None) -> Array:
@@ -119,7 +134,10 @@ def promote_dtypes(*args):
 
 def _convert(a, dt, weak):
     if type(a) in _SCALARS:
-        return Array(np.asarray(a, dt), weak)
+        out = Array(np.asarray(a, dt), weak)
+        if _TransferGuarded.host_to_device:
+            _guard_host_value(out)
+        return out
     a = asarray(a)
     aval = get_aval(a)
     if aval.dtype == dt and aval.weak_type == weak:
@@ -215,9 +233,18 @@ def promote_and_broadcast(*args):
                 raise
             raise TypeError(f"Operands got incompatible shapes for broadcasting: "
                             f"{', '.join(map(str, shapes))}.") from None
+    if _TransferGuarded.host_to_device:
+        for a in args:
+            if type(a) in _SCALARS:
+                _asarray(a)          # the transfer guard's check of a Python scalar operand
     # Python scalars become constants of the final shape directly (no broadcast to stage).
-    return [lax.full(shape, a, dt, weak) if type(a) in _SCALARS
-            else broadcast_to_shape(_convert(a, dt, weak), shape) for a in args]
+    out = [lax.full(shape, a, dt, weak) if type(a) in _SCALARS
+           else broadcast_to_shape(_convert(a, dt, weak), shape) for a in args]
+    if _Placement.cpu_committed:
+        # (arrays live on several CPU devices) the constants are made on the device the
+        # computation runs on, not moved there
+        out = place_constants(args, out, _SCALARS)
+    return out
 
 
 def canonicalize_axis(axis, ndim: int) -> int:

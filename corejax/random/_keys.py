@@ -29,6 +29,8 @@ from corejax._guards import check_legacy_key
 from corejax.core import get_aval
 from corejax.lax.prng import threefry2x32_p
 from corejax._tree_traced import register_transparent_leaf
+from corejax.random import _key_reuse
+from corejax.random._key_reuse import config_values as _config_values
 
 _UINT = {8: np.dtype("uint8"), 16: np.dtype("uint16"), 32: np.dtype("uint32"),
          64: np.dtype("uint64")}
@@ -90,14 +92,16 @@ def _impl_argument(ctor: str, impl, dtype):
 class PRNGKeyArray:
     """An array of typed keys (from `key`/`wrap_key_data`): `shape` keys whose Threefry words
     are the trailing axis of `key_data(keys)`. A pytree with that uint32 data as its one leaf, so
-    transformations see a plain array."""
+    transformations see a plain array. `_consumed`: the key-reuse checker's state (False, True
+    or a mask over the keys; corejax/random/_key_reuse.py)."""
 
-    __slots__ = ("_data",)
+    __slots__ = ("_data", "_consumed", "__weakref__")
     __hash__ = None
     dtype = _KEY_DTYPE
 
     def __init__(self, data):
         self._data = data
+        self._consumed = False
 
     shape = property(lambda self: tuple(get_aval(self._data).shape[:-1]))
     ndim = property(lambda self: len(self.shape))
@@ -117,11 +121,22 @@ class PRNGKeyArray:
     def __getitem__(self, index):
         # The trailing full slice keeps the key words whether or not `index` has an Ellipsis.
         index = index if isinstance(index, tuple) else (index,)
+        if _config_values["debug_key_reuse"]:
+            # JAX's checker: slicing sinks the keys it selects and returns fresh ones
+            _key_reuse.consume(self, "slice", _key_reuse.index_mask(self.shape, index))
         return PRNGKeyArray(self._data[index + (slice(None),)])
+
+    def _carrying(self, data, transform):
+        """Keys over `data`, the consumed state carried over by `transform` (of a mask)."""
+        out = PRNGKeyArray(data)
+        if self._consumed is not False:
+            out._consumed = _key_reuse.carried(self._consumed, transform)
+        return out
 
     def reshape(self, *shape):
         shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
-        return PRNGKeyArray(jnp.reshape(self._data, tuple(shape) + (2,)))
+        return self._carrying(jnp.reshape(self._data, tuple(shape) + (2,)),
+                              lambda m: np.reshape(m, shape))
 
     def ravel(self):
         return self.reshape(self.size)
@@ -129,18 +144,22 @@ class PRNGKeyArray:
     flatten = ravel
 
     def squeeze(self, axis=None):
-        axes = tuple(i for i, d in enumerate(self.shape) if d == 1) if axis is None else axis
-        return PRNGKeyArray(jnp.squeeze(self._data, _key_axes(axes, self.ndim)))
+        axes = _key_axes(tuple(i for i, d in enumerate(self.shape) if d == 1)
+                         if axis is None else axis, self.ndim)
+        return self._carrying(jnp.squeeze(self._data, axes), lambda m: np.squeeze(m, axes))
 
     def transpose(self, *axes):
         axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
         perm = tuple(range(self.ndim))[::-1] if not axes else _key_axes(axes, self.ndim)
-        return PRNGKeyArray(jnp.transpose(self._data, tuple(perm) + (self.ndim,)))
+        return self._carrying(jnp.transpose(self._data, tuple(perm) + (self.ndim,)),
+                              lambda m: np.transpose(m, perm))
 
     def swapaxes(self, axis1, axis2):
-        return PRNGKeyArray(jnp.swapaxes(self._data, *_key_axes((axis1, axis2), self.ndim)))
+        axes = _key_axes((axis1, axis2), self.ndim)
+        return self._carrying(jnp.swapaxes(self._data, *axes), lambda m: np.swapaxes(m, *axes))
 
     def copy(self):
+        """The same keys, fresh to the key-reuse checker (as JAX's copy)."""
         return PRNGKeyArray(self._data)
 
     def __eq__(self, other):
@@ -165,8 +184,14 @@ def _key_axes(axes, ndim):
     return tuple(out)
 
 
+def _flatten_keys(keys):
+    if _config_values["debug_key_reuse"]:
+        _key_reuse.note_flattened(keys)
+    return (keys._data,), None
+
+
 # a leaf of the tree functions, as in JAX; the transformations trace its uint32 data
-register_transparent_leaf(PRNGKeyArray, lambda k: ((k._data,), None),
+register_transparent_leaf(PRNGKeyArray, _flatten_keys,
                           lambda _, children: PRNGKeyArray(children[0]))
 
 
@@ -201,11 +226,19 @@ def _single_key(name: str, keys):
     if shape != (2,):
         raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                          f"{shape[:-1] if typed else shape} != (). Use jax.vmap for batching.")
+    if typed and _config_values["debug_key_reuse"] and name not in _NOT_CONSUMING:
+        _key_reuse.consume(keys, name)
     return data, typed
 
 
+# single-key functions that leave their key usable (JAX's checker lets a key be folded in again)
+_NOT_CONSUMING = frozenset({"fold_in"})
+
+
 def _like(typed: bool, data):
-    return PRNGKeyArray(data) if typed else data
+    """Keys of the kind given: typed ones, or legacy uint32 data (typed under the option
+    enable_custom_prng, as JAX)."""
+    return PRNGKeyArray(data) if typed or _config_values["enable_custom_prng"] else data
 
 
 # --- seeding and the key API --------------------------------------------------------------------
@@ -238,9 +271,10 @@ def _seed_words(ctor: str, seed):
 
 def PRNGKey(seed, *, impl=None):
     """A legacy key: uint32[2] holding the 64-bit `seed` (high word first; only the low 32
-    bits of a Python int while x64 is off, as in JAX)."""
+    bits of a Python int while x64 is off, as in JAX). Under the option enable_custom_prng, a
+    typed key holding the same words, as JAX 0.10.2 returns then."""
     _resolve_impl(impl)
-    return _seed_words("PRNGKey", seed)
+    return _like(False, _seed_words("PRNGKey", seed))
 
 
 def key(seed, *, impl=None, dtype=None):
@@ -273,10 +307,10 @@ def key_dtype(impl_spec=None):
 
 
 def clone(key):
-    """The same key. JAX's clone marks a key as reusable for its key-reuse checker; corejax
-    has no such checker, so outside one (as in JAX) it is the identity."""
-    _key_words("clone", key)
-    return key
+    """The same key, fresh to the key-reuse checker (debug_key_reuse): the way to use one key
+    twice on purpose. Legacy uint32 keys, which the checker does not track, come back as is."""
+    _, typed = _key_words("clone", key)
+    return PRNGKeyArray(key._data) if typed else key
 
 
 # --- counters and the hash -------------------------------------------------------------------

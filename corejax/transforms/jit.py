@@ -43,7 +43,7 @@ def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, backend: str | None = None, 
         # mesh, as a jitted shard_map's are when called directly)
         return core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
     backend = backend_for(args, backend)
-    return compile_jaxpr(jaxpr, backend)(*operands_for(backend, args))
+    return compile_jaxpr(jaxpr, backend, name=name)(*operands_for(backend, args))
 
 
 def _jit_abstract(*avals, jaxpr: ClosedJaxpr, **_):

@@ -23,6 +23,7 @@ from corejax.transforms.jit import closed_call, memoized, stage, transpose_jaxpr
 from corejax._tree_traced import tree_flatten, tree_flatten_with_path, tree_unflatten
 from corejax.tree_util import keystr
 from corejax._traceback import api_boundary
+from corejax import _ref_state
 
 
 cond_p = Primitive("cond")
@@ -166,6 +167,13 @@ batching.primitive_batchers[cond_p] = _cond_batch
 
 
 def _branch_call(index, funs, names, operands, what, order):
+    """The staged call of `funs[index](*operands)`; mutable array references the branches
+    close over are threaded through as extra operands and outputs."""
+    return _ref_state.thread_branches(_branch_call_pure, index, funs, names, operands, what,
+                                      order)
+
+
+def _branch_call_pure(index, funs, names, operands, what, order):
     ops, in_tree = tree_flatten(tuple(operands))
     ops = [_canon(x) for x in ops]
     in_avals = [get_aval(x) for x in ops]

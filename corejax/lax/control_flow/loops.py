@@ -27,6 +27,7 @@ from corejax.transforms.jit import closed_call, memoized, stage
 from corejax._tree_traced import tree_flatten, tree_flatten_with_path, tree_unflatten
 from corejax.tree_util import keystr
 from corejax._traceback import api_boundary
+from corejax import _ref_state
 
 
 _WHILE_TRANSPOSE_ERROR = (
@@ -182,6 +183,10 @@ def while_loop(cond_fun, body_fun, init_val):
     it is not supported (use scan or a fori_loop with static bounds)."""
     if not (callable(cond_fun) and callable(body_fun)):
         raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
+    return _ref_state.thread_while(_while_loop, cond_fun, body_fun, init_val)
+
+
+def _while_loop(cond_fun, body_fun, init_val):
     if config.disable_jit:  # debugging: a Python loop, unless the condition is traced
         try:
             val = init_val

@@ -34,6 +34,7 @@ from corejax.transforms.jit import memoized, stage
 from corejax._tree_traced import tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
 from corejax.tree_util import keystr
 from corejax._traceback import api_boundary
+from corejax import _ref_state
 
 
 scan_p = Primitive("scan")
@@ -319,7 +320,12 @@ batching.primitive_batchers[scan_p] = _scan_batch
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     """Loops `carry, y = f(carry, x)` over the leading axis of `xs`; returns the final carry
     and the stacked `y`s. `unroll` is accepted for compatibility (it does not change results;
-    the reference executor loops one step at a time)."""
+    the reference executor loops one step at a time). Mutable array references `f` closes
+    over are threaded through the loop as extra carries."""
+    return _ref_state.thread_scan(_scan, f, init, xs, length, reverse, unroll)
+
+
+def _scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     if not callable(f):
         raise TypeError("scan: f argument should be a callable.")
     if not isinstance(unroll, (bool, int)) or (not isinstance(unroll, bool) and unroll < 1):
