@@ -31,7 +31,8 @@ from corejax._config_states import (enable_x64, debug_nans, threefry_partitionab
                                     transfer_guard_device_to_device, default_device,
                                     softmax_custom_jvp, jax2tf_associative_scan_reductions,
                                     allow_f16_reductions, array_garbage_collection_guard,
-                                    thread_guard, debug_key_reuse, enable_custom_prng)
+                                    thread_guard, debug_key_reuse, enable_custom_prng,
+                                    remove_size_one_mesh_axis_from_type, auto_pcast)
 from corejax._guards import make_user_context
 from corejax._tracing import typeof, ensure_compile_time_eval, named_scope, named_call
 from corejax._runtime import (devices, process_index, process_count, process_indices, host_id,
@@ -51,6 +52,8 @@ from corejax.sharding import (NamedSharding, PartitionSpec, Shard, make_mesh, se
                               make_array_from_process_local_data)
 from corejax._shard_map import shard_map
 from corejax._reshard import reshard
+from corejax import memory
+from corejax._smap import smap
 P = PartitionSpec
 
 stop_gradient = lax.stop_gradient

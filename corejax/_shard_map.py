@@ -26,10 +26,12 @@ spec leaves out an axis it varies over is an error, as in JAX.
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
 from corejax import core
+from corejax._config_states import auto_pcast, remove_size_one_mesh_axis_from_type
 from corejax._mesh_run import (assemble, blocks_of, global_shape, local_aval, participants,
                                run, staging_axes)
 from corejax._traceback import api_boundary
@@ -37,14 +39,25 @@ from corejax._tree_traced import tree_flatten, tree_unflatten
 from corejax.api import _canonical_leaves, _fun_name, _wraps
 from corejax.compiler import registry
 from corejax.core import ClosedJaxpr, Primitive, Tracer, get_aval
-from corejax.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec,
-                              get_mesh, state as sharding_state)
+from corejax.sharding import (AbstractMesh, AxisType, DuplicateSpecError, Mesh, NamedSharding,
+                              PartitionSpec, get_mesh, state as sharding_state)
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero, UndefinedPrimal, is_undefined_primal
 from corejax.transforms.jit import batch_jaxpr, closed_call, jvp_jaxpr, memoized, stage
 from corejax.transforms.staging import convert_constvars, trace_to_jaxpr
 
 __all__ = ["shard_map", "shard_map_p", "Infer", "spec_dims", "varying_axes"]
+
+
+class _Staging(threading.local):
+    """(mesh, manual axes) of each shard_map whose per-device body is being traced on this
+    thread, innermost last: a shard_map called there is nested in it."""
+
+    def __init__(self):
+        self.meshes: list = []
+
+
+_staging = _Staging()
 
 
 class _InferType:
@@ -73,54 +86,85 @@ _REDUCING = {"psum", "pmax", "pmin"}
 _VARYING = {"all_gather", "ppermute", "psum_scatter", "all_to_all"}
 
 
-def varying_axes(jaxpr: core.Jaxpr, in_vma: list) -> list:
+def varying_axes(jaxpr: core.Jaxpr, in_vma: list, *, ignore=frozenset(),
+                 strict: bool = False) -> list:
     """Per output of `jaxpr`, the frozenset of named axes it may vary over, given its inputs'
     (constvars vary over none). Sub-programs of calls and control flow are looked into; a
-    loop's carry is iterated to its fixed point."""
+    loop's carry is iterated to its fixed point. Axes in `ignore` (the mesh's size-one axes
+    under remove_size_one_mesh_axis_from_type) are never counted. `strict` (auto_pcast off):
+    an operation whose operands vary over different axes raises, as does a collective
+    whose operand is invariant over its axes, instead of treating the invariant operands as
+    varying (the implicit pvary)."""
     env: dict = {}
 
     def read(v):
         return frozenset() if type(v) is core.Literal else env.get(v, frozenset())
 
     for v, s in zip(jaxpr.invars, in_vma):
-        env[v] = frozenset(s)
+        env[v] = frozenset(s) - ignore
     for eqn in jaxpr.eqns:
         ins = [read(v) for v in eqn.invars]
         union = frozenset().union(*ins)
         name, p = eqn.primitive.name, eqn.params
-        if name in _REDUCING:
-            outs = [union - frozenset(p["axes"])]
-        elif name in _VARYING:
-            outs = [union | frozenset(p["axes"])]
+        if name in _REDUCING or name in _VARYING:
+            axes = frozenset(p["axes"]) - ignore
+            # (the psum of a constant is folded to a product in JAX: no operand to cast)
+            constant = all(type(v) is core.Literal for v in eqn.invars)
+            if strict and not axes <= union and not constant:
+                _invariant_operand_error(name, axes, union)
+            outs = [union - axes if name in _REDUCING else union | axes]
         elif name == "axis_index":
-            outs = [frozenset([p["axis_name"]])]
+            outs = [frozenset([p["axis_name"]]) - ignore]
         else:
-            outs = _sub_program_vma(eqn, ins)
+            outs = _sub_program_vma(eqn, ins, ignore, strict)
             if outs is None:
+                if strict and any(i != ins[0] for i in ins[1:]):
+                    raise ValueError(
+                        f"{name} combines values that vary over different manual mesh axes: "
+                        f"{list(ins)}, and jax.config.auto_pcast is off, so none is cast to "
+                        f"varying implicitly. Cast the invariant operands with "
+                        f"lax.pcast(x, axis_names, to='varying'), turn auto_pcast on, or pass "
+                        f"check_vma=False to shard_map.")
                 outs = [union] * len(eqn.outvars)
         for v, s in zip(eqn.outvars, outs):
             env[v] = s
     return [read(v) for v in jaxpr.outvars]
 
 
-def _sub_program_vma(eqn, ins):
+def _invariant_operand_error(name, axes, vma):
+    if name in _REDUCING:
+        raise ValueError(f"{name} reduces a value that varies over the mesh axes {tuple(axes)} "
+                         f"to one invariant over them, but its operand varies only over "
+                         f"{set(vma) or '{}'}; with jax.config.auto_pcast off it is not cast to "
+                         f"varying implicitly. Apply lax.pcast(x, {tuple(axes)}, "
+                         f"to='varying') first, or pass check_vma=False to shard_map.")
+    raise ValueError(f"the collective {name} over the mesh axes {tuple(axes)} needs an operand "
+                     f"that varies over them, but it varies only over {set(vma) or '{}'}; with "
+                     f"jax.config.auto_pcast off it is not cast to varying implicitly. Apply "
+                     f"lax.pcast(x, {tuple(axes)}, to='varying') first, or pass "
+                     f"check_vma=False to shard_map.")
+
+
+def _sub_program_vma(eqn, ins, ignore, strict):
     """The outputs' varying axes of a call or control-flow equation, None for the others."""
     name, p = eqn.primitive.name, eqn.params
+    inner = lambda jaxpr, vma: varying_axes(jaxpr, vma, ignore=ignore,  # noqa: E731
+                                            strict=strict)
     param = registry.call_params.get(eqn.primitive)
     if param is not None:
         body = p[param]
-        return varying_axes(body.jaxpr, ins[len(ins) - len(body.jaxpr.invars):])
+        return inner(body.jaxpr, ins[len(ins) - len(body.jaxpr.invars):])
     if name == "shard_map":
-        return None
+        return [frozenset().union(*ins)] * len(eqn.outvars)
     if name == "cond":
         index, ops = ins[0], ins[1:]
-        outs = [varying_axes(b.jaxpr, ops) for b in p["branches"]]
+        outs = [inner(b.jaxpr, ops) for b in p["branches"]]
         return [index.union(*col) for col in zip(*outs)]
     if name == "scan":
         nc, nk = p["num_consts"], p["num_carry"]
         consts, carry, xs = ins[:nc], list(ins[nc:nc + nk]), ins[nc + nk:]
         while True:
-            outs = varying_axes(p["jaxpr"].jaxpr, consts + carry + xs)
+            outs = inner(p["jaxpr"].jaxpr, consts + carry + xs)
             new = [c | o for c, o in zip(carry, outs[:nk])]
             if new == carry:
                 return outs
@@ -129,8 +173,8 @@ def _sub_program_vma(eqn, ins):
         cn, bn = p["cond_nconsts"], p["body_nconsts"]
         cconsts, bconsts, carry = ins[:cn], ins[cn:cn + bn], list(ins[cn + bn:])
         while True:
-            pred = varying_axes(p["cond_jaxpr"].jaxpr, cconsts + carry)[0]
-            outs = varying_axes(p["body_jaxpr"].jaxpr, bconsts + carry)
+            pred = inner(p["cond_jaxpr"].jaxpr, cconsts + carry)[0]
+            outs = inner(p["body_jaxpr"].jaxpr, bconsts + carry)
             new = [c | o | pred for c, o in zip(carry, outs)]
             if new == carry:
                 return carry
@@ -418,11 +462,16 @@ def _explicit_dims(spec, ndim, explicit) -> list:
     return [tuple(n for n in d if n in explicit) for d in spec_dims(spec, ndim)]
 
 
-def _in_specs_for(in_specs, args, leaves, mesh, manual, fname) -> list:
+def _in_specs_for(in_specs, args, leaves, mesh, manual, fname, smap=False) -> list:
     explicit = [n for n in manual if mesh.axis_types[mesh.axis_names.index(n)]
                 == AxisType.Explicit]
     if in_specs is Infer or in_specs is None:
         if len(explicit) != len(manual):
+            if smap:
+                raise TypeError(f"smap was given no in_axes, which it infers from the "
+                                f"arguments' shardings only over an Explicit mesh axis, but "
+                                f"axis_name={manual[0]!r} is of type AxisType.Auto: pass "
+                                f"in_axes.")
             raise TypeError(f"shard_map in_specs argument must be a pytree of "
                             f"`jax.sharding.PartitionSpec` instances, but it was `None` when "
                             f"axis_names={frozenset(manual)} are of type AxisType.Auto")
@@ -478,11 +527,18 @@ def _stage_body(f, fname, in_tree, avals, in_specs, mesh, manual, out_specs, che
         return out_leaves
 
     with staging_axes(mesh, manual):
-        jaxpr, consts = trace_to_jaxpr(flat, avals, fun_name=fname)
+        _staging.meshes.append((mesh, manual))
+        try:
+            jaxpr, consts = trace_to_jaxpr(flat, avals, fun_name=fname)
+        finally:
+            _staging.meshes.pop()
     closed = ClosedJaxpr(convert_constvars(jaxpr), [])
     if check_vma:
+        ignore = frozenset(n for n in mesh.axis_names if mesh.shape[n] == 1) \
+            if remove_size_one_mesh_axis_from_type.value else frozenset()
         in_vma = [()] * len(consts) + [set(_names_in(s)) for s in in_specs]
-        for k, (vma, spec) in enumerate(zip(varying_axes(closed.jaxpr, in_vma), box["specs"])):
+        vmas = varying_axes(closed.jaxpr, in_vma, ignore=ignore, strict=not auto_pcast.value)
+        for k, (vma, spec) in enumerate(zip(vmas, box["specs"])):
             missing = [n for n in manual if n in vma and n not in _names_in(spec)]
             if missing:
                 raise ValueError(
@@ -506,6 +562,12 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     if f is None:
         return lambda g: shard_map(g, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
                                    axis_names=axis_names, check_vma=check_vma)
+    return mapped_over_mesh(f, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
+                            axis_names=axis_names, check_vma=check_vma)
+
+
+def mapped_over_mesh(f, *, out_specs, in_specs, mesh, axis_names, check_vma, smap=False):
+    """shard_map's (and smap's) mapped function; `smap` only words its errors as smap's."""
     if not callable(f):
         raise TypeError(f"shard_map requires a callable for its first argument, but got {f} "
                         f"of type {type(f)}.")
@@ -524,11 +586,18 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
                             f"(in_specs describe them), got keyword arguments {sorted(kwargs)}.")
         m = _mesh_for(mesh)
         manual = _manual_axes(m, axis_names)
+        outer = next((axes for sm, axes in reversed(_staging.meshes) if sm == m), None)
+        if outer is not None and not axis_names:
+            manual = tuple(n for n in manual if n not in outer)
         leaves, in_tree = tree_flatten(args)
         leaves = _canonical_leaves(leaves)
-        specs = _in_specs_for(in_specs, args, leaves, m, manual, fname)
+        specs = _in_specs_for(in_specs, args, leaves, m, manual, fname, smap)
         avals = [local_aval(get_aval(x), s, m) for x, s in zip(leaves, specs)]
-        key = (in_tree, tuple(avals), tuple(specs), m, manual)
+        if outer is not None:
+            return _nested(f, fname, in_tree, leaves, avals, specs, m, manual, outer,
+                           out_specs, check_vma)
+        key = (in_tree, tuple(avals), tuple(specs), m, manual, auto_pcast.value,
+               remove_size_one_mesh_axis_from_type.value)
         entry = cache.get(key)
         if entry is None:
             entry = _stage_body(f, fname, in_tree, avals, specs, m, manual, out_specs,
@@ -544,3 +613,61 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
         return tree_unflatten(out_tree, outs)
 
     return mapped
+
+
+# --- a shard_map nested in another over the same mesh -----------------------------------------
+
+def _nested(f, fname, in_tree, leaves, avals, specs, mesh, manual, outer, out_specs,
+            check_vma):
+    """A shard_map called inside the body of another over the same mesh, manual over an
+    axis the outer one left Auto. Its body is staged (and its vma checked) as any shard_map
+    body, then `f` runs inside the outer body's per-device program as a named vmap over
+    that axis: the arguments' blocks along it stacked on a batch axis, its collectives over
+    it reductions over that batch axis (so `f` is traced twice). The values are those of a
+    nested shard_map; the outer program, not the devices along the inner axis, computes
+    them, so the result is split only as the outer shard_map's out_specs say."""
+    again = [n for n in manual if n in outer]
+    if again:
+        raise DuplicateSpecError(f"shard_map over {again[0]!r} is nested in a shard_map that "
+                                 f"is already manual over {again[0]!r}: a mesh axis can be "
+                                 "mapped over once.")
+    if len(manual) != 1:
+        raise NotImplementedError(f"a shard_map nested in another runs its body as a named "
+                                  f"vmap over one mesh axis; it was given {manual}: nest one "
+                                  "shard_map (or smap) per axis.")
+    (name,), size = manual, mesh.shape[manual[0]]
+    _, _, out_tree, leaf_out_specs = _stage_body(f, fname, in_tree, avals, specs, mesh, manual,
+                                                 out_specs, check_vma)
+    from corejax.lax import structural
+    args, dims = [], []
+    for x, spec in zip(leaves, specs):
+        d = _dim_split_over(spec, name)
+        if d is not None:
+            shape = get_aval(x).shape
+            x = structural.reshape(x, shape[:d] + (size, shape[d] // size) + shape[d + 1:])
+        args.append(x)
+        dims.append(d)
+    outs, out_dims = batching.vmap_flat(
+        lambda *xs: tree_flatten(f(*tree_unflatten(in_tree, list(xs))))[0], size, dims,
+        args=args, axis_name=name)
+    result = []
+    for o, b, spec in zip(outs, out_dims, leaf_out_specs):
+        d = _dim_split_over(spec, name)
+        if d is None:   # a replicated output: the first device's block
+            result.append(o if b is None else structural.index_in_dim(o, 0, b, keepdims=False))
+            continue
+        if b is None:   # the same block on every device along the axis
+            b = 0
+            o = structural.broadcast_in_dim(o, (size,) + get_aval(o).shape,
+                                            tuple(range(1, get_aval(o).ndim + 1)))
+        o = batching.moveaxis(o, b, d)
+        shape = get_aval(o).shape
+        result.append(structural.reshape(o, shape[:d] + (shape[d] * shape[d + 1],)
+                                         + shape[d + 2:]))
+    return tree_unflatten(out_tree, result)
+
+
+def _dim_split_over(spec, name):
+    """The dimension `spec` splits over mesh axis `name`, None if none."""
+    return next((d for d, names in enumerate(spec_dims(spec, len(spec))) if name in names),
+                None)

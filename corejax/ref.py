@@ -247,6 +247,11 @@ def new_ref(init_val, *, memory_space=None, kind=None) -> Ref:
     if type(init_val) is Ref:
         raise TypeError("new_ref: the initial value is itself a Ref; pass its value "
                         "(new_ref(r[...])) to make a copy.")
+    if memory_space is not None and core._trace_state.dynamic_level == 0:
+        # as JAX: a memory space is a property of a staged buffer (corejax's CPU devices have
+        # one memory, corejax.memory.Space.Device, where every reference lives)
+        raise NotImplementedError("array ref with memory space only works inside of a `jit`: "
+                                  "create it in a jitted function, or drop memory_space.")
     return Ref(canonical_value(init_val), memory_space, kind)
 
 

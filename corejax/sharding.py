@@ -20,7 +20,8 @@ from corejax.array import Array, Device
 __all__ = ["Sharding", "SingleDeviceSharding", "NamedSharding", "Mesh", "PartitionSpec",
            "AxisType", "Shard", "AbstractMesh", "make_mesh", "set_mesh", "get_mesh",
            "get_abstract_mesh", "use_abstract_mesh", "reshard", "make_array_from_callback",
-           "make_array_from_single_device_arrays", "make_array_from_process_local_data"]
+           "make_array_from_single_device_arrays", "make_array_from_process_local_data",
+           "DuplicateSpecError"]
 
 
 class AxisType(enum.Enum):
@@ -166,6 +167,32 @@ class Mesh:
         return hash((self.axis_names, self.devices.shape, tuple(self.devices.flat)))
 
 
+class DuplicateSpecError(Exception):
+    """A PartitionSpec names one mesh axis for more than one dimension (JAX's name; like
+    JAX's, not a ValueError)."""
+
+
+# A CPU device's memories are all host memory, so JAX's three CPU memory kinds name the same
+# buffers here; a CUDA device's arrays live in device memory only.
+_MEMORY_KINDS = {"cpu": ("device", "pinned_host", "unpinned_host")}
+
+
+def _memory_kind(kind, device=None) -> str:
+    """`kind` checked against what `device` can address; None means its default, 'device'."""
+    if kind is None:
+        return "device"
+    if not isinstance(kind, str):
+        raise TypeError(f"memory_kind must be a string such as 'device' or 'pinned_host', got "
+                        f"{kind!r} of type {type(kind).__name__}.")
+    platform = getattr(device, "platform", "cpu")
+    kinds = _MEMORY_KINDS.get(platform, ("device",))
+    if kind not in kinds:
+        raise ValueError(f"Could not find memory addressable by device {platform}. Device "
+                         f"{platform} can address the following memory kinds: "
+                         f"{', '.join(kinds)}. Got memory kind: {kind}")
+    return kind
+
+
 class Sharding:
     """Where the pieces of an array live: the base of the sharding classes."""
 
@@ -214,6 +241,10 @@ class SingleDeviceSharding(Sharding):
         if not isinstance(device, Device):
             raise TypeError(f"SingleDeviceSharding expects a Device, got {device!r}.")
         self._device = device
+        self.memory_kind = _memory_kind(memory_kind, device)
+
+    def with_memory_kind(self, kind: str) -> "SingleDeviceSharding":
+        return SingleDeviceSharding(self._device, memory_kind=kind)
 
     @property
     def _device_assignment(self) -> tuple:
@@ -227,10 +258,11 @@ class SingleDeviceSharding(Sharding):
         return {self._device: (slice(None),) * len(global_shape)}
 
     def __repr__(self):
-        return f"SingleDeviceSharding(device={self._device!r}, memory_kind=device)"
+        return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self.memory_kind})"
 
     def __eq__(self, other):
-        return isinstance(other, SingleDeviceSharding) and self._device == other._device
+        return (isinstance(other, SingleDeviceSharding) and self._device == other._device
+                and self.memory_kind == other.memory_kind)
 
     def __hash__(self):
         return hash(("SingleDeviceSharding", self._device))
@@ -255,8 +287,15 @@ class NamedSharding(Sharding):
                 raise ValueError(f"Resource axis: {n} of {spec} is not found in mesh: "
                                  f"{tuple(mesh.axis_names)}.")
         if len(set(used)) != len(used):
-            raise ValueError(f"A mesh axis may split only one dimension, got {spec}.")
+            twice = sorted({n for n in used if used.count(n) > 1})
+            raise DuplicateSpecError(f"A single NamedSharding spec specification can map "
+                                     f"every mesh axis to at most one positional dimension, "
+                                     f"but {spec} has duplicate entries for {twice}.")
         self.mesh, self.spec = mesh, spec
+        self.memory_kind = _memory_kind(memory_kind, *mesh.devices.flat[:1])
+
+    def with_memory_kind(self, kind: str) -> "NamedSharding":
+        return NamedSharding(self.mesh, self.spec, memory_kind=kind)
 
     @property
     def _device_assignment(self) -> tuple:
@@ -307,11 +346,13 @@ class NamedSharding(Sharding):
         return out
 
     def __repr__(self):
-        return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, memory_kind=device)"
+        return (f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, "
+                f"memory_kind={self.memory_kind})")
 
     def __eq__(self, other):
         return (isinstance(other, NamedSharding) and self.mesh == other.mesh
-                and tuple(self.spec) == tuple(other.spec))
+                and tuple(self.spec) == tuple(other.spec)
+                and self.memory_kind == other.memory_kind)
 
     def __hash__(self):
         return hash(("NamedSharding", self.mesh, tuple(self.spec)))

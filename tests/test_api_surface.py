@@ -23,14 +23,10 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden",
                        "jax_api_names.json")) as f:
     JAX_NAMES = json.load(f)["modules"]
 
-_SHARDING = ("JAX 0.10's newest sharding API (memory kinds, smap, mesh-axis types in avals): not "
-             "built yet, issue #29")
 _INTERNAL = "JAX-internal module (its internals have no counterpart in corejax's own core)"
 
 # name -> why corejax does not provide it (jax top level; the other modules are complete)
 NOT_PROVIDED = {
-    **{n: _SHARDING for n in ("memory", "smap", "remove_size_one_mesh_axis_from_type",
-                              "auto_pcast")},
     **{n: _INTERNAL for n in ("api_util", "interpreters", "lib", "ffi")},
     "export": "ahead-of-time serialized programs (StableHLO): corejax compiles to Numba "
               "kernels, which have no portable serialized form; another engineer's area (AOT)",
