@@ -350,22 +350,28 @@ def describe(x, np):
             "spec": None if spec is None else [None if p is None else str(p) for p in spec]}
 
 
-def run_case(name, env):
+def run_case(name, env, cases=None, prelude=PRELUDE, errors=_ERRORS, name_any_error=False):
+    """Runs case `name` of `cases` (default: this file's) with `env`'s names bound; the golden
+    result is its described value, or the first of its exception's classes named in `errors`
+    (with `name_any_error`, the exception's own class name when none is)."""
+    cases = CASES if cases is None else cases
     scope = dict(env)
-    exec(PRELUDE, scope)
-    src = "def _case():\n" + "\n".join("    " + line for line in CASES[name].strip()
+    exec(prelude, scope)
+    src = "def _case():\n" + "\n".join("    " + line for line in cases[name].strip()
                                       .splitlines())
     exec(src, scope)
     try:
         out = scope["_case"]()
     except Exception as e:  # noqa: BLE001 - the exception type is the golden result
-        return {"raises": [c.__name__ for c in type(e).__mro__ if c.__name__ in _ERRORS][:1]}
+        names = [c.__name__ for c in type(e).__mro__ if c.__name__ in errors][:1]
+        return {"raises": names or ([type(e).__name__] if name_any_error else [])}
     finally:
         env["jax"].set_mesh(None)
     return describe(out, env["np"])
 
 
-def main():
+def main(cases=None, prelude=PRELUDE, out=OUT, errors=_ERRORS, name_any_error=False):
+    """Records `cases` (default: this file's) with JAX on 4 host devices into `out`."""
     os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
     import warnings
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -376,11 +382,13 @@ def main():
     from jax.sharding import AxisType, NamedSharding, PartitionSpec
     env = {"jax": jax, "jnp": jnp, "lax": lax, "np": np, "P": PartitionSpec,
            "NamedSharding": NamedSharding, "AxisType": AxisType}
-    cases = {name: run_case(name, env) for name in CASES}
-    with open(OUT, "w") as f:
-        json.dump({"jax_version": jax.__version__, "cases": cases}, f, indent=0,
+    cases = CASES if cases is None else cases
+    results = {name: run_case(name, env, cases, prelude, errors, name_any_error)
+               for name in cases}
+    with open(out, "w") as f:
+        json.dump({"jax_version": jax.__version__, "cases": results}, f, indent=0,
                   sort_keys=True)
-    print(f"wrote {OUT}: {len(cases)} cases")
+    print(f"wrote {out}: {len(results)} cases")
 
 
 if __name__ == "__main__":

@@ -322,43 +322,11 @@ CASES = {**SMAP, **AUTO_PCAST, **SIZE_ONE, **MEMORY}
 _ERRORS = gen_shard_map._ERRORS + ("DuplicateSpecError",)
 
 
-def describe(x, np):
-    return gen_shard_map.describe(x, np)
-
-
 def run_case(name, env):
-    scope = dict(env)
-    exec(PRELUDE, scope)
-    src = "def _case():\n" + "\n".join("    " + line for line in CASES[name].strip()
-                                      .splitlines())
-    exec(src, scope)
-    try:
-        out = scope["_case"]()
-    except Exception as e:  # noqa: BLE001 - the exception type is the golden result
-        names = [c.__name__ for c in type(e).__mro__ if c.__name__ in _ERRORS][:1]
-        return {"raises": names or [type(e).__name__]}
-    finally:
-        env["jax"].set_mesh(None)
-    return describe(out, env["np"])
-
-
-def main():
-    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
-    import warnings
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-    from jax import lax
-    from jax.sharding import AxisType, NamedSharding, PartitionSpec
-    env = {"jax": jax, "jnp": jnp, "lax": lax, "np": np, "P": PartitionSpec,
-           "NamedSharding": NamedSharding, "AxisType": AxisType}
-    cases = {name: run_case(name, env) for name in CASES}
-    with open(OUT, "w") as f:
-        json.dump({"jax_version": jax.__version__, "cases": cases}, f, indent=0,
-                  sort_keys=True)
-    print(f"wrote {OUT}: {len(cases)} cases")
+    """One case's golden result (run by the generator with JAX, by tests/test_smap.py with
+    corejax)."""
+    return gen_shard_map.run_case(name, env, CASES, PRELUDE, _ERRORS, name_any_error=True)
 
 
 if __name__ == "__main__":
-    main()
+    gen_shard_map.main(CASES, PRELUDE, OUT, _ERRORS, name_any_error=True)
