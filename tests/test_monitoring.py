@@ -141,40 +141,15 @@ def test_a_failed_trace_still_reports_its_duration():
 
 # --- the scenarios of the golden file, each in a fresh process --------------------------------
 
-_SCENARIO = textwrap.dedent("""
-    import json, warnings
+_SCENARIO = textwrap.dedent(f"""
+    import json, sys, warnings
     warnings.simplefilter("ignore")
     import numpy as np
     import corejax, corejax.numpy as jnp
     from corejax import monitoring
-    calls = []
-    monitoring.register_event_listener(
-        lambda e, *a, **kw: calls.append(["event", e, len(a), kw]))
-    monitoring.register_event_duration_secs_listener(
-        lambda e, *a, **kw: calls.append(["duration", e, len(a), kw, type(a[0]).__name__,
-                                          a[0] >= 0]))
-    monitoring.register_event_time_span_listener(
-        lambda e, *a, **kw: calls.append(["time_span", e, len(a), kw, a[0] <= a[1], a[0]]))
-    monitoring.register_scalar_listener(
-        lambda e, *a, **kw: calls.append(["scalar", e, len(a), kw, type(a[0]).__name__, a[0]]))
-
-    def f(x):
-        return jnp.sin(x) * 2 + 1
-
-    jf = corejax.jit(f)
-    x = np.ones(3, np.float32)
-    jf(x).block_until_ready()
-    first = list(calls)
-    calls.clear()
-    jf(x).block_until_ready()
-    second = list(calls)
-    starts = {c[1]: c[5] for c in first if c[0] == "scalar"}
-    spans = {c[1]: c[5] for c in first if c[0] == "time_span"}
-    for row in first:
-        if row[0] in ("scalar", "time_span"):
-            row.pop()
-    print(json.dumps({"first_call": first, "cached_call": second,
-                      "scalar_is_span_start": all(starts[k] == spans.get(k) for k in starts)}))
+    sys.path.insert(0, {os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")!r})
+    import monitoring_cases
+    print(json.dumps(monitoring_cases.first_and_cached_call(corejax, jnp, monitoring, np)))
 """)
 
 

@@ -48,44 +48,9 @@ def scenario(mode: str, cache_dir: str) -> dict:
         jax.config.update("jax_compilation_cache_dir", cache_dir)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    calls: list = []
-
-    def on_event(event, *args, **kwargs):
-        calls.append(["event", event, len(args), kwargs])
-
-    def on_duration(event, *args, **kwargs):
-        calls.append(["duration", event, len(args), kwargs, type(args[0]).__name__,
-                      args[0] >= 0])
-
-    def on_span(event, *args, **kwargs):
-        calls.append(["time_span", event, len(args), kwargs, args[0] <= args[1], args[0]])
-
-    def on_scalar(event, *args, **kwargs):
-        calls.append(["scalar", event, len(args), kwargs, type(args[0]).__name__, args[0]])
-
-    monitoring.register_event_listener(on_event)
-    monitoring.register_event_duration_secs_listener(on_duration)
-    monitoring.register_event_time_span_listener(on_span)
-    monitoring.register_scalar_listener(on_scalar)
-
-    def f(x):
-        return jnp.sin(x) * 2 + 1
-
-    jf = jax.jit(f)
-    x = np.ones(3, np.float32)
-    jf(x).block_until_ready()
-    first = list(calls)
-    calls.clear()
-    jf(x).block_until_ready()
-    second = list(calls)
-    # a scalar's value is the start time of the span of the same event
-    starts = {c[1]: c[5] for c in first if c[0] == "scalar"}
-    spans = {c[1]: c[5] for c in first if c[0] == "time_span"}
-    for row in first:
-        if row[0] in ("scalar", "time_span"):
-            row.pop()    # the clock reading itself is not golden
-    return {"first_call": first, "cached_call": second,
-            "scalar_is_span_start": all(starts[k] == spans.get(k) for k in starts)}
+    sys.path.insert(0, HERE)
+    import monitoring_cases
+    return monitoring_cases.first_and_cached_call(jax, jnp, monitoring, np)
 
 
 def _in_subprocess(mode: str, cache_dir: str) -> dict:
