@@ -410,8 +410,19 @@ def saved_residuals(f: Callable, *args, **kwargs) -> list:
 
     jaxpr, _ = trace_to_jaxpr(staged, [get_aval(x) for x in leaves], names)
     producer = {v: eqn for eqn in jaxpr.eqns for v in eqn.outvars}
+    order = {v: i for i, eqn in enumerate(jaxpr.eqns) for v in eqn.outvars}
     out = []
+    # as JAX lists them: the saved arguments in argument order, then the computed residuals in
+    # the order the forward pass produces them (each listed once)
+    seen, outvars = set(), []
     for v in jaxpr.outvars:
+        if type(v) is core.Literal or v not in seen:
+            outvars.append(v)
+            if type(v) is not core.Literal:
+                seen.add(v)
+    outvars.sort(key=lambda v: (0, jaxpr.invars.index(v)) if v in jaxpr.invars and
+                 type(v) is not core.Literal else (1, order.get(v, -1)))
+    for v in outvars:
         aval = v.aval
         if type(v) is core.Literal or v in jaxpr.constvars:
             out.append((aval, "from a constant"))

@@ -96,6 +96,13 @@ class ShapeDtypeStruct:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
+    @classmethod
+    def like(cls, x) -> "ShapeDtypeStruct":
+        """The shape, dtype and weak type of `x` (an array, a tracer, a scalar, or anything with
+        .shape and .dtype), as a ShapeDtypeStruct."""
+        aval = _abstractify(x)
+        return cls(aval.shape, aval.dtype, weak_type=aval.weak_type)
+
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type)

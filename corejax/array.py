@@ -275,8 +275,14 @@ class Array(metaclass=_ArrayMeta):
         weak = ", weak_type=True" if self.weak_type else ""
         if v.size == 0 and v.ndim:
             return f"Array([], shape={v.shape}, dtype={v.dtype.name}{weak})"
-        body = np.array2string(v, separator=", ", prefix="Array(")
-        return f"Array({body}, dtype={v.dtype.name}{weak})"
+        width = np.get_printoptions()["linewidth"]
+        body = np.array2string(v, separator=", ", prefix="Array(", suffix=",",
+                               max_line_width=width)
+        dtype_str = f"dtype={v.dtype.name}{weak}"
+        # JAX pads the separator to the prefix's width when the dtype would overflow the line
+        last_line = len(body) - body.rfind("\n") + 1
+        sep = " " * len("Array(") if last_line + len(dtype_str) + 2 > width else " "
+        return f"Array({body},{sep}{dtype_str})"
 
     def __str__(self):
         return str(self._read())

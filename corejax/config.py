@@ -117,6 +117,9 @@ class Config:
         "default_device": lambda: None,
         # Typed PRNG keys are tracked and a reused key raises KeyReuseError.
         "debug_key_reuse": lambda: _env_bool("JAX_DEBUG_KEY_REUSE", False),
+        # JAX's switch to its newer rematerialization implementation; jax.checkpoint behaves
+        # the same either way here (names and policies select what is saved).
+        "remat3": lambda: _env_bool("JAX_REMAT3", False),
         # JAX's flag for custom PRNG implementations (typed keys are always available here).
         "enable_custom_prng": lambda: _env_bool("JAX_ENABLE_CUSTOM_PRNG", False),
         # nn.softmax differentiates through its custom_jvp rule (True) or its body (False).

@@ -300,8 +300,11 @@ class Tracer:
             raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(self.shape[0]))
 
-    def __repr__(self):
-        return f"Traced<{self.aval!r}>with<{type(self._trace).__name__}>"
+    def _short_repr(self) -> str:
+        return f"{type(self).__name__}<{self.aval}>"
+
+    def __repr__(self):  # as JAX 0.10: JitTracer(float32[3]), VmapTracer(aval=..., batched=...)
+        return self._short_repr()
 
 
 class MainTrace:

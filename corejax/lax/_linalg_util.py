@@ -34,7 +34,7 @@ def check_float(name: str, position: int, aval: ShapedArray) -> None:
     dt = aval.dtype
     if dt.kind == "c":
         raise NotImplementedError(f"{name}: complex matrices ({dt.name}) are not supported by "
-                                  "corejax's {name} yet (only eig takes them); use float32 or "
+                                  f"corejax's {name} yet (only eig takes them); use float32 or "
                                   "float64.")
     if dt.kind != "f":
         raise TypeError(f"{name} does not accept dtype {dt.name} at position {position}. "

@@ -26,8 +26,10 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     dt = get_aval(a).dtype
     if not dtypes.is_inexact(dt):
         return _strong_bool(lax.eq(a, b))
-    rtol = lax.convert_element_type(asarray(rtol), dt, weak_type=True)
-    atol = lax.convert_element_type(asarray(atol), dt, weak_type=True)
+    # |a - b| and |b| are real for complex operands: the tolerances take that real dtype
+    tol_dt = np.finfo(dt).dtype if np.issubdtype(dt, np.complexfloating) else dt
+    rtol = lax.convert_element_type(asarray(rtol), tol_dt, weak_type=True)
+    atol = lax.convert_element_type(asarray(atol), tol_dt, weak_type=True)
     diff = lax.abs(lax.sub(a, b))
     out = lax.le(diff, lax.add(atol, lax.mul(rtol, lax.abs(b))))
     out = where(lax.bitwise_or(isinf(a), isinf(b)), lax.eq(a, b), out)

@@ -185,6 +185,18 @@ class JVPTracer(Tracer):
     def _origin(self):
         return self.primal._origin() if isinstance(self.primal, Tracer) else ""
 
+    def _short_repr(self):
+        # JAX names a forward-mode tracer JVPTracer, and one whose tangent is being recorded
+        # for transposition (grad, vjp, linearize) GradTracer, showing only the tangent's type
+        def show(v):
+            while isinstance(v, PartialEvalTracer) and v.pval.is_known:
+                v = v.pval.const      # linearize's known half: the primal value itself
+            return v._short_repr() if isinstance(v, Tracer) else str(v)
+        if isinstance(self.tangent, PartialEvalTracer):
+            return (f"GradTracer(primal={show(self.primal)}, "
+                    f"typeof(tangent)={self.tangent.aval.str_short()})")
+        return f"JVPTracer(primal={show(self.primal)}, tangent={show(self.tangent)})"
+
 
 class JVPTrace(Trace):
     def pure(self, val):

@@ -41,6 +41,9 @@ class BatchTracer(Tracer):
     def _origin(self):
         return self.val._origin() if isinstance(self.val, Tracer) else ""
 
+    def _short_repr(self):
+        return f"VmapTracer(aval={self.aval}, batched={get_aval(self.val)})"
+
 
 class AxisData(NamedTuple):
     """A vmap's axis: its size and name (None unless vmap(axis_name=...) / a pmap)."""

@@ -48,6 +48,9 @@ class StagingTracer(Tracer):
     def _origin(self) -> str:
         return self._trace.main.payload.describe_origin(self)
 
+    def _short_repr(self):
+        return f"JitTracer({self._aval})"
+
 
 def _is_literal(val) -> bool:
     if type(val) in (int, float, bool, complex):

@@ -424,9 +424,54 @@ def numpy_constants(jax, jnp):
             for name in ("pi", "e", "euler_gamma", "inf", "nan", "newaxis")]
 
 
+def doc_page_outputs(jax, jnp):
+    """What the tutorial pages print: tracer reprs under each transformation, Array reprs that
+    reach the line width, ShapeDtypeStruct.like, allclose on complex values, the remat3 flag,
+    and the order print_saved_residuals lists residuals in."""
+    import contextlib
+    import io
+    out = []
+
+    def show(x):
+        out.append(repr(x))
+        return x * 3
+
+    jax.jit(show)(jnp.ones((2, 3)))
+    jax.jit(show)(7)
+    jax.vmap(show)(jnp.arange(4))
+    jax.vmap(show, in_axes=1)(jnp.ones((2, 5)))
+    jax.grad(show)(2.5)
+    jax.jvp(show, (2.5,), (0.5,))
+    jax.grad(jax.grad(show))(2.5)
+    jax.vmap(jax.jit(show))(jnp.ones(3))
+    for a in [jnp.arange(6.0) * 0.1234567, jnp.arange(12.0).reshape(3, 4) / 7, jnp.arange(40),
+              jnp.ones((2, 12)) / 3, jnp.arange(9.0) * 2, jnp.arange(3.0) * 1j, jnp.array(2.5)]:
+        out.append(repr(a))
+    out.append(repr(jax.ShapeDtypeStruct.like(jnp.ones((2, 3), jnp.int32))))
+    out.append(repr(jax.ShapeDtypeStruct.like(0.5)))
+    z, w = jnp.array([1.0 + 2.0j, 3.0 - 1.0j]), jnp.array([1.0 + 2.0000001j, 3.0 - 1.5j])
+    out.append(repr((bool(jnp.allclose(z, z + 1e-7)), jnp.isclose(z, w).tolist())))
+    jax.config.update("jax_remat3", True)
+    out.append(repr(jax.config.jax_remat3))
+    jax.config.update("jax_remat3", False)
+
+    def chain(p, v):
+        h = jnp.tanh(jnp.dot(p, v))
+        return jnp.exp(jnp.dot(p, h))
+
+    buf = io.StringIO()
+    ad_checkpoint = __import__(jax.__name__ + ".ad_checkpoint", fromlist=["x"])
+    with contextlib.redirect_stdout(buf):
+        ad_checkpoint.print_saved_residuals(chain, jnp.ones((3, 3)), jnp.ones(3))
+    out += [line.split(" from ")[0] + (" arg" if "argument" in line else "")
+            for line in buf.getvalue().splitlines()]
+    return out
+
+
 PROGRAMS = {"dtype_warnings": dtype_warnings, "collectives": collectives, "precisions": precisions, "array_instances": array_instances, "stages": stages, "callbacks": callbacks,
             "transposes": transposes,
             "custom_vmaps": custom_vmaps, "io_callbacks": io_callbacks,
             "config_options": config_options,
             "effects_in_control_flow": effects_in_control_flow,
-            "like_descriptions": like_descriptions, "numpy_constants": numpy_constants}
+            "like_descriptions": like_descriptions, "numpy_constants": numpy_constants,
+            "doc_page_outputs": doc_page_outputs}
