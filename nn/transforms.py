@@ -126,19 +126,6 @@ def _unbind_children(value, owner):
     return value
 
 
-class _CountsFrom(dict):
-    """PRNG draw counters that start at `start` for every scope (Scope.make_rng reads them
-    with .get): Flax traces a scan body twice sharing its counters, so inside nn.scan the
-    first key a scope draws is its second."""
-
-    def __init__(self, start: int):
-        super().__init__()
-        self.start = start
-
-    def get(self, key, default=None):
-        return super().get(key, self.start)
-
-
 class _Frame:
     """What a lifted call needs from the caller's side: the module, its scope and store."""
 
@@ -148,6 +135,7 @@ class _Frame:
             raise TypeError(f"nn.{what}: the module {type(module).__name__} is not bound; call "
                             "the transformed module from init/apply or inside another module.")
         self.module, self.scope, self.store, self.what = module, scope, scope.store, what
+        self.last_counts = None
 
     def is_mutable(self, col: str) -> bool:
         return self.store.is_mutable(col)
@@ -174,6 +162,21 @@ class _Frame:
         for (p, k), c in counts.items():
             self.store.rng_counts[(self.scope.path + p, k)] = c
 
+    def counts(self) -> dict:
+        """A copy of the caller's PRNG counters."""
+        return dict(self.store.rng_counts)
+
+    def advance(self, counts=None) -> None:
+        """The caller's PRNG counters continue from `counts` (by default those a body run by
+        `run` ended with). As Flax, whose lifted scopes share the caller's counters: every
+        trace of a lifted body draws after the draws of the traces before it."""
+        counts = self.last_counts if counts is None else counts
+        if counts is not None and counts is not self.store.rng_counts:
+            mine = self.store.rng_counts
+            for k, c in counts.items():
+                if c > mine.get(k, 0):
+                    mine[k] = c
+
     def split_key(self, name: str, n: int):
         """n keys of stream `name` for the steps/lanes of a lifted call: as Flax, the stream's
         root key is split and each step keeps deriving keys from its own root with the scope
@@ -184,17 +187,21 @@ class _Frame:
             relative_rngs=False, rng_counts=None):
         """fn(copy of module bound to a store holding `variables`, *args) -> (out, vars).
         With relative_rngs the copy is the root of its store, so PRNG keys are derived from the
-        path below it (as Flax's nn.jit, which drops the scope's key suffix)."""
+        path below it (as Flax's nn.jit, which drops the scope's key suffix).
+        PRNG counters: `rng_counts` (a dict, shared), or by default a copy of the caller's
+        counters taken now, kept as `last_counts` (see `advance`): a body the corejax
+        transformation runs more than once starts from the same counters each time, as the
+        single trace Flax makes of it does."""
         path = () if relative_rngs else self.scope.path
         store = _Store({c: _nest(path, _copy_tree(t)) for c, t in variables.items()},
                        dict(rngs), True, self.store.initializing
                        if initializing is None else initializing)
         store.is_mutable = mutable
         store.root_name = self.store.root_name
-        if isinstance(rng_counts, int):
-            store.rng_counts = _CountsFrom(rng_counts)
-        elif rng_counts is not None:  # shared: the caller sees the draws made inside
-            store.rng_counts = rng_counts
+        if rng_counts is None:
+            rng_counts = dict(self.store.rng_counts)
+        store.rng_counts = rng_counts
+        self.last_counts = rng_counts
         inner = _plain_copy(self.module)
         inner._bind(Scope(store, path))
         out = fn(inner, *args, **kwargs)
@@ -357,6 +364,7 @@ def checkpoint(target, variables=True, rngs=True, concrete=False, prevent_cse=Tr
 
             out, new = corejax.checkpoint(pure, prevent_cse=prevent_cse, policy=policy)(
                 vars_in, keys, dyn)
+            frame.advance()
             frame.write_back(new)
             return out
         return call
@@ -435,6 +443,7 @@ def vmap(target, variable_axes={}, split_rngs={}, in_axes=0, out_axes=0, axis_si
                 lane, in_axes=({c: _axis_of(variable_axes, c) for c in mapped}, None, 0, None)
                 + in_ax, out_axes=(out_axes, 0, 0), axis_size=n, axis_name=axis_name)(
                 mapped, shared, split_keys, shared_keys, *args)
+            frame.advance()
             new_mapped = {c: meta.add_axis(_move_from_front(t, _axis_of(variable_axes, c)),
                                            _axis_of(variable_axes, c), metadata_params)
                           for c, t in new_mapped.items()}
@@ -472,10 +481,14 @@ def scan(target, variable_axes={}, variable_broadcast=False, variable_carry=Fals
         raise NotImplementedError("nn.scan: data_transform is not supported.")
 
     def route(col):
-        if _axis_of(variable_axes, col) is not None:
-            return "axes"
+        # As Flax, the first filter that takes the collection wins: variable_broadcast,
+        # variable_carry, then variable_axes (a collection none takes is shared).
+        if bcast(col):
+            return "broadcast"
         if carried(col):
             return "carry"
+        if _axis_of(variable_axes, col) is not None:
+            return "axes"
         return "broadcast"
 
     def make_call(fn):
@@ -513,8 +526,11 @@ def scan(target, variable_axes={}, variable_broadcast=False, variable_carry=Fals
 
             fixed = {c: t for c, t in vars_in.items() if route(c) == "broadcast"}
             carry_vars = {c: t for c, t in vars_in.items() if route(c) == "carry"}
-            if frame.store.initializing:
-                # Create the shared and carried variables by running one step outside the loop.
+            if frame.store.initializing or (frame.rngs() and n):
+                # Flax traces the body once before the loop (the variables it creates in the
+                # broadcast collections are the loop's) and once as the loop's body, sharing
+                # the PRNG counters: here a first step is run outside the loop, and the loop
+                # body continues from the counters it ended with.
                 step0 = tree_util.tree_map(lambda a: a[n - 1 if reverse else 0], xs)
                 keys0 = dict(shared_keys)
                 keys0.update({k: v[0] for k, v in split_keys.items()})
@@ -524,18 +540,14 @@ def scan(target, variable_axes={}, variable_broadcast=False, variable_carry=Fals
                               for c, t in axis_vars.items()})
                 _, created = frame.run(fn, vars0, keys0, mutable, [carry] + full_args(step0),
                                        kwargs)
-                fixed.update({c: t for c, t in created.items() if route(c) == "broadcast"})
-                carry_vars.update({c: t for c, t in created.items() if route(c) == "carry"})
+                frame.advance()
+                if frame.store.initializing:
+                    fixed.update({c: t for c, t in created.items()
+                                  if route(c) == "broadcast"})
+                    carry_vars.update({c: t for c, t in created.items()
+                                       if route(c) == "carry"})
 
             inner_mutable = lambda col: mutable(col) and route(col) != "broadcast"
-            # Flax traces the body twice sharing PRNG counters (three times when init creates
-            # stacked variables), so the first key a scope draws in the loop is its 2nd / 3rd.
-            names = set(frame.store.variables) | {"params"}
-            first_draw = 2 if frame.store.initializing and any(
-                route(c) == "axes" and mutable(c) for c in names) else 1
-            outer = frame.store.rng_counts
-            if isinstance(outer, _CountsFrom):  # a scan inside a scanned body: traces multiply
-                first_draw = (outer.start + 1) * (first_draw + 1) - 1
 
             def body(state, step):
                 c, cvars = state
@@ -546,8 +558,7 @@ def scan(target, variable_axes={}, variable_broadcast=False, variable_carry=Fals
                 variables.update(cvars)
                 variables.update(avars)
                 (c, y), new = frame.run(fn, variables, keys, inner_mutable,
-                                        [c] + full_args(x_parts), kwargs,
-                                        rng_counts=first_draw)
+                                        [c] + full_args(x_parts), kwargs)
                 new_c = {col: new.get(col, t) for col, t in cvars.items()}
                 new_axes = {col: t for col, t in new.items() if route(col) == "axes"}
                 return (c, new_c), (y, new_axes)
@@ -555,6 +566,7 @@ def scan(target, variable_axes={}, variable_broadcast=False, variable_carry=Fals
             (carry, carry_vars), (ys, new_axis_vars) = lax.scan(
                 body, (carry, carry_vars), (xs, axis_vars, split_keys), length=n,
                 reverse=reverse, unroll=unroll)
+            frame.advance()
             ys = _move_from_front(ys, out_axes) if not isinstance(out_axes, (tuple, list)) \
                 else tuple(_move_from_front(y, ax) for y, ax in zip(ys, out_axes))
             frame.write_back(fixed, lambda c: frame.store.initializing)
@@ -654,15 +666,19 @@ def map_variables(target, mapped_collections=True, trans_in_fn=lambda x: x,
             others = {c: t for c, t in vars_in.items() if not mapped(c)}
             keys = frame.rngs(rpred)
             target_out = bool(mutable or init)
-            if init:
-                # Create the variables first, then map them in.
+            names = {c for c, _ in _mutable_signature(frame)}
+            if init and any(frame.is_mutable(c) and (vpred(c) or mapped(c)) for c in names):
+                # Create the variables first, then map them in (as Flax, only when a
+                # collection may change; the second run's draws follow the first's).
                 _, made = frame.run(fn, dict(others, **target), keys, frame.is_mutable, args,
                                     kwargs)
+                frame.advance()
                 target = trans_out_fn({c: t for c, t in made.items() if mapped(c)})
                 others = {c: t for c, t in made.items() if not mapped(c)}
             seen = trans_in_fn(target)
             may_write = lambda c: frame.is_mutable(c) and (target_out or not mapped(c))
             out, new = frame.run(fn, dict(others, **seen), keys, may_write, args, kwargs)
+            frame.advance()
             if target_out:
                 frame.write_back(trans_out_fn({c: t for c, t in new.items() if mapped(c)}))
             frame.write_back({c: t for c, t in new.items() if not mapped(c)})

@@ -34,22 +34,31 @@ def _branches(what, selector, branches, mdl, operands, variables, rngs, use_cond
     vars_in = t._read(frame.scope, vpred)
     keys = frame.rngs(rpred)
     mutable = frame.store.is_mutable
-    if frame.store.initializing:
-        # Every branch creates its variables before the staged choice.
-        for br in branches:
-            _, vars_in = frame.run(br, vars_in, keys, mutable, operands, {})
+    # As Flax (lax.cond traces the branches in order, sharing the PRNG counters), branch i
+    # draws after the draws of the branches before it; `starts` are the counters each begins
+    # with. During init every branch creates its variables before the staged choice.
+    starts = [None] * len(branches)
+    if frame.store.initializing or keys:
+        for i, br in enumerate(branches):
+            starts[i] = frame.counts()
+            _, made = frame.run(br, vars_in, keys, mutable, operands, {})
+            frame.advance()
+            if frame.store.initializing:
+                vars_in = made
 
-    def make(br):
+    def make(br, start):
         def run(vars_, keys_, ops):
-            out, new = frame.run(br, vars_, keys_, mutable, ops, {})
+            out, new = frame.run(br, vars_, keys_, mutable, ops, {},
+                                 rng_counts=None if start is None else dict(start))
             return out, {c: new.get(c, tr) for c, tr in vars_.items() if mutable(c)}
         return run
 
-    fns = [make(br) for br in branches]
+    fns = [make(br, st) for br, st in zip(branches, starts)]
     if use_cond:
         out, new = lax.cond(selector, fns[0], fns[1], vars_in, keys, tuple(operands))
     else:
         out, new = lax.switch(selector, fns, vars_in, keys, tuple(operands))
+    frame.advance()
     frame.write_back(new)
     return out
 
@@ -80,9 +89,19 @@ def while_loop(cond_fn, body_fn, mdl, init, carry_variables=False, broadcast_var
     vars_in = t._read(frame.scope, lambda c: carried(c) or bcast(c))
     keys = frame.rngs()
     split_base = {k: v for k, v in keys.items() if split(k)}
-    if frame.store.initializing:
-        _, vars_in = frame.run(cond_fn, vars_in, keys, mutable, (init,), {})
-        _, vars_in = frame.run(body_fn, vars_in, keys, mutable, (init,), {})
+    # Flax's lax.while_loop traces cond_fn once and then body_fn once, sharing the PRNG
+    # counters: every call of cond_fn starts from the caller's counters, every call of body_fn
+    # from those cond_fn ends with. Runs outside the loop find them (and, during init, create
+    # the variables; Flax needs those to exist already).
+    cond_start, body_start, end = frame.counts(), None, None
+    if frame.store.initializing or keys:
+        _, made = frame.run(cond_fn, vars_in, keys, mutable, (init,), {})
+        body_start = frame.last_counts
+        _, made = frame.run(body_fn, made if frame.store.initializing else vars_in, keys,
+                            mutable, (init,), {}, rng_counts=dict(body_start))
+        end = frame.last_counts
+        if frame.store.initializing:
+            vars_in = made
     fixed = {c: tr for c, tr in vars_in.items() if not carried(c)}
     cvars = {c: tr for c, tr in vars_in.items() if carried(c)}
 
@@ -96,7 +115,8 @@ def while_loop(cond_fn, body_fn, mdl, init, carry_variables=False, broadcast_var
         i, c, cv = state
         variables = dict(fixed)
         variables.update(cv)
-        out, _ = frame.run(cond_fn, variables, step_keys(-i), lambda col: False, (c,), {})
+        out, _ = frame.run(cond_fn, variables, step_keys(-i), lambda col: False, (c,), {},
+                           rng_counts=dict(cond_start))
         return out
 
     def body_fun(state):
@@ -104,10 +124,12 @@ def while_loop(cond_fn, body_fn, mdl, init, carry_variables=False, broadcast_var
         variables = dict(fixed)
         variables.update(cv)
         c, new = frame.run(body_fn, variables, step_keys(i),
-                           lambda col: mutable(col) and carried(col), (c,), {})
+                           lambda col: mutable(col) and carried(col), (c,), {},
+                           rng_counts=None if body_start is None else dict(body_start))
         return i + 1, c, {col: new.get(col, tr) for col, tr in cv.items()}
 
     _, out, cvars = lax.while_loop(cond_fun, body_fun, (jnp.asarray(0, jnp.int32), init, cvars))
+    frame.advance(end)
     if frame.store.initializing:
         frame.write_back(fixed)
     frame.write_back(cvars)
@@ -146,6 +168,7 @@ def vjp(fn, mdl, *primals, has_aux=False, reduce_axes=(), vjp_variables="params"
         return out, (None, new)
 
     y, vjp_fn, (aux, new) = corejax.vjp(f, diff, *primals, has_aux=True)
+    frame.advance()
     frame.write_back({c: tr for c, tr in new.items() if c not in diff})
     if has_aux:
         return y, vjp_fn, aux
@@ -169,6 +192,7 @@ def value_and_grad(fn, mdl, *primals, has_aux=False, reduce_axes=(), variables=T
         return out, (None, new)
 
     out, vjp_fn, (aux, new) = corejax.vjp(f, *primals, has_aux=True)
+    frame.advance()
     if jnp.shape(out) != ():
         raise ValueError("grad can only work on functions with scalar-valued outputs. out "
                          f"shape={jnp.shape(out)}")
@@ -208,7 +232,9 @@ def jvp(fn, mdl, primals, tangents, variable_tangents, variables=True, rngs=True
         return out
 
     tangents_in = ({c: variable_tangents[c] for c in cols},) + tuple(tangents)
-    return corejax.jvp(f, (diff,) + tuple(primals), tangents_in)
+    out = corejax.jvp(f, (diff,) + tuple(primals), tangents_in)
+    frame.advance()
+    return out
 
 
 def custom_vjp(fn, forward_fn, backward_fn, grad_vars="params", nondiff_argnums=()):
@@ -224,6 +250,7 @@ def custom_vjp(fn, forward_fn, backward_fn, grad_vars="params", nondiff_argnums=
         mutable = frame.store.is_mutable
         if frame.store.initializing:
             out, new = frame.run(fn, dict(other, **diff), keys, mutable, args, {})
+            frame.advance()
             frame.write_back(new)
             return out
         read_only = lambda col: False

@@ -492,6 +492,183 @@ def bidirectional_lengths_carry(nn, jnp):
                 grad=True)
 
 
+# --- nested lifted transformations: init keys follow Flax's shared PRNG counters ------------
+
+def _rs_block(nn, jnp, dropout=False):
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            y = nn.tanh(nn.Dense(4)(x))
+            if dropout:
+                y = nn.Dropout(0.5, deterministic=False)(y)
+            return nn.Dense(4, use_bias=False)(y) + x
+    return Block
+
+
+def remat_scan_single(nn, jnp):
+    Block = _rs_block(nn, jnp)
+
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.remat_scan(Block, lengths=(3,))(name="blocks")(x)
+
+    return dict(model=M(), args=(_x(43, 2, 4),), grad=True)
+
+
+def remat_scan_deep_dropout(nn, jnp):
+    Block = _rs_block(nn, jnp, dropout=True)
+
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.remat_scan(Block, lengths=(2, 2, 2))(name="blocks")(x)
+
+    return dict(model=M(), args=(_x(44, 2, 4),), rngs={"dropout": 5}, grad=True)
+
+
+def remat_scan_broadcast(nn, jnp):
+    Block = _rs_block(nn, jnp)
+
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.remat_scan(Block, lengths=(2, 3), variable_broadcast="params",
+                                 split_rngs={"params": False})(name="blocks")(x)
+
+    return dict(model=M(), args=(_x(45, 2, 4),), grad=True)
+
+
+def remat_scan_unsplit(nn, jnp):
+    Block = _rs_block(nn, jnp)
+
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.remat_scan(Block, lengths=(3, 1, 2),
+                                 split_rngs={"params": False})(name="blocks")(x)
+
+    return dict(model=M(), args=(_x(46, 2, 4),))
+
+
+def _scanned(nn, body, length=2):
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.scan(body, variable_axes={"params": 0}, split_rngs={"params": True},
+                           length=length)(name="s")(x, None)[0]
+    return M()
+
+
+def remat_in_scan(nn, jnp):
+    class B(nn.Module):
+        @nn.compact
+        def __call__(self, c):
+            return nn.tanh(nn.Dense(4)(c))
+
+    class L(nn.Module):
+        @nn.compact
+        def __call__(self, c, _):
+            c = nn.Dense(4)(c)
+            return nn.remat(B)()(c) + nn.Dense(4)(c), None
+
+    return dict(model=_scanned(nn, L), args=(_x(47, 2, 4),), grad=True)
+
+
+def vmap_in_scan(nn, jnp):
+    class L(nn.Module):
+        @nn.compact
+        def __call__(self, c, _):
+            c = nn.Dense(4)(c)
+            v = nn.vmap(nn.Dense, variable_axes={"params": 0}, split_rngs={"params": True},
+                        in_axes=0)
+            return nn.tanh(v(4)(c)), None
+
+    return dict(model=_scanned(nn, L, 3), args=(_x(48, 2, 4),), grad=True)
+
+
+def scan_in_vmap(nn, jnp):
+    class L(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            return nn.tanh(nn.Dense(4)(c)) + x, None
+
+    class Inner(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.Dense(4)(x)
+            return nn.scan(L, variable_axes={"params": 0}, split_rngs={"params": True},
+                           in_axes=nn.broadcast, length=3)()(x, x)[0]
+
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.vmap(Inner, variable_axes={"params": 0}, split_rngs={"params": True},
+                           in_axes=0)(name="v")(x)
+
+    return dict(model=M(), args=(_x(49, 2, 4),), grad=True)
+
+
+def scan_broadcast_in_scan(nn, jnp):
+    class L(nn.Module):
+        @nn.compact
+        def __call__(self, c, _):
+            return nn.tanh(nn.Dense(4)(c)), None
+
+    class O(nn.Module):
+        @nn.compact
+        def __call__(self, c, _):
+            c = nn.Dense(4)(c)
+            return nn.scan(L, variable_broadcast="params", split_rngs={"params": False},
+                           length=2)()(c, None)[0], None
+
+    return dict(model=_scanned(nn, O), args=(_x(50, 2, 4),), grad=True)
+
+
+def jit_in_scan(nn, jnp):
+    class L(nn.Module):
+        @nn.compact
+        def __call__(self, c, _):
+            c = nn.jit(nn.Dense)(4)(nn.Dense(4)(c))
+            return nn.tanh(c), None
+
+    return dict(model=_scanned(nn, L), args=(_x(51, 2, 4),))
+
+
+def map_variables_in_scan(nn, jnp):
+    class L(nn.Module):
+        @nn.compact
+        def __call__(self, c, _):
+            c = nn.Dense(4)(c)
+            D = nn.map_variables(nn.Dense, "params", lambda v: v, lambda v: v, init=True)
+            return nn.tanh(D(4)(c)), None
+
+    return dict(model=_scanned(nn, L), args=(_x(52, 2, 4),))
+
+
+def scan_dropout_twice(nn, jnp):
+    class L(nn.Module):
+        @nn.compact
+        def __call__(self, c, _):
+            drop = nn.Dropout(0.5, deterministic=False)
+            c = drop(nn.Dense(4)(c))
+            return drop(c) + 1.0, None
+
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.scan(L, variable_broadcast="params",
+                           split_rngs={"params": False, "dropout": True},
+                           length=3)(name="s")(x, None)[0]
+
+    return dict(model=M(), args=(_x(53, 2, 4),), rngs={"dropout": 3})
+
+
+NESTED_CASES = [remat_scan_single, remat_scan_deep_dropout, remat_scan_broadcast,
+                remat_scan_unsplit, remat_in_scan, vmap_in_scan, scan_in_vmap,
+                scan_broadcast_in_scan, jit_in_scan, map_variables_in_scan, scan_dropout_twice]
+
+
 CASES = [lstm_cell, optimized_lstm_cell, gru_cell, simple_cell, mgu_cell, mgu_cell_no_reset,
          conv_lstm_cell, rnn_lstm_lengths, rnn_gru_reverse_time_major, bidirectional, scan_lstm,
          scan_stacked_layers, vmap_ensemble, vmap_shared, jit_dense, remat_mlp, cond_branches,
@@ -500,7 +677,7 @@ CASES = [lstm_cell, optimized_lstm_cell, gru_cell, simple_cell, mgu_cell, mgu_ce
          attention_bias_dropout, pooling, activations, scan_sow_and_dropout,
          vmap_batchnorm_ensemble, remat_static_sequential, while_carry_state, jit_in_setup,
          remat_scan_blocks, while_split_rngs, scan_broadcast_reverse,
-         custom_vjp_nondiff, bidirectional_lengths_carry]
+         custom_vjp_nondiff, bidirectional_lengths_carry] + NESTED_CASES
 
 
 def flatten(tree, prefix=""):
