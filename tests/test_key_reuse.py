@@ -14,10 +14,8 @@ from corejax.config import config
 with open(os.path.join(os.path.dirname(__file__), "golden", "key_reuse.json")) as f:
     GOLDEN = json.load(f)
 
-# JAX programs whose outcome corejax does not reproduce yet: the checker sees no consumption
-# across the boundary of cond / scan / while_loop (their bodies are checked inside only).
-KNOWN_GAPS = {"cond_then_use", "cond_then_use_in_jit", "scan_reuses_carry",
-              "while_reuses_carry"}
+# JAX programs whose outcome corejax does not reproduce yet.
+KNOWN_GAPS: set = set()
 
 
 def run_program(src):
@@ -34,7 +32,7 @@ def run_program(src):
 @pytest.mark.parametrize("name", sorted(GOLDEN["programs"]))
 def test_program_outcome(name):
     if name in KNOWN_GAPS:
-        pytest.xfail("reuse across a cond / scan / while_loop boundary is not tracked")
+        pytest.xfail("not reproduced yet")
     want = GOLDEN["programs"][name]
     raised, message = run_program(want["source"])
     assert raised == want["raises"], (raised, message)

@@ -31,6 +31,7 @@ from corejax.lax.prng import threefry2x32_p
 from corejax._tree_traced import register_transparent_leaf
 from corejax.random import _key_reuse
 from corejax.random._key_reuse import config_values as _config_values
+from corejax.random._key_reuse import open_scopes as _open_scopes
 
 _UINT = {8: np.dtype("uint8"), 16: np.dtype("uint16"), 32: np.dtype("uint32"),
          64: np.dtype("uint64")}
@@ -102,6 +103,8 @@ class PRNGKeyArray:
     def __init__(self, data):
         self._data = data
         self._consumed = False
+        if _open_scopes:   # the key-reuse checker is staging a control-flow body
+            _open_scopes[-1].add_born(self)
 
     shape = property(lambda self: tuple(get_aval(self._data).shape[:-1]))
     ndim = property(lambda self: len(self.shape))

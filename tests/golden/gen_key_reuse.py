@@ -158,6 +158,149 @@ PROGRAMS = {
     "while_reuses_carry": textwrap.dedent("""
         lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0], c[1] + random.normal(c[0])),
                        (random.key(0), 0.0))"""),
+    # across control-flow boundaries: cond / switch, scan / fori_loop / map, while_loop
+    "cond_one_branch":
+        "k = random.key(0); lax.cond(True, random.normal, lambda k: 0.0, k); random.normal(k)",
+    "cond_one_branch_false":
+        "k = random.key(0); lax.cond(False, random.normal, lambda k: 0.0, k); random.normal(k)",
+    "cond_neither":
+        "k = random.key(0); lax.cond(True, lambda k: 1.0, lambda k: 0.0, k); random.normal(k)",
+    "cond_fold_in":
+        "k = random.key(0); lax.cond(True, lambda k: random.normal(random.fold_in(k,1)), lambda k: 0.0, k); random.normal(k)",
+    "cond_returns_key_forward":
+        "k = random.key(0); k2 = lax.cond(True, lambda k: k, lambda k: k, k); random.normal(k); random.normal(k2)",
+    "cond_consumed_input":
+        "k = random.key(0); random.normal(k); lax.cond(True, random.normal, lambda k: 0.0, k)",
+    "cond_consumed_input_noop":
+        "k = random.key(0); random.normal(k); lax.cond(True, lambda k: 1.0, lambda k: 0.0, k)",
+    "cond_forward_vs_split":
+        "k = random.key(0); k2 = lax.cond(True, lambda k: k, lambda k: random.split(k)[0], k); random.normal(k2); random.normal(k2)",
+    "cond_closure":
+        "k = random.key(0); lax.cond(True, lambda x: random.normal(k)+x, lambda x: x, 1.0); random.normal(k)",
+    "cond_closure_both":
+        "k = random.key(0); lax.cond(True, lambda x: random.normal(k)+x, lambda x: random.uniform(k)+x, 1.0)",
+    "cond_closure_both_then":
+        "k = random.key(0); lax.cond(True, lambda x: random.normal(k)+x, lambda x: random.uniform(k)+x, 1.0); random.normal(k)",
+    "cond_closure_consumed_before":
+        "k = random.key(0); random.normal(k); lax.cond(True, lambda x: random.normal(k)+x, lambda x: x, 1.0)",
+    "switch_then_use":
+        "k = random.key(0); lax.switch(2, [random.normal, random.uniform, lambda k: 0.0], k); random.normal(k)",
+    "switch_consumed":
+        "j = random.key(1); random.normal(j); lax.switch(1, [lambda b: random.normal(b), lambda b: 0.0], j)",
+    "cond_inside_jit_twice":
+        "jax.jit(lambda k: lax.cond(True, random.normal, random.uniform, k) + lax.cond(True, random.normal, random.uniform, k))(random.key(0))",
+    "cond_jit_consumes_arg":
+        "f = jax.jit(lambda k: lax.cond(True, random.normal, lambda k: 0.0, k)); k = random.key(0); f(k); f(k)",
+    "cond_jit_consumed_in": textwrap.dedent("""
+        @jax.jit
+        def f(k):
+            random.normal(k)
+            return lax.cond(True, random.normal, lambda k: 0.0, k)
+        f(random.key(0))"""),
+    "cond_fwd_jit": textwrap.dedent("""
+        @jax.jit
+        def f(k):
+            k2 = lax.cond(True, lambda k: k, lambda k: k, k)
+            return random.normal(k2) + random.normal(k)
+        f(random.key(0))"""),
+    "cond_fwd_vs_split_jit2": textwrap.dedent("""
+        @jax.jit
+        def f(k):
+            k2 = lax.cond(True, lambda k: k, lambda k: random.fold_in(k, 1), k)
+            return random.normal(k2) + random.normal(k)
+        f(random.key(0))"""),
+    "cond_fwd_vs_fold_jit_k2twice": textwrap.dedent("""
+        @jax.jit
+        def f(k):
+            k2 = lax.cond(True, lambda k: k, lambda k: random.fold_in(k, 1), k)
+            return random.normal(k2) + random.normal(k2)
+        f(random.key(0))"""),
+    "cond_two_keys_index":
+        "k = random.key(0); j = random.key(1); random.normal(j); lax.cond(True, lambda a, b: random.normal(b), lambda a, b: 0.0, k, j)",
+    "cond_x_then_key":
+        "j = random.key(1); random.normal(j); lax.cond(True, lambda a, b: random.normal(b), lambda a, b: 0.0, 1.0, j)",
+    "scan_const_consumed":
+        "k = random.key(0); lax.scan(lambda c, _: (c + random.normal(k), None), 0.0, None, length=3)",
+    "scan_xs_then_use":
+        "ks = random.split(random.key(0), 3); lax.scan(lambda c, k: (c + random.normal(k), None), 0.0, ks); random.normal(ks[0])",
+    "scan_split_carry_then_use": textwrap.dedent("""
+        def body(c, _):
+            a, b = random.split(c)
+            return a, random.normal(b)
+        k = random.key(0); out, _ = lax.scan(body, k, None, length=3); random.normal(k)"""),
+    "scan_carry_forward_unused":
+        "k = random.key(0); out, _ = lax.scan(lambda c, _: (c, 0.0), k, None, length=3); random.normal(k); random.normal(out)",
+    "scan_carry_swap": textwrap.dedent("""
+        def body(c, _):
+            a, b = c
+            return (b, a), random.normal(random.fold_in(a, 1))
+        lax.scan(body, (random.key(0), random.key(1)), None, length=3)"""),
+    "scan_carry_fresh_from_xs":
+        "lax.scan(lambda c, k: (k, random.normal(c)), random.key(0), random.split(random.key(1), 3))",
+    "scan_consumed_input":
+        "k = random.key(0); random.normal(k); lax.scan(lambda c, _: (random.split(c)[0], None), k, None, length=2)",
+    "scan_consumed_input_fwd":
+        "k = random.key(0); random.normal(k); lax.scan(lambda c, _: (c, None), k, None, length=2)",
+    "scan_carry_fold":
+        "lax.scan(lambda c, _: (random.fold_in(c, 1), random.normal(c)), random.key(0), None, length=2)",
+    "scan_jit_consumed_arg": textwrap.dedent("""
+        f = jax.jit(lambda k: lax.scan(lambda c, _: (random.split(c)[0], None), k, None, length=2)[0])
+        k = random.key(0); f(k); f(k)"""),
+    "fori_reuses_carry":
+        "lax.fori_loop(0, 3, lambda i, c: (c[0], c[1] + random.normal(c[0])), (random.key(0), 0.0))",
+    "fori_const_consumed":
+        "k = random.key(0); lax.fori_loop(0, 3, lambda i, c: c + random.normal(k), 0.0)",
+    "fori_closure_fold":
+        "k = random.key(0); lax.fori_loop(0, 3, lambda i, c: c + random.normal(random.fold_in(k, i)), 0.0)",
+    "while_const_consumed":
+        "k = random.key(0); lax.while_loop(lambda c: c < 3, lambda c: c + random.normal(k), 0.0)",
+    "while_cond_consumes":
+        "k = random.key(0); lax.while_loop(lambda c: random.normal(k) < c, lambda c: c + 1, 0.0)",
+    "while_split_carry":
+        "lax.while_loop(lambda c: c[1] < 3, lambda c: (random.split(c[0])[0], c[1] + 1.0), (random.key(0), 0.0))",
+    "while_split_carry_then_use":
+        "k = random.key(0); lax.while_loop(lambda c: c[1] < 3, lambda c: (random.split(c[0])[0], c[1] + 1.0), (k, 0.0)); random.normal(k)",
+    "while_forward_then_use":
+        "k = random.key(0); lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0], c[1] + 1.0), (k, 0.0)); random.normal(k)",
+    "while_mixed": textwrap.dedent("""
+        k = random.key(0); j = random.key(1)
+        lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0], c[1] + random.normal(j) , c[2]), (k, 0.0, random.key(2)))"""),
+    "while_mixed2": textwrap.dedent("""
+        k = random.key(0)
+        lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0], c[1] + random.normal(c[2]) , c[2]), (k, 0.0, random.key(2)))"""),
+    "while_mixed3": textwrap.dedent("""
+        j = random.key(1)
+        lax.while_loop(lambda c: c[1] < 3, lambda c: (random.fold_in(c[0], 1), c[1] + random.normal(c[0])+random.normal(j)), (random.key(0), 0.0))"""),
+    "while_carry_consumed_not_sourced":
+        "lax.while_loop(lambda c: c[1] < 3, lambda c: (c[2], c[1] + random.normal(c[0]), c[2]), (random.key(0), 0.0, random.key(2)))",
+    "while_split_vec":
+        "lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0], c[1] + random.normal(c[0][0])), (random.split(random.key(0), 2), 0.0))",
+    "while_consumed_input":
+        "k = random.key(0); random.normal(k); lax.while_loop(lambda c: c[1] < 3, lambda c: (random.split(c[0])[0], c[1] + 1.0), (k, 0.0))",
+    "while_inv_float":
+        "lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0], c[1] + random.normal(c[2]), c[2]), (1.0, 0.0, random.key(2)))",
+    "while_inv_key_jit":
+        "jax.jit(lambda a, k: lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0], c[1] + random.normal(c[2]), c[2]), (a, 0.0, k)))(1.0, random.key(2))",
+    "while_key_consumed_source_mismatch":
+        "lax.while_loop(lambda c: c[1] < 3, lambda c: (random.fold_in(c[2], 1), c[1] + random.normal(c[0]), random.fold_in(c[2], 2)), (random.key(0), 0.0, random.key(2)))",
+    "map_consumes":
+        "ks = random.split(random.key(0), 3); lax.map(random.normal, ks); random.normal(ks[0])",
+    "map_closure":
+        "k = random.key(0); lax.map(lambda x: x + random.normal(k), jnp.arange(3.))",
+    "map_twice":
+        "ks = random.split(random.key(0), 3); lax.map(random.normal, ks); lax.map(random.normal, ks)",
+    "checkpoint_then_use":
+        "k = random.key(0); jax.checkpoint(random.normal)(k); random.normal(k)",
+    "custom_jvp_then_use": textwrap.dedent("""
+        @jax.custom_jvp
+        def f(k, x): return x * random.normal(k)
+        f.defjvp(lambda p, t: (f(*p), t[1]))
+        k = random.key(0); f(k, 1.0); random.normal(k)"""),
+    "custom_vjp_then_use": textwrap.dedent("""
+        @jax.custom_vjp
+        def f(k, x): return x * random.normal(k)
+        f.defvjp(lambda k, x: (f(k, x), None), lambda r, g: (None, g))
+        k = random.key(0); f(k, 1.0); random.normal(k)"""),
 }
 
 

@@ -37,11 +37,15 @@ def _canon(x):
     return Array(np.array(arr, dtypes.canonicalize_dtype(arr.dtype)))
 
 
-def _trace(fun, in_tree, in_avals, name):
+def _trace(fun, in_tree, in_avals, name, reuse=None):
     """Stages `fun(*tree_unflatten(in_tree, leaves))`. Returns `(jaxpr, consts, out)` where
     `jaxpr` takes the closed-over tracers `consts` first, then the leaves (concrete closed-over
-    values stay inside it), and `out` is whatever `fun` returned, for its pytree structure."""
+    values stay inside it), and `out` is whatever `fun` returned, for its pytree structure.
+    `reuse`: a list from `_key_reuse.signatures()` that gets what `fun` does with PRNG keys."""
     store = []
+    if reuse is not None:
+        from corejax.random import _key_reuse
+        fun = _key_reuse.watch(fun, reuse)
 
     def flat(*leaves):
         out = fun(*tree_unflatten(in_tree, leaves))

@@ -24,6 +24,7 @@ from corejax._tree_traced import tree_flatten, tree_flatten_with_path, tree_unfl
 from corejax.tree_util import keystr
 from corejax._traceback import api_boundary
 from corejax import _ref_state
+from corejax.random import _key_reuse
 
 
 cond_p = Primitive("cond")
@@ -177,7 +178,8 @@ def _branch_call_pure(index, funs, names, operands, what, order):
     ops, in_tree = tree_flatten(tuple(operands))
     ops = [_canon(x) for x in ops]
     in_avals = [get_aval(x) for x in ops]
-    traced = [_trace(f, in_tree, in_avals, name) for f, name in zip(funs, names)]
+    reuse = _key_reuse.signatures()
+    traced = [_trace(f, in_tree, in_avals, name, reuse) for f, name in zip(funs, names)]
     first = order[0]
     out_paths, out_tree = tree_flatten_with_path(traced[first][2])
     paths = ["output" + keystr(p) for p, _ in out_paths]
@@ -202,8 +204,9 @@ def _branch_call_pure(index, funs, names, operands, what, order):
         branches.append(ClosedJaxpr(core.Jaxpr(j.constvars, invars, j.eqns, j.outvars),
                                     jaxpr.consts))
         before += nc
+    forwarded = reuse and _key_reuse.cond_operands(reuse, operands, len(all_consts))
     outs = cond_p.bind(index, *all_consts, *ops, branches=tuple(branches))
-    return tree_unflatten(out_tree, outs)
+    return _key_reuse.alias(tree_unflatten(out_tree, outs), forwarded)
 
 
 @api_boundary

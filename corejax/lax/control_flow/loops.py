@@ -28,6 +28,7 @@ from corejax._tree_traced import tree_flatten, tree_flatten_with_path, tree_unfl
 from corejax.tree_util import keystr
 from corejax._traceback import api_boundary
 from corejax import _ref_state
+from corejax.random import _key_reuse
 
 
 _WHILE_TRANSPOSE_ERROR = (
@@ -201,12 +202,14 @@ def _while_loop(cond_fun, body_fun, init_val):
     args_tree = tree_flatten((init_val,))[1]
     for _ in range(2):
         avals = [get_aval(x) for x in init]
-        cond_jaxpr, cond_consts, _ = _trace(cond_fun, args_tree, avals, "cond_fun")
+        cond_reuse, body_reuse = _key_reuse.signatures(), _key_reuse.signatures()
+        cond_jaxpr, cond_consts, _ = _trace(cond_fun, args_tree, avals, "cond_fun", cond_reuse)
         outs = cond_jaxpr.out_avals
         if len(outs) != 1 or outs[0].shape != () or outs[0].dtype != np.bool_:
             raise TypeError("cond_fun must return a boolean scalar, but got output type(s) "
                             f"{[_aval_str(a) for a in outs]}.")
-        body_jaxpr, body_consts, body_out = _trace(body_fun, args_tree, avals, "body_fun")
+        body_jaxpr, body_consts, body_out = _trace(body_fun, args_tree, avals, "body_fun",
+                                                   body_reuse)
         out_tree = tree_flatten(body_out)[1]
         if out_tree != in_tree:
             raise TypeError("body_fun output and input must have identical types, got\n"
@@ -215,10 +218,13 @@ def _while_loop(cond_fun, body_fun, init_val):
         if not changed:
             break
     _check_carry("while_loop body", paths, avals, body_jaxpr.out_avals)
+    forwarded = body_reuse and _key_reuse.loop_operands(
+        "while", body_reuse[-1], (init_val,), len(init), len(cond_consts) + len(body_consts),
+        cond_reuse[-1])
     outs = while_p.bind(*cond_consts, *body_consts, *init, cond_jaxpr=cond_jaxpr,
                         body_jaxpr=body_jaxpr, cond_nconsts=len(cond_consts),
                         body_nconsts=len(body_consts))
-    return tree_unflatten(in_tree, outs)
+    return _key_reuse.alias(tree_unflatten(in_tree, outs), forwarded)
 
 
 # --- fori_loop: a scan with concrete bounds, else a while ----------------------------------------

@@ -35,6 +35,7 @@ from corejax._tree_traced import tree_flatten, tree_flatten_with_path, tree_map,
 from corejax.tree_util import keystr
 from corejax._traceback import api_boundary
 from corejax import _ref_state
+from corejax.random import _key_reuse
 
 
 scan_p = Primitive("scan")
@@ -378,16 +379,21 @@ def _scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     for _ in range(2):
         carry_avals = [get_aval(c) for c in init_flat]
         y_store.clear()
-        jaxpr, consts, _ = _trace(body, args_tree, [*carry_avals, *slice_avals], "scan body")
+        reuse = _key_reuse.signatures()
+        jaxpr, consts, _ = _trace(body, args_tree, [*carry_avals, *slice_avals], "scan body",
+                                  reuse)
         carry_out_avals = jaxpr.out_avals[:len(init_flat)]
         init_flat, changed = _promote_weak(init_flat, carry_avals, carry_out_avals)
         if not changed:
             break
     _check_carry("scan body", paths, carry_avals, carry_out_avals)
+    forwarded = reuse and _key_reuse.loop_operands("scan", reuse[-1], (init, xs),
+                                                   len(init_flat), len(consts))
     outs = scan_p.bind(*consts, *init_flat, *xs_flat, jaxpr=jaxpr, length=int(length),
                        reverse=bool(reverse), num_consts=len(consts), num_carry=len(init_flat))
     nk = len(init_flat)
-    return tree_unflatten(init_tree, outs[:nk]), tree_unflatten(y_store[-1], outs[nk:])
+    return (_key_reuse.alias(tree_unflatten(init_tree, outs[:nk]), forwarded),
+            tree_unflatten(y_store[-1], outs[nk:]))
 
 
 def _scan_python_loop(f, init, xs_flat, xs_tree, length, reverse):
