@@ -112,6 +112,15 @@ class Ref:
         raise NotImplementedError("Ref.at is not supported: index the reference directly "
                                   "(r[idx], r[idx] = v) or use corejax.ref.get/set/addupdate.")
 
+    def unsafe_buffer_pointer(self) -> int:
+        """The address of the buffer holding the reference's current value (eager only; a
+        write through the reference may move it: corejax replaces the value it holds)."""
+        val = read(self, "unsafe_buffer_pointer")
+        if isinstance(val, Tracer):
+            from corejax.errors import ConcretizationTypeError
+            raise ConcretizationTypeError(val, "unsafe_buffer_pointer of a traced Ref")
+        return val.unsafe_buffer_pointer()
+
     def __bool__(self):
         raise TypeError("A Ref has no truth value: read it first (bool(r[...])).")
 
@@ -414,6 +423,45 @@ def jit_ref_scope(flat_fun, leaves, arg_positions, names, fun_name, plan_store: 
         return outs
 
     return staged
+
+
+# --- vmap ------------------------------------------------------------------------------------
+# A reference passed to a vmapped function along a mapped axis is threaded like jit's argument
+# references: the function sees a fresh reference whose value is the batched value, and what it
+# holds at the end is written back, the batch axis where it was. One passed with in_axes None
+# stays itself (a write of a batched value into it raises, as for a closed-over one).
+
+def arg_ref_values(leaves) -> list:
+    """`leaves` with each reference replaced by its current value (the same list if none)."""
+    if not any(type(x) is Ref for x in leaves):
+        return leaves
+    return [read(x) if type(x) is Ref else x for x in leaves]
+
+
+def vmap_ref_scope(flat_fun, leaves, dims, size):
+    """(fun, leaves, finish) for batching.vmap_flat: `fun` runs `flat_fun` with the mapped
+    references as fresh references on the batched values and appends their final values to
+    the outputs; `finish(outs, out_dims)` writes those back and returns the function's own."""
+    mapped = [i for i, x in enumerate(leaves) if type(x) is Ref and dims[i] is not None]
+
+    def fun(*args):
+        args, proxies = list(args), []
+        for i in mapped:
+            proxies.append(Ref(args[i], *leaves[i]._aval_extra))
+            args[i] = proxies[-1]
+        outs = flat_fun(*args)
+        return [*outs, *[p._value for p in proxies]]
+
+    def finish(outs, out_dims):
+        from corejax.transforms import batching
+        n = len(outs) - len(mapped)
+        for k, i in enumerate(mapped):
+            val = batching.bdim_at_front(outs[n + k], out_dims[n + k], size)
+            write_all([leaves[i]], [batching.moveaxis(val, 0, dims[i])])
+        return outs[:n], out_dims[:n]
+
+    return fun, [read(x) if type(x) is Ref and dims[i] is not None else x
+                 for i, x in enumerate(leaves)], finish
 
 
 def _returned_ref_message(ref, fun_name, proxies, names) -> str:

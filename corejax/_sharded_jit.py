@@ -23,6 +23,8 @@ What the partitioning rules cover (the data-parallel subset, and a little more):
   join must be whole);
 - calls (nested jit, custom_jvp/custom_vjp, checkpoint) are partitioned through; shard_map
   runs its body on the blocks of its in_specs; reshard and out_shardings ask for a split;
+- pure_callback / io_callback: operands gathered whole (over Explicit axes too, as JAX does),
+  the Python function called once (on device 0), its results replicated;
 - any other primitive runs unsplit when all its operands are replicated.
 
 Where a rule needs a split dimension made whole (an all_gather the program did not ask for):
@@ -420,7 +422,48 @@ def _reshard(P, eqn, ins):
     return [_V(P.to_dims(v, dims), dims, v.aval)]
 
 
+class _OnFirstDevice:
+    """A callback of a sharded program: its first operand is the device's index over the
+    mesh, and only device 0 calls the user's function (the others give zeros), so the
+    function runs once per call of the program, on the whole operands, as in JAX."""
+
+    def __init__(self, callback, result_avals):
+        self.callback, self.result_avals = callback, result_avals
+        self.fn = getattr(callback, "fn", callback)
+
+    def __call__(self, index, *leaves):
+        if int(np.asarray(index)) == 0:
+            return self.callback(*leaves)
+        return [np.zeros(a.shape, a.dtype) for a in self.result_avals]
+
+
+def _callback(P, eqn, ins):
+    """pure_callback / io_callback: operands gathered whole (as JAX does, over Explicit axes
+    too), the function called on device 0, its results sent to every device (replicated)."""
+    xs = [P.to_dims(v, ((),) * v.aval.ndim) for v in ins]
+    names = tuple(P.mesh.axis_names)
+    index = P.block_index(names)
+    params = dict(eqn.params, callback=_OnFirstDevice(eqn.params["callback"],
+                                                      eqn.params["result_avals"]))
+    outs = _bind(eqn, [index, *xs], params)
+    result = []
+    for o, ov in zip(outs, eqn.outvars):
+        for n in names:   # device 0's value: element 0 along each mesh axis
+            o = parallel.all_gather_p.bind(o, axes=(n,), axis=0, tiled=False,
+                                           size=P.mesh.shape[n])
+            o = _first(o)
+        result.append(_V(o, ((),) * ov.aval.ndim, ov.aval))
+    return result
+
+
+def _first(x):
+    shape = get_aval(x).shape
+    x = structural.slice(x, (0,) * len(shape), (1,) + tuple(shape[1:]))
+    return structural.reshape(x, tuple(shape[1:]))
+
+
 _RULES = {
+    "pure_callback": _callback, "io_callback": _callback,
     "dot_general": _dot_general, "broadcast_in_dim": _broadcast_in_dim, "reshape": _reshape,
     "transpose": _transpose, "squeeze": _squeeze, "slice": _slice,
     "dynamic_slice": _dynamic_slice, "dynamic_update_slice": _dynamic_update_slice,

@@ -17,8 +17,38 @@ def typeof(x: Any) -> core.ShapedArray:
     value that is not an array or scalar."""
     if isinstance(x, core.Tracer):
         return x.aval
+    if type(getattr(x, "dtype", None)).__name__ == "PRNGKeyDType":
+        return _KeyAval(x.shape, x.dtype)  # a typed key array, concrete or traced
     aval = core.get_aval(x)
     return aval.update(dtype=dtypes.canonicalize_dtype(aval.dtype))
+
+
+class _KeyAval(core.ShapedArray):
+    """What `typeof` says of a typed key array: its shape with the key element type
+    (`key<fry>[3]`), which NumPy cannot hold as a dtype."""
+
+    __slots__ = ()
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype, self.weak_type = tuple(shape), dtype, False
+
+    def update(self, shape=None, dtype=None, weak_type=None):
+        return _KeyAval(self.shape if shape is None else shape,
+                        self.dtype if dtype is None else dtype)
+
+    def str_short(self) -> str:
+        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+    __str__ = str_short
+
+    def __eq__(self, other):
+        return type(other) is _KeyAval and (self.shape, self.dtype) == (other.shape, other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype.name))
+
+    def __repr__(self):
+        return f"ShapedArray({self.str_short()})"
 
 
 @contextlib.contextmanager

@@ -35,7 +35,8 @@ from corejax.transforms.ad import Zero
 from corejax.transforms.jit import (batch_jaxpr, closed_call, jvp_jaxpr, memoized,
                                    transpose_jaxpr)
 from corejax.transforms.staging import convert_constvars, trace_to_jaxpr
-from corejax._tree_traced import tree_flatten, tree_unflatten
+from corejax._tree_traced import tree_flatten, tree_flatten_with_path, tree_unflatten
+from corejax._tree_keys import keystr
 
 __all__ = ["checkpoint", "remat", "checkpoint_name", "checkpoint_policies",
            "print_saved_residuals", "saved_residuals", "Saveable", "Recompute", "Offloadable",
@@ -378,6 +379,8 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
                                  differentiated=False, policy=policy)
         return tree_unflatten(out_store["tree"], outs)
 
+    from corejax.config import config
+    fun_remat._corejax_remat3 = bool(config.jax_remat3)   # (read when checkpoint is applied)
     return fun_remat
 
 
@@ -390,7 +393,14 @@ def saved_residuals(f: Callable, *args, **kwargs) -> list:
     "named 'z' from ...")."""
     from corejax.api import _arg_names
     leaves, tree = tree_flatten((args, kwargs))
-    names = _arg_names(f, args, kwargs, ())
+    if getattr(f, "_corejax_remat3", False):
+        # (as JAX with remat3: a checkpointed function's arguments by position)
+        names = [f"args[{i}]{keystr(p)}" for i, a in enumerate(args)
+                 for p, _ in tree_flatten_with_path(a)[0]]
+        names += [f"kwargs[{k!r}]{keystr(p)}" for k, v in kwargs.items()
+                  for p, _ in tree_flatten_with_path(v)[0]]
+    else:
+        names = _arg_names(f, args, kwargs, ())
 
     def staged(*xs):
         a, kw = tree_unflatten(tree, xs)

@@ -129,7 +129,12 @@ def _arg_names(fun, args, kwargs, static) -> list[str]:
     try:
         sig = inspect.signature(fun)
         bound = sig.bind(*args, **kwargs)
-        names = list(bound.arguments.keys())
+        names = []
+        for name, value in bound.arguments.items():
+            if sig.parameters[name].kind is inspect.Parameter.VAR_POSITIONAL:
+                names += [f"{name}[{j}]" for j in range(len(value))]   # as JAX: a[0], a[1]
+            elif sig.parameters[name].kind is not inspect.Parameter.VAR_KEYWORD:
+                names.append(name)
     except (TypeError, ValueError):
         names = [f"args[{i}]" for i in range(len(args))]
     out = []
@@ -1105,7 +1110,8 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
                              f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
         leaves, in_tree = tree_flatten((args, kwargs))
         leaves = _canonical_leaves(leaves)
-        dims, sizes = mapped_axes("vmap", args, in_axes, leaves)
+        ref_leaves = _ref_state.arg_ref_values(leaves)   # a Ref argument maps over its value
+        dims, sizes = mapped_axes("vmap", args, in_axes, ref_leaves)
         size = axis_size
         if size is None:
             if not sizes:
@@ -1117,7 +1123,11 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
             raise ValueError(f"vmap got axis_size={size} but mapped axes of sizes {sizes}.")
         out_store: list = []
         flat = _flatten_fun(fun, in_tree, out_store)
+        if ref_leaves is not leaves:
+            flat, leaves, ref_finish = _ref_state.vmap_ref_scope(flat, leaves, dims, size)
         outs, out_dims = batching.vmap_flat(flat, size, dims, args=leaves, axis_name=axis_name)
+        if ref_leaves is not leaves:
+            outs, out_dims = ref_finish(outs, out_dims)
         out_tree = out_store[0]
         out_ax = _flatten_axes("vmap out_axes", tree_unflatten(out_tree, outs), out_axes)
         final = []

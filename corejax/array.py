@@ -187,6 +187,15 @@ class Array(metaclass=_ArrayMeta):
     def is_deleted(self) -> bool:
         return type(self._value) is _Deleted
 
+    def unsafe_buffer_pointer(self) -> int:
+        """The address of the array's buffer (host or device memory), as an int."""
+        v = self._value
+        if type(v) is _Deleted:
+            raise v.error()
+        if type(v) is np.ndarray:
+            return int(v.__array_interface__["data"][0])
+        return int(v.__cuda_array_interface__["data"][0])
+
     def block_until_ready(self) -> "Array":
         if type(self._value) is _Deleted:
             raise self._value.error()

@@ -543,9 +543,12 @@ class SourceInfo(NamedTuple):
     filename: str
     lineno: int
     function: str
+    col: int = -1          # the column the staging expression starts at (-1: unknown)
+    qualname: str = ""     # the function's qualified name (C.m, outer.<locals>.f)
 
-    def __str__(self):
-        return f"{self.filename}:{self.lineno} ({self.function})"
+    def __str__(self):  # as JAX: file:line:col (qualified.name)
+        col = f":{self.col}" if self.col >= 0 else ""
+        return f"{self.filename}:{self.lineno}{col} ({self.qualname or self.function})"
 
 
 class JaxprEqn(NamedTuple):
@@ -695,12 +698,12 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, namer: _Namer | None = None) -> str:
     consts = " ".join(namer.binder(v) for v in jaxpr.constvars)
     ins = " ".join(namer.binder(v) for v in jaxpr.invars)
     eqns = [_pp_eqn(e, namer, indent) for e in jaxpr.eqns]
-    outs = " ".join(namer(v) for v in jaxpr.outvars)
+    outs = ", ".join(namer(v) for v in jaxpr.outvars)
     outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
     head = f"{{ lambda {consts}; {ins}. let"
-    one_line = f"{head} {' '.join(eqns)} in {outs} }}"
-    if len(eqns) <= 1 and len(one_line) + indent <= 80 and "\n" not in one_line:
-        return one_line.replace("let  in", "let in")
+    one_line = f"{head} {'; '.join(eqns)} in {outs} }}"   # (as JAX: "let  in" when empty)
+    if len(one_line) + indent <= 80 and "\n" not in one_line:
+        return one_line
     pad = " " * (indent + 4)
     body = "".join(f"\n{pad}{e}" for e in eqns)
     return f"{head}{body}\n{' ' * (indent + 2)}in {outs} }}"

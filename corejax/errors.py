@@ -32,8 +32,13 @@ class ConcretizationTypeError(TypeError):
 
 class TracerBoolConversionError(ConcretizationTypeError):
     def __init__(self, tracer):
-        super().__init__(tracer, "Python `if`, `while`, `and`/`or`/`not` or `bool()` was "
-                                 "applied to a traced array")
+        self.tracer = tracer
+        aval = getattr(tracer, "aval", None)
+        shape = aval.str_short() if hasattr(aval, "str_short") else "?"
+        TypeError.__init__(
+            self, f"Attempted boolean conversion of traced array with shape {shape}.\n"
+            f"{_describe(tracer)}\nPython `if`, `while`, `and`/`or`/`not` or `bool()` was "
+            f"applied to a traced array. {_FIXES}")
 
 
 class TracerIntegerConversionError(ConcretizationTypeError):

@@ -27,7 +27,7 @@ def check_arraylike(name: str, *args) -> None:
         if type(a) is Array:
             continue
         if not is_arraylike(a):
-            raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a).__name__} "
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a)} "
                             f"at position {i}.")
 
 

@@ -18,9 +18,7 @@ def _shape(shape) -> tuple:
         shape = (shape,)
     try:
         out = tuple(concrete_int(s, "shape") for s in shape)
-    except TypeError as e:
-        if isinstance(e, core.ConcretizationTypeError):
-            raise
+    except TypeError:   # (a traced entry too: JAX's TypeError, not a ConcretizationTypeError)
         raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
                         f"{shape!r}.") from None
     if any(s < 0 for s in out):

@@ -48,11 +48,17 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         raise ValueError(f"matmul: operands must have at least one dimension, got shapes "
                          f"{shape_str(aa.shape)} and {shape_str(ba.shape)}.")
     a_vec, b_vec = aa.ndim == 1, ba.ndim == 1
-    if a_vec:
-        a = lax.reshape(a, (1,) + aa.shape)
-    if b_vec:
-        b = lax.reshape(b, ba.shape + (1,))
-    aa, ba = get_aval(a), get_aval(b)
+    if a_vec or b_vec:
+        # (as JAX: a vector operand is contracted directly, without a reshape, so the other
+        # operand's leading dimensions are free dimensions of the product)
+        ka, kb = aa.ndim - 1, 0 if b_vec else ba.ndim - 2
+        if aa.shape[ka] != ba.shape[kb]:
+            raise TypeError(f"dot_general requires contracting dimensions to have the same "
+                            f"shape, got {shape_str((aa.shape[ka],))} and "
+                            f"{shape_str((ba.shape[kb],))}. (matmul of shapes "
+                            f"{shape_str(aa.shape)} and {shape_str(ba.shape)})")
+        return lax.dot_general(a, b, (((ka,), (kb,)), ((), ())),
+                               preferred_element_type=preferred_element_type)
     if aa.shape[-1] != ba.shape[-2]:
         raise TypeError(f"dot_general requires contracting dimensions to have the same shape, "
                         f"got {shape_str((aa.shape[-1],))} and {shape_str((ba.shape[-2],))}. "
@@ -67,12 +73,6 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     bd = tuple(range(nb))
     out = lax.dot_general(a, b, (((nb + 1,), (nb,)), (bd, bd)),
                           preferred_element_type=preferred_element_type)
-    if a_vec and b_vec:
-        return lax.reshape(out, batch)
-    if a_vec:
-        return lax.squeeze(out, (nb,))
-    if b_vec:
-        return lax.squeeze(out, (nb + 1,))
     return out
 
 

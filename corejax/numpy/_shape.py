@@ -19,7 +19,11 @@ def _shape_arg(shape, what="shape") -> tuple:
     if isinstance(shape, (int, np.integer)) or (hasattr(shape, "shape") and
                                                  get_aval(shape).ndim == 0):
         shape = (shape,)
-    return tuple(concrete_int(s, what) for s in shape)
+    try:
+        return tuple(concrete_int(s, what) for s in shape)
+    except TypeError:   # (a traced entry too: JAX's TypeError, not a ConcretizationTypeError)
+        raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
+                        f"{shape!r}.") from None
 
 
 def reshape(a, shape=None, order="C", *, newshape=None, copy=None):

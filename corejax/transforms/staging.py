@@ -28,11 +28,34 @@ def user_source_info() -> core.SourceInfo | None:
         return core.replayed_source_info
     frame = sys._getframe(2)
     while frame is not None:
-        fname = frame.f_code.co_filename
+        code = frame.f_code
+        fname = code.co_filename
         if not fname.startswith(_PACKAGE_DIR):
-            return core.SourceInfo(fname, frame.f_lineno, frame.f_code.co_name)
+            line, col = _position(code, frame.f_lasti, frame.f_lineno)
+            return core.SourceInfo(fname, line, code.co_name, col,
+                                   getattr(code, "co_qualname", code.co_name))
         frame = frame.f_back
     return None
+
+
+_positions: dict = {}
+
+
+def _position(code, lasti: int, lineno) -> tuple:
+    """(line, column) where the expression running at instruction offset `lasti` starts
+    (Python 3.11's code positions; column -1 where they are unavailable)."""
+    table = _positions.get(code)
+    if table is None:
+        if len(_positions) > 4096:
+            _positions.clear()
+        try:
+            table = _positions[code] = [(p[0], p[2]) for p in code.co_positions()]
+        except AttributeError:   # (Python < 3.11)
+            table = _positions[code] = []
+    i = lasti // 2
+    if 0 <= i < len(table) and table[i][0] is not None and table[i][1] is not None:
+        return table[i]
+    return lineno, -1
 
 
 class StagingTracer(Tracer):

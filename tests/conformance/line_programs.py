@@ -468,10 +468,101 @@ def doc_page_outputs(jax, jnp):
     return out
 
 
+def doc_101_201_outputs(jax, jnp):
+    """What the JAX 101/201 pages show: typeof of typed keys, vmap over reference arguments,
+    the errors of a traced shape, of a traced bool, of a list operand, buffer pointers, and
+    the printed form of short jaxprs."""
+    out = []
+    k = jax.random.key(7)
+    ks = jax.random.split(k, 5)
+    out += [str(jax.typeof(k)), repr(jax.typeof(ks)), repr(jax.typeof(k) == jax.typeof(ks[0]))]
+    jax.jit(lambda a: out.append(str(jax.typeof(a))))(ks)
+
+    def fill(v, r):
+        r[...] = v * 3.0 - r[...]
+
+    def bump_first_row(v, r):
+        r[0] = r[0] + v
+        return r[1] * v
+
+    r1 = jax.new_ref(jnp.ones(4))
+    jax.vmap(fill)(jnp.arange(4.0), r1)
+    out.append(repr(r1[...].tolist()))
+    r2 = jax.new_ref(jnp.full((2, 3), 2.0))
+    res = jax.vmap(bump_first_row, in_axes=(0, 1))(jnp.arange(3.0), r2)
+    out.append(repr((res.tolist(), r2[...].tolist())))
+    res = jax.jit(lambda r: jax.vmap(bump_first_row, in_axes=(0, 1))(jnp.ones(3), r))(r2)
+    out.append(repr((res.tolist(), r2[...].tolist())))
+    out.append(repr(type(r2.unsafe_buffer_pointer()).__name__))
+    out.append(repr(type(jnp.ones(2).unsafe_buffer_pointer()).__name__))
+    for make in (lambda n: jnp.zeros((n, 2)), lambda n: jnp.ones(n), lambda n: jnp.full((2, n), 1),
+                 lambda n: jnp.arange(6.0).reshape(n, -1), lambda n: jnp.broadcast_to(2.0, (n,))):
+        try:
+            jax.jit(make)(3)
+            out.append("no error")
+        except Exception as e:  # noqa: BLE001
+            out.append(f"{type(e).__name__}: {str(e).splitlines()[0]}")
+    for f in (lambda x: 1.0 if x > 2 else 0.0, lambda x: (x > 1) and (x < 4)):
+        try:
+            jax.jit(f)(3.0)
+        except Exception as e:  # noqa: BLE001
+            out.append(f"{type(e).__name__}: {str(e).splitlines()[0]}")
+    try:
+        jnp.prod((1.0, 2.0))
+    except TypeError as e:
+        out.append(str(e))
+    out.append(str(jax.jit(lambda: 5).trace().jaxpr))
+    out.append(str(jax.jit(lambda n: (n * 2, n - 1)).trace(1).jaxpr))
+    out.append(str(jax.jit(lambda x: jnp.cos(x) + 1.0).trace(1.0).jaxpr))
+    return out
+
+
+def saved_residual_sources(jax, jnp):
+    """print_saved_residuals' descriptions: source positions as file:line:col with the
+    function's qualified name, names of variadic arguments, and (with jax_remat3) a
+    checkpointed function's arguments named by position (args[i], kwargs['k'])."""
+    import contextlib
+    import io
+    ad_checkpoint = __import__(jax.__name__ + ".ad_checkpoint", fromlist=["x"])
+
+    class Model:
+        def apply(self, w, v):
+            return jnp.sum(jnp.exp(jnp.sin(w["k"] @ v)) * jnp.tanh(
+                v[:2]))
+
+    def outer():
+        def inner(*vs):
+            return jnp.sum(jnp.cos(vs[0] * vs[1]["u"]))
+        return inner
+
+    def named(w, v, scale=1.0):
+        h = ad_checkpoint.checkpoint_name(jnp.sin(w * v), "h")
+        return jnp.sum(jnp.cos(h) * scale)
+
+    w, v = {"k": jnp.ones((2, 3))}, jnp.arange(3.0)
+    keep_h = jax.checkpoint_policies.save_only_these_names("h")
+    out = []
+    for remat3 in (False, True):
+        jax.config.update("jax_remat3", remat3)
+        try:   # (the flag in force when checkpoint is applied decides how arguments are named)
+            runs = [(Model().apply, (w, v), {}), (outer(), (v, {"u": v + 1}), {}),
+                    (jax.checkpoint(named, policy=keep_h), (v, v), {"scale": jnp.ones(3)})]
+            for fn, args, kwargs in runs:
+                buf = io.StringIO()
+                with contextlib.redirect_stdout(buf):
+                    ad_checkpoint.print_saved_residuals(fn, *args, **kwargs)
+                out += [line.split(" from ")[0] + " | " + line.split(" from ")[-1].split("/")[-1]
+                        for line in buf.getvalue().splitlines()]
+        finally:
+            jax.config.update("jax_remat3", False)
+    return out
+
+
 PROGRAMS = {"dtype_warnings": dtype_warnings, "collectives": collectives, "precisions": precisions, "array_instances": array_instances, "stages": stages, "callbacks": callbacks,
             "transposes": transposes,
             "custom_vmaps": custom_vmaps, "io_callbacks": io_callbacks,
             "config_options": config_options,
             "effects_in_control_flow": effects_in_control_flow,
             "like_descriptions": like_descriptions, "numpy_constants": numpy_constants,
-            "doc_page_outputs": doc_page_outputs}
+            "doc_page_outputs": doc_page_outputs, "doc_101_201_outputs": doc_101_201_outputs,
+            "saved_residual_sources": saved_residual_sources}

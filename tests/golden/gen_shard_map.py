@@ -321,6 +321,27 @@ SHARDED_JIT = {
                                      "return jax.jit(lambda x: x, in_shardings=NamedSharding("
                                      "emesh, P()))(xs)",
     "err_jit_P_no_mesh": "return jax.jit(lambda x: x, in_shardings=P('i'))(x8)",
+    # --- host callbacks on split operands: gathered, called once, result replicated ---------
+    "jit_pure_callback_split": "seen = []\n"
+                               "def host(a):\n"
+                               "    seen.append(np.asarray(a).shape)\n"
+                               "    return (np.cos(np.asarray(a)) * 3).astype(np.float32)\n"
+                               "xs = jax.device_put(m84, NamedSharding(emesh, P('i')))\n"
+                               "sds = jax.ShapeDtypeStruct((8, 4), np.float32)\n"
+                               "f = jax.jit(lambda x: jax.pure_callback(host, sds, x - 1) * x)\n"
+                               "out = f(xs).block_until_ready()\n"
+                               "red = jax.jit(lambda x: (jax.pure_callback(host, sds, x) * x)"
+                               ".sum(0))(xs).block_until_ready()\n"
+                               "return [out, red, str(seen)]",
+    "jit_io_callback_split": "seen = []\n"
+                             "def host(a, b):\n"
+                             "    seen.append((np.asarray(a).shape, np.asarray(b).shape))\n"
+                             "    return np.asarray(a)[:, :2] + np.asarray(b).sum()\n"
+                             "io_callback = jax.experimental.io_callback\n"
+                             "xs = jax.device_put(m84, NamedSharding(emesh, P('i')))\n"
+                             "sds = jax.ShapeDtypeStruct((8, 2), np.float32)\n"
+                             "out = jax.jit(lambda x: io_callback(host, sds, x, x.sum(1)))(xs)\n"
+                             "return [np.asarray(out), str(seen)]",
     "err_jit_explicit_cumsum": "xs = jax.device_put(m84, NamedSharding(emesh, P('i')))\n"
                                "return jax.jit(lambda x: jnp.cumsum(x, 0))(xs)",
     "err_jit_explicit_mixed": "a = jax.device_put(m44, NamedSharding(emesh, P('i')))\n"
