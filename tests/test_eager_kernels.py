@@ -202,3 +202,122 @@ def test_import_does_not_load_numba_until_an_eager_transcendental():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["False", "True"]
+
+
+# --- the compiled loops that replace slow NumPy impls on large operands ---------------------
+# (eager_kernels.FAST): each must give its NumPy impl's bits exactly, NaN payloads and zeros'
+# signs included, on random values, random bit patterns and every pair of special values.
+
+def _fast(name, values, params=None):
+    out = eager_kernels._fast_runner(name)(values, params or {})
+    assert out is not None, f"{name}: no compiled loop for {[v.dtype for v in values]}"
+    return out
+
+
+def _exact(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(
+        a.view(f"u{a.dtype.itemsize}"), b.view(f"u{b.dtype.itemsize}"))
+
+
+def _float_pairs(dt, rng):
+    """(x, y) of at least FAST_MIN_SIZE elements: every pair of special values (and NaNs with
+    payloads, signaling ones too), then random values and random bit patterns."""
+    u = np.dtype(f"u{np.dtype(dt).itemsize}")
+    nans = (np.array([0x7f800001, 0xffc00001, 0x7fc00123, 0xffa00002], np.uint32).view(dt)
+            if dt == np.float32 else
+            np.array([0x7ff0000000000001, 0xfff8000000000001, 0x7ff8000000000123], np.uint64)
+            .view(dt))
+    sp = np.concatenate([specials(dt), nans, np.array([65504, 65519.99, 65520, 6.1e-5, 3e-8,
+                                                       2.98e-8, 5.96e-8, -1e-7], dt)])
+    a, b = (m.ravel() for m in np.meshgrid(sp, sp))
+    n = eager_kernels.FAST_MIN_SIZE * 2
+    x = np.resize(np.concatenate([a, operands(dt, n, rng, moderate=False)]), 3 * n)
+    y = np.resize(np.concatenate([b, rng.permutation(operands(dt, n, rng, moderate=False))]),
+                  3 * n)
+    bits = rng.integers(0, 2 ** 63, n, dtype=np.int64).astype(u).view(dt)
+    return np.concatenate([x, bits]), np.concatenate([y, rng.permutation(bits)])
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["f32", "f64"])
+def test_fast_float_loops_have_the_numpy_impls_bits(dt):
+    rng = np.random.default_rng(3)
+    x, y = _float_pairs(dt, rng)
+    with np.errstate(all="ignore"):
+        for prim in (lax.max_p, lax.min_p, lax.nextafter_p):
+            assert _exact(_fast(prim.name, [x, y]), prim.impl(x, y)), prim.name
+        assert _exact(_fast("sign", [x]), lax.sign_p.impl(x))
+        assert _exact(_fast("round", [x], dict(rounding_method=0)),
+                      lax.round_p.impl(x, rounding_method=0))
+        halves = np.round(y * dt(64)) / dt(2)            # ties, +-0.5, +-1.5, ...
+        assert _exact(_fast("round", [halves], dict(rounding_method=0)),
+                      lax.round_p.impl(halves, rounding_method=0))
+        for which in (x > y, np.asarray(True), np.broadcast_to(False, x.shape)):
+            assert _exact(_fast("select_n", [which, x, y]), lax.select_n_p.impl(which, x, y))
+        # broadcast scalar operands (lax's rank-0 operands become broadcast views)
+        for s in (dt(0.5), dt(-0.0), dt(np.nan)):
+            b = np.broadcast_to(s, x.shape)
+            assert _exact(_fast("max", [x, b]), lax.max_p.impl(x, b))
+            assert _exact(_fast("min", [b, x]), lax.min_p.impl(b, x))
+        if dt == np.float32:
+            assert _exact(_fast("rem", [x, y]), lax.rem_p.impl(x, y))
+            big = x * dt(1e6)     # quotients past the float64 shortcut, to libm's fmod
+            assert _exact(_fast("rem", [big, y]), lax.rem_p.impl(big, y))
+            params = dict(new_dtype=np.dtype(np.float16), weak_type=False)
+            for v in (x, y, x * dt(1e-4), x * dt(3e-7), x * dt(6e-8)):
+                assert _exact(_fast("convert_element_type", [v], params),
+                              lax.convert_element_type_p.impl(v, **params))
+
+
+def test_float32_to_float16_loop_on_every_exponent_and_rounding_boundary():
+    # all float32 bit patterns whose low 12 mantissa bits are 0x000, 0x7ff, 0x800, 0x801, 0xfff
+    # or random, for every sign, exponent and high-mantissa value (NumPy's conversion is the
+    # reference): every rounding case of every binade, subnormal results, overflow and NaNs
+    rng = np.random.default_rng(5)
+    hi = np.arange(1 << 20, dtype=np.uint64) << np.uint64(12)
+    params = dict(new_dtype=np.dtype(np.float16), weak_type=False)
+    for low in (0x000, 0x7ff, 0x800, 0x801, 0xfff, None):
+        lo = rng.integers(0, 1 << 12, hi.size, dtype=np.uint64) if low is None else low
+        x = (hi | np.uint64(low if low is not None else 0) | (lo if low is None else 0)
+             ).astype(np.uint32).view(np.float32)
+        with np.errstate(all="ignore"):
+            assert _exact(_fast("convert_element_type", [x], params), x.astype(np.float16))
+
+
+@pytest.mark.parametrize("dt", ["int8", "int16", "int32", "uint8", "uint16", "uint32"])
+def test_fast_integer_division_loops_have_the_numpy_impls_bits(dt):
+    rng = np.random.default_rng(4)
+    info = np.iinfo(dt)
+    n = eager_kernels.FAST_MIN_SIZE * 2
+    x = rng.integers(info.min, int(info.max) + 1, n, dtype=np.int64)
+    y = np.concatenate([rng.integers(info.min, int(info.max) + 1, n // 2, dtype=np.int64),
+                        rng.integers(-9 if info.min else 0, 9, n - n // 2)])
+    sp = np.array([info.min, info.min + 1, -1 if info.min else 2, 0, 1, 7, info.max - 1,
+                   info.max], np.int64)
+    a, b = np.meshgrid(sp, sp)
+    x[:a.size], y[:b.size] = a.ravel(), b.ravel()
+    x, y = x.astype(dt), y.astype(dt)
+    with np.errstate(all="ignore"):
+        for prim in (lax.div_p, lax.rem_p):
+            assert _exact(_fast(prim.name, [x, y]), prim.impl(x, y)), prim.name
+            seven = np.broadcast_to(np.asarray(7, dt), x.shape)
+            assert _exact(_fast(prim.name, [x, seven]), prim.impl(x, seven)), prim.name
+        assert _exact(_fast("select_n", [x > y, x, y]), lax.select_n_p.impl(x > y, x, y))
+        assert _exact(_fast("sign", [x]), lax.sign_p.impl(x))
+
+
+def test_fast_loops_leave_small_and_other_operands_to_numpy():
+    run = eager_kernels._fast_runner("max")
+    small = np.ones(eager_kernels.FAST_MIN_SIZE - 1, np.float32)
+    assert run([small, small], {}) is None
+    big = np.ones(eager_kernels.FAST_MIN_SIZE, np.float16)
+    assert run([big, big], {}) is None                      # no float16 in Numba
+    assert run([big.astype(np.float32), big.astype(np.float64)], {}) is None  # impl raises
+    assert run([big.astype(np.float32), np.asarray(1, np.float32)], {}) is None
+    with pytest.raises(TypeError, match="select_n cases must have the same shapes"):
+        lax.select_n_p.bind(jnp.asarray(big > 0), jnp.asarray(big.astype(np.float32)),
+                            jnp.asarray(np.float32(1)))
+    # eager results through the primitive are the impl's on every layout
+    x = np.random.default_rng(0).standard_normal((256, 130)).astype(np.float32)
+    for a, b in ((x, x[::-1]), (x.T, x.T[::-1]), (x[:, :1] + 0 * x, x)):
+        assert _exact(lax.max(jnp.asarray(a), jnp.asarray(b)), lax.max_p.impl(a, b))

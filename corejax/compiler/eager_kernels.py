@@ -13,6 +13,8 @@ constant folding under jit (compiler/passes.py) evaluates them the same way.
 impl; arithmetic, comparisons, sqrt, floor/ceil/round, rem, nextafter, max/min stay on NumPy
 (IEEE-exact on both sides, and NumPy runs them on broadcast views without copying), as do the
 special functions of lax/special.py, whose impl already runs the same compiled scalar code.
+(`FAST`, at the end of this module, lists primitives whose NumPy impl is slow on large
+operands: those run compiled loops with the NumPy impl's own bits above FAST_MIN_SIZE.)
 tests/test_eager_kernels.py checks eager == jit bit for bit for every float elementwise
 primitive, listed here or not.
 
@@ -24,6 +26,7 @@ operand is copied first), so a kernel serves every shape, 0-d included.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -80,7 +83,9 @@ def runner(primitive):
     """`run(values, params) -> ndarray | None` evaluating `primitive` on NumPy operands with
     its compiled scalar code, None where it does not apply (another dtype, mismatched operands:
     the NumPy impl then runs, and raises the primitive's own errors); None for a primitive
-    outside PRIMITIVES."""
+    outside PRIMITIVES and FAST."""
+    if primitive.name in FAST:
+        return _fast_runner(primitive.name)
     if primitive.name not in PRIMITIVES or primitive not in registry.elementwise_lowerings:
         return None
     kernels: dict = {}
@@ -120,3 +125,257 @@ def evaluate(primitive, values, params):
 def install() -> None:
     """Makes eager evaluation (corejax.array.apply_primitive) use these kernels."""
     array.set_eager_kernels(runner)
+
+
+# --- compiled loops with the NumPy impl's bits -----------------------------------------------
+#
+# Some primitives' NumPy impls are slow on large operands for reasons that have nothing to do
+# with their arithmetic: np.where branches per element (select_n with a random predicate: 10 ms
+# on 1M float32, and max / min order signed zeros with it), NumPy's float16 conversion, fmod
+# and nextafter are scalar software loops, integer division detours through float64 arrays.
+# Above FAST_MIN_SIZE elements their eager evaluation runs a compiled loop that computes the
+# NumPy impl's own bits (not the lowering's where the two differ: eager results stay what they
+# were; tests/test_eager_kernels.py checks every one against its NumPy impl bit for bit).
+# Below it (and for other dtypes, mismatched operands, narrow types) the NumPy impl runs, so
+# small eager programs never load Numba.
+
+FAST_MIN_SIZE = 1 << 14
+
+_NUMBA_DTYPES = frozenset(map(np.dtype, (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+    np.uint64, np.float32, np.float64)))
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_SMALL_INTS = frozenset(map(np.dtype, (np.int8, np.int16, np.int32, np.uint8, np.uint16,
+                                       np.uint32)))
+
+
+def _lit(value, dt: np.dtype) -> str:
+    from corejax.compiler.scalar_ctx import literal
+    return literal(value, dt)
+
+
+# Each builder takes the operand dtypes and the params and returns None (the NumPy impl runs)
+# or (body lines computing `v0` from the loaded operands x0, x1, ..., result dtype, the dtype
+# the output buffer is passed as).
+
+def _fast_select_n(dts, params):
+    # np.where(which, case1, case0); both cases are loaded, so the loop vectorizes to blends
+    if len(dts) != 3 or dts[0] != np.bool_ or dts[1] != dts[2]:
+        return None
+    return ["v0 = x2 if x0 else x1"], dts[1], dts[1]
+
+
+def _fast_max_min(is_max):
+    def build(dts, params):
+        # np.maximum / np.minimum (NaN: the first NaN operand), and equal operands give
+        # +0 over -0 (max) or -0 over +0 (min), as XLA orders zeros
+        dt = dts[0]
+        if len(dts) != 2 or dts[1] != dt or dt not in (_F32, _F64):
+            return None
+        gt = ">" if is_max else "<"
+        tie = "x0 + x1" if is_max else "-((-x0) + (-x1))"
+        return [f"v0 = x0 if x0 {gt} x1 else (x1 if x1 {gt} x0 else ((x0 if x0 != 0 else {tie})"
+                f" if x0 == x1 else (x0 if x0 != x0 else x1)))"], dt, dt
+    return build
+
+
+def _fast_sign(dts, params):
+    # np.sign, floats keeping zeros' signs and NaN's bits
+    dt = dts[0]
+    if dt == np.bool_ or dt not in _NUMBA_DTYPES:
+        return None
+    if dt.kind == "u":
+        return [f"v0 = {_lit(1, dt)} if x0 > 0 else {_lit(0, dt)}"], dt, dt
+    rest = "x0" if dt.kind == "f" else _lit(0, dt)
+    return [f"v0 = {_lit(1, dt)} if x0 > 0 else ({_lit(-1, dt)} if x0 < 0 else {rest})"], dt, dt
+
+
+def _fast_round(dts, params):
+    # rounding_method 0 (half away from zero): trunc(x), plus sign(x) where |x - trunc(x)|
+    # >= 1/2 (NaN and infinities keep trunc's result)
+    dt = dts[0]
+    if dt not in (_F32, _F64) or params.get("rounding_method", 1) != 0:
+        return None
+    return ["t = np.trunc(x0)",
+            f"v0 = t + ({_lit(1, dt)} if x0 > 0 else {_lit(-1, dt)}) "
+            f"if abs(x0 - t) >= {_lit(0.5, dt)} else t"], dt, dt
+
+
+def _fast_nextafter(dts, params):
+    # C's nextafter on the bits: a NaN operand gives it quieted (y's if both are NaN), x == y
+    # gives y, zero steps to the smallest subnormal of y's sign, else the bit pattern moves by
+    # one toward y
+    dt = dts[0]
+    if len(dts) != 2 or dts[1] != dt or dt not in (_F32, _F64):
+        return None
+    it = "np.int32" if dt == _F32 else "np.int64"
+    sign_bit = "np.int32(-2147483648)" if dt == _F32 else "np.int64(-9223372036854775808)"
+    quiet = f"{it}({1 << 22 if dt == _F32 else 1 << 51})"
+    return [
+        "if x1 != x1:",
+        f"    v0 = bitcast({it}(bitcast(x1, {it}) | {quiet}), np.{dt.name})",
+        "elif x0 != x0:",
+        f"    v0 = bitcast({it}(bitcast(x0, {it}) | {quiet}), np.{dt.name})",
+        "elif x0 == x1:",
+        "    v0 = x1",
+        "elif x0 == 0:",
+        f"    v0 = bitcast({it}({it}(1) | (bitcast(x1, {it}) & {sign_bit})), np.{dt.name})",
+        "else:",
+        f"    b = bitcast(x0, {it})",
+        f"    v0 = bitcast({it}(b + 1) if (x1 > x0) == (x0 > 0) else {it}(b - 1), np.{dt.name})",
+    ], dt, dt
+
+
+def _fast_div(dts, params):
+    # integers of up to 32 bits: trunc(float64(x) / float64(y)) (exact), -1 (signed) or the
+    # maximum (unsigned) where y == 0, wrapped to the type as NumPy's cast wraps it
+    dt = dts[0]
+    if len(dts) != 2 or dts[1] != dt:
+        return None
+    if dt not in _SMALL_INTS:
+        return None
+    on_zero = -1 if dt.kind == "i" else np.iinfo(dt).max
+    return [f"v0 = {_lit(on_zero, dt)} if x1 == 0 else "
+            f"np.{dt.name}(np.int64(np.float64(x0) / np.float64(x1)))"], dt, dt
+
+
+def _fast_rem(dts, params):
+    dt = dts[0]
+    if len(dts) != 2 or dts[1] != dt:
+        return None
+    if dt in _SMALL_INTS:
+        # C's %: x - trunc(x / y) * y (the quotient exact in float64); x where y == 0
+        return ["if x1 == 0:", "    v0 = x0", "else:",
+                "    q = np.int64(np.float64(x0) / np.float64(x1))",
+                f"    v0 = np.{dt.name}(np.int64(x0) - q * np.int64(x1))"], dt, dt
+    if dt != _F32:
+        return None
+    # fmod is exact, so any exact method gives its bits: in float64, |x| - q |y| with
+    # q = trunc(|x| / |y|) < 2**29 is exact (q |y| has at most 53 significant bits), q one too
+    # large where the quotient rounded up to an integer (then + |y|); the sign is x's. Larger
+    # quotients, zeros, infinities and NaN take libm's fmodf.
+    return ["a = abs(np.float64(x0))", "b = abs(np.float64(x1))",
+            "if a < b:", "    v0 = x0",
+            "elif b > 0 and a < b * 536870912.0:",
+            "    r = a - np.floor(a / b) * b",
+            "    if r < 0:", "        r += b",
+            "    v0 = np.float32(math.copysign(r, np.float64(x0)))",
+            "elif x0 != x0:", "    v0 = x0 + x0",       # NumPy keeps x's NaN, libm y's
+            "else:", "    v0 = np.float32(np.fmod(x0, x1))"], dt, dt
+
+
+def _fast_convert(dts, params):
+    new = np.dtype(params.get("new_dtype"))
+    if dts[0] != _F32 or new != np.float16:
+        return None
+    # float32 -> float16 bits, rounding to nearest even as NumPy's conversion does; NaN keeps
+    # the top of its payload (and stays a NaN), overflow gives infinity
+    return [
+        "b = bitcast(x0, np.uint32)",
+        "s = np.uint32((b >> np.uint32(16)) & np.uint32(0x8000))",
+        "a = b & np.uint32(0x7fffffff)",
+        "if a >= np.uint32(0x7f800000):",
+        "    h = np.uint32(0x7c00) + (a & np.uint32(0x7fffff)) // np.uint32(8192)",
+        "    if a > np.uint32(0x7f800000) and h == np.uint32(0x7c00):",
+        "        h = np.uint32(0x7c01)",
+        "elif a >= np.uint32(0x477ff000):",
+        "    h = np.uint32(0x7c00)",
+        "elif a >= np.uint32(0x38800000):",
+        "    m = a - np.uint32(0x38000000)",
+        "    h = (m + np.uint32(0xfff) + ((m >> np.uint32(13)) & np.uint32(1))) >> np.uint32(13)",
+        "elif a > np.uint32(0x33000000):",
+        "    e = a >> np.uint32(23)",
+        "    mant = (a & np.uint32(0x7fffff)) | np.uint32(0x800000)",
+        "    sh = np.uint32(126) - e",
+        "    h = mant >> sh",
+        "    rest = mant - (h << sh)",
+        "    half = np.uint32(1) << (sh - np.uint32(1))",
+        "    if rest > half or (rest == half and (h & np.uint32(1)) != 0):",
+        "        h += np.uint32(1)",
+        "else:",
+        "    h = np.uint32(0)",
+        "v0 = np.uint16(s | h)",
+    ], np.dtype(np.float16), np.dtype(np.uint16)
+
+
+FAST = {
+    "select_n": _fast_select_n, "max": _fast_max_min(True), "min": _fast_max_min(False),
+    "sign": _fast_sign, "round": _fast_round, "nextafter": _fast_nextafter, "div": _fast_div, "rem": _fast_rem,
+    "convert_element_type": _fast_convert,
+}
+
+
+def _fast_source(body, dts, scalar, out_view) -> str:
+    operands = ", ".join(f"a{j}" for j in range(len(dts)))
+    hoisted = [f"    x{j} = a{j}[0]" for j in range(len(dts)) if scalar[j]]
+    loads = [f"        x{j} = a{j}[i0]" for j in range(len(dts)) if not scalar[j]]
+    return "\n".join([
+        "import math", "import numpy as np", "from numba import njit",
+        "from corejax.compiler.kernel_lib import bitcast", "", "",
+        '@njit(error_model="numpy", nogil=True, cache=True)',
+        f"def kernel(n0, {operands}, o0):",
+        *hoisted,
+        "    for i0 in range(n0):",
+        *loads,
+        *[f"        {line}" for line in body],
+        "        o0[i0] = v0",
+    ]) + "\n"
+
+
+def _fast_runner(name):
+    build = FAST[name]
+    kernels: dict = {}
+
+    def run(values, params):
+        shape = None
+        for v in values:
+            if v.dtype not in _NUMBA_DTYPES:
+                return None
+            if v.ndim and shape is None:
+                shape = v.shape
+        if shape is None:
+            return None
+        n = math.prod(shape)
+        if n < FAST_MIN_SIZE:
+            return None
+        flat, scalar = [], []
+        for j, v in enumerate(values):
+            if v.shape == shape and v.flags.c_contiguous:
+                flat.append(v.reshape(-1))
+                scalar.append(False)
+            # a broadcast scalar is passed as one element (only select's predicate may be
+            # rank 0: other mismatched operands are left to the impl, which raises)
+            elif (v.shape == () and j == 0 and name == "select_n") or (
+                    v.shape == shape and not any(v.strides)):
+                flat.append(np.array([v[(0,) * v.ndim]], v.dtype))
+                scalar.append(True)
+            elif v.shape == shape:
+                flat.append(np.ascontiguousarray(v).reshape(-1))
+                scalar.append(False)
+            else:
+                return None
+        dts = tuple(v.dtype for v in values)
+        try:
+            key = (dts, tuple(scalar), tuple(sorted(params.items())) if params else ())
+            built = kernels.get(key, False)
+        except TypeError:   # an unhashable parameter
+            return None
+        if built is False:
+            spec = build(dts, params)
+            if spec is not None:
+                from numba import types
+                from corejax.compiler import diskcache
+                body, out_dtype, out_view = spec
+                sig = [types.int64] + [diskcache.numba_type(d) for d in dts] + \
+                    [diskcache.numba_type(out_view)]
+                fn, _ = diskcache.load_kernel(_fast_source(body, dts, scalar, out_view), sig)
+                spec = fn, out_dtype, out_view
+            built = kernels[key] = spec
+        if built is None:
+            return None
+        fn, out_dtype, out_view = built
+        out = np.empty(shape, out_dtype)
+        fn(n, *flat, out.reshape(-1).view(out_view))
+        return out
+
+    return run

@@ -236,7 +236,7 @@ def _round_impl(x, rounding_method=1):
 def _int_div(x, y):
     kind = dtypes.kind_of(x.dtype)
     if kind in "fc":
-        return np.true_divide(x, y).astype(x.dtype)
+        return np.true_divide(x, y).astype(x.dtype, copy=False)
     safe = np.where(y == 0, 1, y)
     q = np.trunc(np.true_divide(x, safe)) if x.dtype.itemsize < 8 else _trunc_div(x, safe)
     return np.where(y == 0, -1 if kind == "i" else dtypes.iinfo(x.dtype).max,

@@ -1,0 +1,119 @@
+"""Eager elementwise ops and reductions on 1M float32 (and a few int32 ops), one op at a time as
+a notebook runs them: corejax against JAX's eager ops, run in a subprocess with the python named
+by --jax-python or $JAX_PYTHON (default /work/jaxvenv/bin/python; the project never imports
+JAX). Prints a table of medians (us) and the ratio corejax / JAX; asserts nothing.
+
+    python bench/bench_eager_ops.py [--repeats 15] [--only hypot,clip,...] [--jax-python PY]
+
+The goal (issue #32) is a ratio of at most 1.0 on every row. The machine is shared: each side
+times every op `repeats` times and keeps the median; rerun rows that look off with --only.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+UNARY = ["exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "cbrt", "abs", "negative", "sign",
+         "floor", "ceil", "round", "log1p", "expm1", "arcsin", "arctan", "sinh", "cosh",
+         "arcsinh", "exp2", "log2", "log10", "reciprocal", "square", "rint", "trunc", "isnan",
+         "isfinite", "logical_not", "deg2rad", "sinc", "signbit", "positive"]
+BINARY = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "arctan2",
+          "hypot", "mod", "fmod", "greater", "less_equal", "equal", "logaddexp", "copysign",
+          "true_divide", "floor_divide", "nextafter", "heaviside"]
+REDUCTIONS = ["sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "all",
+              "any", "cumsum", "sort", "median", "nansum", "logsumexp"]
+OTHER = ["int_add", "int_floor_divide", "int_mod", "where", "clip", "astype_f16", "x*2+1"]
+ALL = UNARY + BINARY + REDUCTIONS + OTHER
+
+
+def cases(jax, jnp, special):
+    """name -> thunk over 1M-element operands, for either framework."""
+    rng = np.random.default_rng(0)
+    n = 1 << 20
+    x = jnp.asarray(rng.random(n, dtype=np.float32) + np.float32(0.1))
+    y = jnp.asarray(rng.random(n, dtype=np.float32) + np.float32(0.2))
+    i = jnp.asarray(rng.integers(1, 100, n).astype(np.int32))
+    out = {}
+    for u in UNARY:
+        out[u] = (lambda f: lambda: f(x))(getattr(jnp, u))
+    for b in BINARY:
+        out[b] = (lambda f: lambda: f(x, y))(getattr(jnp, b))
+    for r in REDUCTIONS:
+        f = special.logsumexp if r == "logsumexp" else getattr(jnp, r)
+        out[r] = (lambda f: lambda: f(x))(f)
+    out.update({
+        "int_add": lambda: i + i, "int_floor_divide": lambda: i // 7, "int_mod": lambda: i % 7,
+        "where": lambda: jnp.where(x > 0.5, x, y), "clip": lambda: jnp.clip(x, 0.2, 0.8),
+        "astype_f16": lambda: x.astype(jnp.float16), "x*2+1": lambda: x * 2 + 1,
+    })
+    return out
+
+
+def time_all(which, names, repeats):
+    if which == "jax":
+        import jax
+        import jax.numpy as jnp
+        import jax.scipy.special as special
+    else:
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        import corejax as jax
+        import corejax.numpy as jnp
+        import corejax.scipy.special as special
+    thunks = cases(jax, jnp, special)
+    out = {}
+    for name in names:
+        f = thunks[name]
+        f().block_until_ready()         # compiles / loads kernels, warms caches
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            f().block_until_ready()
+            times.append(time.perf_counter() - t)
+        out[name] = float(np.median(times) * 1e6)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--only", default="", help="comma-separated op names (default: all)")
+    ap.add_argument("--jax-python", default=os.environ.get("JAX_PYTHON",
+                                                           "/work/jaxvenv/bin/python"))
+    ap.add_argument("--side", choices=["corejax", "jax"], help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    names = [s for s in args.only.split(",") if s] or ALL
+    unknown = sorted(set(names) - set(ALL))
+    if unknown:
+        ap.error(f"unknown ops {unknown}; known: {', '.join(ALL)}")
+    if args.side:       # a worker: print the medians as JSON
+        print(json.dumps(time_all(args.side, names, args.repeats)))
+        return
+    theirs = {}
+    if os.path.exists(args.jax_python):
+        proc = subprocess.run([args.jax_python, os.path.abspath(__file__), "--side", "jax",
+                               "--repeats", str(args.repeats), "--only", ",".join(names)],
+                              capture_output=True, text=True)
+        if proc.returncode == 0:
+            theirs = json.loads(proc.stdout.strip().splitlines()[-1])
+        else:
+            print(f"jax side failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
+    else:
+        print(f"jax: {args.jax_python} not found (set --jax-python / JAX_PYTHON); no ratios")
+    ours = time_all("corejax", names, args.repeats)
+    print(f"{'op (1M float32)':18s} {'corejax us':>11s} {'jax us':>9s} {'ratio':>7s}")
+    over = 0
+    for name in names:
+        j = theirs.get(name)
+        ratio = ours[name] / j if j else float("nan")
+        over += ratio > 1.0
+        print(f"{name:18s} {ours[name]:11.0f} {j if j else float('nan'):9.0f} {ratio:7.2f}")
+    if theirs:
+        print(f"{over} of {len(names)} ops above 1.0x JAX")
+
+
+if __name__ == "__main__":
+    main()
