@@ -32,7 +32,7 @@ import logging
 import os
 import sys
 
-from corejax.config import config, _VALIDATORS
+from corejax.config import config
 
 __all__ = ["Guarded", "host_to_device", "device_to_host", "device_to_device",
            "describe_transfer"]
@@ -147,12 +147,7 @@ def array_collected(array) -> None:
         os.abort()
 
 
-def _gc_guard_changed(value) -> None:
-    from corejax import array as _array
-    on = (value or "allow") != "allow"
-    if on and _gc_phase not in gc.callbacks:
+def track_collections() -> None:
+    """Keeps _Collecting current from now on (installed once the guard is first set)."""
+    if _gc_phase not in gc.callbacks:
         gc.callbacks.append(_gc_phase)
-    _array.set_gc_guard(on)
-
-
-config.watch("array_garbage_collection_guard", _gc_guard_changed)

@@ -301,13 +301,19 @@ def _collected(self):
     _transfer_guard.array_collected(self)
 
 
-def set_gc_guard(on: bool) -> None:
-    """Installs (or removes) Array's finalizer for the array garbage-collection guard, so that
-    arrays pay for one only while the guard is on."""
-    if on:
+def _gc_guard_changed(value) -> None:
+    """Installs (or removes) Array's finalizer for the array garbage-collection guard
+    (corejax/_transfer_guard.py), so that arrays pay for one only while the guard is on."""
+    if (value or "allow") != "allow":
+        _transfer_guard.track_collections()
         Array.__del__ = _collected
     elif "__del__" in Array.__dict__:
         del Array.__del__
+
+
+config.watch("array_garbage_collection_guard", _gc_guard_changed)
+if config.array_garbage_collection_guard is not None:      # JAX_ARRAY_GARBAGE_COLLECTION_GUARD
+    _gc_guard_changed(config.array_garbage_collection_guard)
 
 
 def _rebuild(value, weak_type):
