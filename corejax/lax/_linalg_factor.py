@@ -38,8 +38,10 @@ def _cholesky_one(a):
     try:
         return np.linalg.cholesky(a)
     except np.linalg.LinAlgError:
-        # Not positive definite: NaN factor (as JAX's LAPACK call reports it), zero above.
-        return np.tril(np.full_like(a, np.nan))
+        # Not positive definite: NaN factor (as JAX's LAPACK call reports it; NaN in both parts
+        # of complex entries), zero above.
+        nan = complex(np.nan, np.nan) if a.dtype.kind == "c" else np.nan
+        return np.tril(np.full_like(a, nan))
 
 
 def _cholesky_impl(x):
@@ -56,7 +58,7 @@ def _cholesky_impl(x):
 def _cholesky_abstract(x):
     check_rank("cholesky", 0, x, 2)
     check_square("cholesky", x)
-    check_float("cholesky", 0, x)
+    check_float("cholesky", 0, x, complex_ok=True)
     return ShapedArray(x.shape, x.dtype)
 
 
@@ -64,8 +66,9 @@ cholesky_p = define("cholesky", _cholesky_impl, _cholesky_abstract)
 
 
 def _cholesky_jvp(primals, tangents):
-    """L' = L Phi(L^-1 A' L^-T), where Phi keeps the strict lower triangle and half the
-    diagonal (the tangent is used as given: symmetrizing is the caller's choice)."""
+    """L' = L Phi(L^-1 A' L^-H), where Phi keeps the strict lower triangle and half the
+    diagonal (the tangent is used as given: symmetrizing is the caller's choice; for complex
+    input the diagonal is halved as it is, imaginary part included, as JAX does)."""
     (x,), (x_dot,) = primals, tangents
     lower = cholesky_p.bind(x)
     if type(x_dot) is Zero:
@@ -73,7 +76,7 @@ def _cholesky_jvp(primals, tangents):
     lax = _lax()
     tmp = triangular_solve_p.bind(lower, x_dot, **_params(left_side=True, lower=True))
     inner = triangular_solve_p.bind(lower, tmp, **_params(left_side=False, lower=True,
-                                                          transpose_a=True))
+                                                          transpose_a=True, conjugate_a=True))
     shape = get_aval(inner).shape
     half = lax.full(shape, 0.5, get_aval(inner).dtype)
     phi = lax.add(tril(inner, -1), where_mask(diag_mask(shape), lax.mul(inner, half)))
@@ -91,10 +94,18 @@ def _params(left_side=False, lower=False, transpose_a=False, conjugate_a=False,
                 conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)
 
 
-def _trsm(a, b, left_side, lower, transpose_a, unit_diagonal):
+def _trsm(a, b, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    """BLAS trsm solving op(a) x = b (or x op(a) = b): op is a, a^T, a^H (trsm's trans_a 0, 1,
+    2) or conj(a), which trsm lacks: that one solves with the conjugated matrix."""
+    trans = int(transpose_a)
+    if conjugate_a and a.dtype.kind == "c":
+        if transpose_a:
+            trans = 2
+        else:
+            a = np.conj(a)
     trsm = scipy.linalg.blas.get_blas_funcs("trsm", (a, b))
-    return trsm(1.0, a, b, side=0 if left_side else 1, lower=int(lower),
-                trans_a=int(transpose_a), diag=int(unit_diagonal))
+    return trsm(1.0, a, b, side=0 if left_side else 1, lower=int(lower), trans_a=trans,
+                diag=int(unit_diagonal))
 
 
 def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a,
@@ -102,7 +113,7 @@ def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a,
     if a.size == 0 or b.size == 0:
         return np.zeros(b.shape, b.dtype)
     with np.errstate(all="ignore"):
-        return batch_loop(lambda x, y: _trsm(x, y, left_side, lower, transpose_a,
+        return batch_loop(lambda x, y: _trsm(x, y, left_side, lower, transpose_a, conjugate_a,
                                              unit_diagonal), a, b, core_ndims=(2, 2))
 
 
@@ -110,8 +121,8 @@ def _triangular_solve_abstract(a, b, *, left_side, lower, transpose_a, conjugate
                                unit_diagonal):
     check_rank("triangular_solve", 0, a, 2)
     check_rank("triangular_solve", 1, b, 2)
-    check_float("triangular_solve", 0, a)
-    check_float("triangular_solve", 1, b)
+    check_float("triangular_solve", 0, a, complex_ok=True)
+    check_float("triangular_solve", 1, b, complex_ok=True)
     if a.dtype != b.dtype:
         raise TypeError(f"lax.triangular_solve requires arguments to have the same dtypes, got "
                         f"{a.dtype.name}, {b.dtype.name}.")
@@ -131,10 +142,12 @@ triangular_solve_p = define("triangular_solve", _triangular_solve_impl,
 def _triangular_solve_jvp_a(a_dot, out, a, b, *, left_side, lower, transpose_a, conjugate_a,
                             unit_diagonal):
     """op(A) X = B gives X' = -op(A)^-1 op(A') X (and X' = -X op(A') op(A)^-1 on the right),
-    where A' counts only in the triangle the solve reads."""
+    where A' counts only in the triangle the solve reads (op: transpose and / or conjugate)."""
     params = _params(left_side, lower, transpose_a, conjugate_a, unit_diagonal)
     k = -1 if unit_diagonal else 0
     a_dot = tril(a_dot, k) if lower else triu(a_dot, -k)
+    if conjugate_a and get_aval(a_dot).dtype.kind == "c":
+        a_dot = _lax().conj(a_dot)
     op = mT(a_dot) if transpose_a else a_dot
     rhs = matmul(op, out) if left_side else matmul(out, op)
     return _lax().neg(triangular_solve_p.bind(a, rhs, **params))

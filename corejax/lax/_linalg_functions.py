@@ -31,9 +31,9 @@ def _lax():
 
 
 def cholesky(x, *, symmetrize_input: bool = True):
-    """The lower-triangular L with x = L L^T (NaN where x is not positive definite).
-    `symmetrize_input` first replaces x by (x + x^T) / 2; otherwise only x's lower triangle
-    is read."""
+    """The lower-triangular L with x = L L^H (L L^T for real x; NaN where x is not positive
+    definite). `symmetrize_input` first replaces x by (x + x^H) / 2; otherwise only x's lower
+    triangle (and the real part of its diagonal) is read."""
     if symmetrize_input:
         _util.check_rank("cholesky", 0, get_aval(x), 2)
         x = _util.symmetrize(x)

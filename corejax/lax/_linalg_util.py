@@ -28,14 +28,17 @@ def check_rank(name: str, position: int, aval: ShapedArray, rank: int) -> None:
                         f"shape={shape_str(aval.shape)}")
 
 
-def check_float(name: str, position: int, aval: ShapedArray) -> None:
+def check_float(name: str, position: int, aval: ShapedArray, complex_ok: bool = False) -> None:
     """LAPACK works in float32 and float64 here: integers are a TypeError (as in JAX); float16
-    (which LAPACK lacks) and complex matrices (only eig takes them) are NotImplementedError."""
+    (which LAPACK lacks) and complex matrices (unless `complex_ok`: the primitives with a
+    complex path, such as eig, cholesky and triangular_solve) are NotImplementedError."""
     dt = aval.dtype
+    if dt.kind == "c" and complex_ok:
+        return
     if dt.kind == "c":
         raise NotImplementedError(f"{name}: complex matrices ({dt.name}) are not supported by "
-                                  f"corejax's {name} yet (only eig takes them); use float32 or "
-                                  "float64.")
+                                  f"corejax's {name} yet (only eig, cholesky and "
+                                  "triangular_solve take them); use float32 or float64.")
     if dt.kind != "f":
         raise TypeError(f"{name} does not accept dtype {dt.name} at position {position}. "
                         f"Accepted dtypes at position {position} are subtypes of floating, "
@@ -294,12 +297,19 @@ def zeros_tangent(x):
     return ad.Zero(get_aval(x).to_tangent_aval())
 
 
+def conj_mT(x):
+    """The conjugate transpose x^H (the plain transpose for real x)."""
+    xt = mT(x)
+    return _lax().conj(xt) if get_aval(x).dtype.kind == "c" else xt
+
+
 def symmetrize(x):
-    """(x + x^T) / 2; integer input becomes the default float dtype, as JAX's division does."""
+    """(x + x^H) / 2 (the Hermitian part; (x + x^T) / 2 for real x); integer input becomes the
+    default float dtype, as JAX's division does."""
     lax = _lax()
     aval = get_aval(x)
     if not dtypes.is_inexact(aval.dtype):
         x = lax.convert_element_type(x, dtypes.default_float_dtype())
         aval = get_aval(x)
     half = lax.full(aval.shape, 0.5, aval.dtype)
-    return lax.mul(lax.add(x, mT(x)), half)
+    return lax.mul(lax.add(x, conj_mT(x)), half)

@@ -74,11 +74,11 @@ def _square(name, a, what=None):
 # --- decompositions --------------------------------------------------------------------------
 
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
-    """The Cholesky factor of symmetric positive definite matrices: lower L with a = L L^T, or
-    upper U = L^T with a = U^T U. NaN where a is not positive definite."""
+    """The Cholesky factor of Hermitian (symmetric) positive definite matrices: lower L with
+    a = L L^H, or upper U = L^H with a = U^H U. NaN where a is not positive definite."""
     (a,) = _inexact("jnp.linalg.cholesky", a)
     factor = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
-    return _u.mT(factor) if upper else factor
+    return _u.conj_mT(factor) if upper else factor
 
 
 def _lower_flag(uplo):

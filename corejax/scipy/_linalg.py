@@ -57,12 +57,12 @@ def _solve_vectors(solve, a, b):
 # --- Cholesky --------------------------------------------------------------------------------
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
-    """The Cholesky factor from a's `lower` (else upper) triangle: L with a = L L^T, or U with
-    a = U^T U (NaN where that triangle is not positive definite)."""
+    """The Cholesky factor from a's `lower` (else upper) triangle: L with a = L L^H, or U with
+    a = U^H U (^T for real a; NaN where that triangle is not positive definite)."""
     (a,) = _inexact("cholesky", a)
     if lower:
         return lax_linalg.cholesky(a, symmetrize_input=False)
-    return _u.mT(lax_linalg.cholesky(_u.mT(a), symmetrize_input=False))
+    return _u.conj_mT(lax_linalg.cholesky(_u.conj_mT(a), symmetrize_input=False))
 
 
 def cho_factor(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
@@ -76,10 +76,11 @@ def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = Tr
     c, b = _inexact("cho_solve", c, b)
 
     def solve(c, b):
+        # a = c c^H (lower) or c^H c (upper): one solve with c, one with c^H
         y = lax_linalg.triangular_solve(c, b, left_side=True, lower=lower,
-                                        transpose_a=not lower)
+                                        transpose_a=not lower, conjugate_a=not lower)
         return lax_linalg.triangular_solve(c, y, left_side=True, lower=lower,
-                                           transpose_a=lower)
+                                           transpose_a=lower, conjugate_a=lower)
 
     return _solve_vectors(solve, c, b)
 
@@ -154,7 +155,8 @@ def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: boo
 def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = False,
                      overwrite_b: bool = False, debug=None, check_finite: bool = True):
     """x with op(a) x = b for triangular a (only its `lower` / upper triangle is read);
-    op is the identity (trans 0 / 'N') or the transpose (1 / 'T', 2 / 'C')."""
+    op is the identity (trans 0 / 'N'), the transpose (1 / 'T') or the conjugate transpose
+    (2 / 'C')."""
     modes = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}
     if trans not in modes:
         raise ValueError(f"Invalid 'trans' value {trans!r}: expected one of 0, 1, 2, 'N', 'T', "
@@ -164,6 +166,7 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
     return _solve_vectors(
         lambda a, b: lax_linalg.triangular_solve(a, b, left_side=True, lower=lower,
                                                  transpose_a=modes[trans],
+                                                 conjugate_a=trans in (2, "C"),
                                                  unit_diagonal=unit_diagonal), a, b)
 
 

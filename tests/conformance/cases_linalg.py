@@ -37,6 +37,16 @@ def _dominant(x):
     return x + 2 * x.shape[-1] * _eye(x)
 
 
+def _hpd(x):
+    """Hermitian positive definite from a complex x: x x^H / n + I."""
+    return x @ x.conj().mT / x.shape[-1] + _eye(x)
+
+
+def _parts(out):
+    """The real and imaginary parts of a complex result (what grad / jvp / vjp compare)."""
+    return out.real, out.imag
+
+
 def _singular(x):
     return x.at[..., -1].set(x[..., 0])
 
@@ -81,6 +91,15 @@ cases.ARRAY_OPS.update({
     # a singular value for x, with x's own tangent (derivatives at a singular matrix)
     "linalg_singular_point": lambda f, stop_gradient, x: f(x + stop_gradient(_singular(x) - x)),
     "linalg_upper": lambda f, x, *a, **kw: f(_upper(x), *a, **kw),
+    # complex (Hermitian) inputs: built from a complex x, or, to differentiate with real
+    # inputs and outputs, from real and imaginary parts (x + iy, b = u + iv) and returning parts
+    "linalg_hpd": lambda f, x, *a, **kw: f(_hpd(x), *a, **kw),
+    "linalg_hpd_parts": lambda f, x, y, **kw: _parts(f(_hpd(x + 1j * y), **kw)),
+    "linalg_cdominant": lambda f, x, *a, **kw: f(_dominant(x), *a, **kw),
+    "linalg_cdominant_parts": lambda f, x, y, u, v, **kw: _parts(
+        f(_dominant(x + 1j * y), u + 1j * v, **kw)),
+    "linalg_hpd_factor_solve_parts": lambda factor, solve, x, y, u, v, fkw=None: _parts(
+        solve(factor(_hpd(x + 1j * y), **(fkw or {})), u + 1j * v)),
     "linalg_vw_fixed": lambda f, x, *a, **kw: _fix_vw(f(x, *a, **kw)),
     "linalg_wv_fixed": lambda f, x, *a, **kw: _fix_wv(f(x, *a, **kw)),
     "linalg_usv_fixed": lambda f, x, *a, **kw: _fix_usv(*f(x, *a, **kw)),
@@ -534,6 +553,53 @@ for _fn, _args in [("hadamard", (4,)), ("hadamard", (8, "float32")), ("hadamard"
     # JAX computes these in the working precision: its float32 entries are off by a few ulp
     add(case(S + _fn, *_args, static=tuple(range(len(_args))), transforms=BASIC, ulp=64))
 add(case(S + "hilbert", 4, static=(0,), x64=True, transforms=("eager",), label="x64"))
+
+# ------------------------------------------------------------------ complex (Hermitian) input
+
+_R4, _R42 = ("f32[4,4]", "f32[4,4]"), ("f32[4,2]", "f32[4,2]")
+add(wrap("hpd", L + "cholesky", "c64[4,4]", ulp=16),
+    wrap("hpd", L + "cholesky", "c64[2,4,4]", kwargs={"symmetrize_input": False}, ulp=16,
+         label="nosym"),
+    wrap("hpd", L + "cholesky", "c128[4,4]", x64=True, ulp=16),
+    wrap("hpd_parts", L + "cholesky", *_R4, transforms=FULL, ulp=32),
+    wrap("hpd_parts", L + "cholesky", *_R4, kwargs={"symmetrize_input": False},
+         transforms=NOHVP, ulp=32, label="nosym"),
+    wrap("hpd_parts", L + "cholesky", "f64[3,3]", "f64[3,3]", x64=True, transforms=DIFF,
+         ulp=32),
+    case(L + "cholesky", "c64[4,4]", label="cplxchol_not_pd_nan"),
+    case(L + "cholesky", "c64[2,4]", label="cplxchol_not_square", transforms=("eager",)),
+    case(L + "cholesky", "c64[2,4]", kwargs={"symmetrize_input": False},
+         label="cplxchol_not_square_nosym", transforms=("eager",)),
+    wrap("hpd", N + "cholesky", "c64[2,4,4]", kwargs={"upper": True}, ulp=16, label="upper"),
+    wrap("hpd_parts", N + "cholesky", *_R4, kwargs={"upper": True}, transforms=NOHVP, ulp=32,
+         label="upper"),
+    wrap("hpd", S + "cholesky", "c64[4,4]", ulp=16),
+    wrap("hpd_parts", S + "cholesky", *_R4, kwargs={"lower": True}, transforms=NOHVP, ulp=32,
+         label="lower"),
+    case("array.linalg_hpd_factor_solve_parts", Ref(S + "cho_factor"), Ref(S + "cho_solve"),
+         *_R4, *_R42, transforms=NOHVP, ulp=64, label="cho_solve"),
+    case("array.linalg_hpd_factor_solve_parts", Ref(S + "cho_factor"), Ref(S + "cho_solve"),
+         *_R4, *_R42, kwargs={"fkw": {"lower": True}}, transforms=NOHVP, ulp=64,
+         label="cho_solve_lower"))
+for _kw in ({"left_side": True, "lower": True, "conjugate_a": True},
+            {"left_side": True, "lower": True, "transpose_a": True, "conjugate_a": True},
+            {"left_side": False, "lower": False, "transpose_a": True, "conjugate_a": True},
+            {"left_side": False, "lower": True, "unit_diagonal": True}):
+    _lab = "_".join(k for k, v in _kw.items() if v)
+    _b = ("c64[4,2]", _R42) if _kw["left_side"] else ("c64[2,4]", ("f32[2,4]", "f32[2,4]"))
+    add(wrap("cdominant", L + "triangular_solve", "c64[4,4]", _b[0], kwargs=_kw, ulp=16,
+             label=_lab),
+        wrap("cdominant_parts", L + "triangular_solve", *_R4, *_b[1], kwargs=_kw,
+             transforms=FULL if _kw.get("transpose_a") else NOHVP, ulp=16, label=_lab))
+add(wrap("cdominant", L + "triangular_solve", "c128[2,4,4]", "c128[2,4,2]",
+         kwargs={"left_side": True, "transpose_a": True, "conjugate_a": True}, x64=True,
+         ulp=16, label="batch_x64"),
+    wrap("cdominant_parts", S + "solve_triangular", *_R4, *_R42,
+         kwargs={"trans": 2, "lower": True}, transforms=NOHVP, ulp=16, label="trans2"),
+    wrap("cdominant_parts", S + "solve_triangular", *_R4, *_R42, kwargs={"trans": "C"},
+         transforms=NOHVP, ulp=16, label="transC"),
+    case(L + "triangular_solve", "c64[4,4]", "f32[4,2]", kwargs={"left_side": True},
+         transforms=("eager",), label="cplxchol_mixed_dtypes"))
 
 SKIP_REASONS["lax"] = {**SKIP_REASONS.get("lax", {}), "linalg": "submodule (its functions are "
                                                                  "covered as lax.linalg.*)"}

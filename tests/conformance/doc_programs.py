@@ -218,4 +218,18 @@ def build(jax, jnp, lax, random):
         jax.linear_transpose(double, 1.0)(1.0),
         jax.jit(jax.grad(lambda x: double(x) * x))(0.5)))
 
+    # The cookbook's holomorphic gradient through a complex Cholesky factorization: a 3x3
+    # Hermitian positive definite matrix, f(H) = sum((L - sin L)^2) with L = cholesky(H).
+    herm = jnp.array([[6., 1. - 2j, 3j], [1. + 2j, 8., 2. + 1j], [-3j, 2. - 1j, 10.]])
+
+    def chol_energy(h):
+        factor = jnp.linalg.cholesky(h)
+        return jnp.sum((factor - jnp.sin(factor)) ** 2)
+    rec("cookbook_holomorphic_cholesky", lambda: jax.grad(chol_energy, holomorphic=True)(herm))
+    rec("holomorphic_cholesky_jit_vmap", lambda: jax.jit(jax.vmap(
+        jax.grad(chol_energy, holomorphic=True)))(jnp.stack([herm, herm * 2 + jnp.eye(3)])))
+    rec("holomorphic_cholesky_logdet", lambda: jax.grad(
+        lambda h: 2 * jnp.sum(jnp.log(jnp.diagonal(jnp.linalg.cholesky(h)))),
+        holomorphic=True)(herm))
+
     return programs

@@ -6,7 +6,8 @@ Run with a Python that has jax installed (never a corejax dependency):
 
 Writes tests/conformance/golden_doc_programs.json: {"jax_version": ...,
 "results": {setting: {program: [[value (nested lists; a flat list of reprs when some float
-is not finite), dtype name, weak_type, shape], ...] per output leaf, or "raises
+is not finite; [real parts, imaginary parts] for a complex leaf), dtype name, weak_type,
+shape], ...] per output leaf, or "raises
 <ExceptionType>"}}}. Settings: "threefry_partitionable=False"
 (JAX 0.4's layout) runs every program; "threefry_partitionable=True" (the default of JAX 0.10
 and of corejax) reruns the ones that draw random numbers.
@@ -32,8 +33,11 @@ def encode(tree):
     out = []
     for leaf in jax.tree_util.tree_leaves(tree):
         a = np.asarray(leaf)
-        val = a.tolist() if a.dtype != np.float32 or np.isfinite(a).all() else \
-            [repr(float(v)) for v in a.ravel()]
+        if a.dtype.kind == "c":     # JSON has no complex numbers: [real parts, imaginary parts]
+            val = [a.real.tolist(), a.imag.tolist()]
+        else:
+            val = a.tolist() if a.dtype != np.float32 or np.isfinite(a).all() else \
+                [repr(float(v)) for v in a.ravel()]
         out.append([val, a.dtype.name, bool(getattr(leaf, "weak_type", False)), list(a.shape)])
     return out
 
