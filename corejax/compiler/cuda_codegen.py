@@ -39,7 +39,7 @@ _MATH = {n: f"math.{n}" for n in (
 _DEVICE_HELPERS = {("erf_inv", "float32"): "erf_inv_f32"}
 _LIBDEVICE = {"exp2": "exp2", "cbrt": "cbrt", "floor": "floor", "ceil": "ceil",
               "nextafter": "nextafter", "rem": "fmod", "pow": "pow", "round_even": "rint",
-              "erf_inv": "erfinv"}
+              "erf_inv": "erfinv", "fma": "fma"}
 
 
 class CudaScalarCtx(ScalarCtx):

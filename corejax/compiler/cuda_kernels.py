@@ -79,6 +79,11 @@ def _erfinv(y):
     return _erf_inv_np(np.asarray(y))[()]
 
 
+def _fma(a, b, c):
+    from corejax.lax.elementwise import _fma_np
+    return _fma_np(*map(np.asarray, (a, b, c)))[()]
+
+
 class _SimLibdevice:
     exp2 = exp2f = _quiet(np.exp2)
     cbrt = cbrtf = _quiet(np.cbrt)
@@ -90,6 +95,7 @@ class _SimLibdevice:
     pow = powf = _quiet(np.power)
     nextafter = nextafterf = _quiet(np.nextafter)
     erfinv = erfinvf = staticmethod(_quiet(_erfinv))
+    fma = fmaf = staticmethod(_fma)
 
 
 def _sim_bitcast(x, cls):

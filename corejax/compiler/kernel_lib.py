@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
+from corejax.compiler.fastmath import _fma
 from corejax.lax.prng import threefry2x32_scalar
 
 MODULE = __name__
@@ -198,6 +199,19 @@ def popcount(x, nbits):
     for i in range(nbits):
         c += (x >> i) & 1
     return c
+
+
+@_jit
+def fma(a, b, c):
+    """a*b + c rounded once (lax's fma; llvm.fma, exact on every target)."""
+    return _fma(a, b, c)
+
+
+@njit(cache=True, error_model="numpy", fastmath=False)
+def fma_arrays(a, b, c, out):
+    """out = fma(a, b, c) over flat arrays of one float dtype (the eager float64 impl)."""
+    for i in range(out.size):
+        out[i] = _fma(a[i], b[i], c[i])
 
 
 @_jit

@@ -144,6 +144,9 @@ class ScalarCtx:
     def _m_isfinite(self, dt, x):
         return f"np.isfinite({x})"
 
+    def _m_fma(self, dt, a, b, c):
+        return f"{self._lib('fma')}({a}, {b}, {c})"
+
     def _m_erf_inv(self, dt, x):
         return f"np.{dt.name}({self._lib('erf_inv')}({x}))"
 

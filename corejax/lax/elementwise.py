@@ -226,6 +226,28 @@ def _erf_inv_np(x):
     return np.where(np.abs(y) > 1, np.nan, r)
 
 
+def _fma_np(a, b, c):
+    """a*b + c rounded once. float32 (and the narrow floats, widened to it): the float64 product
+    is exact and TwoSum gives the sum's exact error e; rounding the float64 sum to odd (moving
+    an even one toward e) keeps it on the right side of every float32 midpoint, so the final
+    conversion rounds once. float64: llvm.fma through a compiled loop."""
+    if a.dtype == np.float64:
+        from corejax.compiler.kernel_lib import fma_arrays
+        a, b, c = np.broadcast_arrays(a, b, c)
+        out = np.empty(a.shape, np.float64)
+        fma_arrays(np.ascontiguousarray(a).ravel(), np.ascontiguousarray(b).ravel(),
+                   np.ascontiguousarray(c).ravel(), out.reshape(-1))
+        return out
+    p = a.astype(np.float64) * b.astype(np.float64)
+    c = c.astype(np.float64)
+    s = p + c
+    c_part = s - p
+    e = (p - (s - c_part)) + (c - c_part)
+    inexact_even = np.isfinite(s) & (e != 0) & (s.view(np.uint64) & 1 == 0)
+    s = np.where(inexact_even, np.nextafter(s, np.copysign(np.inf, e)), s)
+    return s.astype(a.dtype)
+
+
 def _round_impl(x, rounding_method=1):
     if rounding_method == 1:
         return np.round(x)
@@ -577,6 +599,14 @@ min_p = naryop("min", _min_impl, (NUMERIC, NUMERIC), lambda ctx, x, y: ctx.math(
 # square: x * x (its own primitive, as in JAX: jaxprs print `square`)
 square_p = unop("square", np.square, NUMERIC, lambda ctx, x: f"({x} * {x})")
 defjvp(square_p, lambda t, ans, x: mul(t, mul(_const(x, 2), x)))
+
+# a*b + c with one rounding, as XLA's CPU backend contracts a multiply feeding an add: where
+# corejax must reproduce JAX's bits (random.uniform's scale and shift). Not a JAX primitive.
+fma_p = naryop("fma", _fma_np, (("floating",),) * 3,
+               lambda ctx, a, b, c: ctx.math("fma", a, b, c), quiet=True)
+defjvp(fma_p, lambda t, ans, a, b, c: mul(t, b), lambda t, ans, a, b, c: mul(a, t),
+       lambda t, ans, a, b, c: t)
+
 
 # clamp(lo, x, hi) = min(max(x, lo), hi), NaNs propagating as in max / min; complex operands
 # are ordered lexicographically (real part, then imaginary), as XLA's (and NumPy's) max / min
@@ -933,6 +963,13 @@ def select_n(which, *cases):
 def select(pred, on_true, on_false):
     """`on_true` where `pred` else `on_false` (lax.select)."""
     return select_n_p.bind(pred, on_false, on_true)
+
+
+def _fma(a, b, c):
+    """a*b + c rounded once (corejax-internal; operands as for lax.add)."""
+    a, b, c = _prepare(a, b, c, name="fma")
+    _check_eager_dtypes(fma_p, a, b, c)
+    return fma_p.bind(a, b, c)
 
 
 def clamp(min_val, x, max_val):

@@ -130,16 +130,15 @@ def variance_scaling(scale, mode: str, distribution: str, in_axis=-2, out_axis=-
         fan_in, fan_out = compute_fans(shape, in_axis, out_axis, batch_axis)
         denominator = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2,
                        "fan_geo_avg": math.sqrt(fan_in * fan_out)}[mode]
-        variance = scale / denominator
+        # The factors are rounded to dt at each step, as JAX computes them (for the same bits).
+        variance = jnp.asarray(scale / denominator, dt)
         random = _random()
         if distribution == "truncated_normal":
-            stddev = math.sqrt(variance) / _TRUNCATED_STDDEV
-            sample = random.truncated_normal(key, -2.0, 2.0, shape, dt)
-            return sample * jnp.asarray(stddev, dt)
+            stddev = jnp.sqrt(variance) / jnp.asarray(_TRUNCATED_STDDEV, dt)
+            return random.truncated_normal(key, -2.0, 2.0, shape, dt) * stddev
         if distribution == "normal":
-            return random.normal(key, shape, dt) * jnp.asarray(math.sqrt(variance), dt)
-        limit = math.sqrt(3 * variance)
-        return random.uniform(key, shape, dt, -1.0, 1.0) * jnp.asarray(limit, dt)
+            return random.normal(key, shape, dt) * jnp.sqrt(variance)
+        return random.uniform(key, shape, dt, -1.0, 1.0) * jnp.sqrt(3 * variance)
 
     return init
 

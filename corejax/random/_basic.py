@@ -20,6 +20,7 @@ from corejax import core, dtypes, lax
 from corejax import numpy as jnp
 from corejax.api import jit
 from corejax.core import get_aval
+from corejax.lax.elementwise import _fma
 from corejax.numpy._core import canonicalize_axis, check_arraylike, promote_dtypes_inexact
 from corejax.random._keys import (_MAX_COUNTERS, _UINT, _random_bits, _random_bits_jit, _shape,
                                   _single_key, _split_n)
@@ -127,7 +128,14 @@ def _uniform(words, shape, dt, minval, maxval):
     mantissa = lax.shift_right_logical(_random_bits(words, width, shape), width - info.nmant)
     one_bits = int(np.array(1.0, dt).view(_UINT[width]))
     floats = lax.bitcast_convert_type(lax.bitwise_or(mantissa, one_bits), dt) - 1
-    return jnp.maximum(minval, floats * (maxval - minval) + minval)
+    # XLA's CPU backend fuses this multiply-add (one rounding) for float32/64; the narrow floats
+    # are computed op by op in a wider type and round twice.
+    span = maxval - minval
+    if dt.itemsize >= 4:
+        scaled = _fma(floats, jnp.broadcast_to(span, shape), jnp.broadcast_to(minval, shape))
+    else:
+        scaled = floats * span + minval
+    return jnp.maximum(minval, scaled)
 
 
 _uniform_jit = jit(_uniform, static_argnums=(1, 2))
