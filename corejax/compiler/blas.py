@@ -33,8 +33,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["matmul", "accumulate", "GemmSite", "Plan", "gemm_symbol", "plan_for",
-           "devices_at_once"]
+__all__ = ["matmul", "batched_matmul", "accumulate", "GemmSite", "Plan", "gemm_symbol",
+           "plan_for", "devices_at_once"]
 
 # GEMMs below this many flops run on one thread: waking OpenBLAS's workers costs more there.
 MIN_FLOPS = 1 << 22
@@ -427,6 +427,35 @@ class _AdaptiveBlas:
         else:
             self._product(a, b, out, chunks, np.empty_like(out) if len(chunks) > 2 else None)
 
+    def run_batched(self, a, b, out, site: GemmSite):
+        """out = a @ b for C (batch, m, k) @ (batch, k, n) operands: np.matmul, one gemm per
+        batch element, on OpenBLAS's threads or on one thread, whichever `site` measures
+        faster, where one element's whole product has the same bits on both (its plan's
+        one-thread chunks are the whole reduction); else on the threads, as NumPy runs it.
+        (A batch of small products on the threads wakes the workers once per element: while
+        another process holds a core, each wake-up can cost milliseconds.)"""
+        m, k = a.shape[1], a.shape[2]
+        n = b.shape[2]
+        with self.lock:
+            if site.plan is None:
+                whole = Plan.whole(k)
+                site.plan = whole if self.plan(m, k, n, False, False, out.dtype) == whole \
+                    else ()
+            # (a batch of small products keeps OpenBLAS's workers awake from one element to
+            # the next: unlike one small product, it can gain from them; measured, as `run`)
+            mode = site.mode() if site.plan else None
+            timed = mode is not None
+            if mode == 1:
+                self._set(1)
+            try:
+                start = time.perf_counter()
+                np.matmul(a, b, out=out)
+                if timed:
+                    site.record(mode, time.perf_counter() - start)
+            finally:
+                if mode == 1:
+                    self._set(self.threads)
+
     def share_cores(self, entering: bool):
         with self.lock:
             self.sharing += 1 if entering else -1
@@ -526,6 +555,17 @@ def matmul(a, b, out, site: GemmSite):
         np.matmul(a, b, out=out)
     else:
         _adaptive.run(a, b, out, site)
+
+
+def batched_matmul(a, b, out, site: GemmSite):
+    """out[...] = a @ b for C (batch, m, k) @ (batch, k, n) operands, on OpenBLAS's threads or
+    on one thread as `site` measures faster where both give the same bits
+    (`_AdaptiveBlas.run_batched`)."""
+    if _adaptive is None or out.dtype.char not in "fd" or _adaptive.sharing or \
+            not (a.flags.c_contiguous and b.flags.c_contiguous and out.flags.c_contiguous):
+        np.matmul(a, b, out=out)
+    else:
+        _adaptive.run_batched(a, b, out, site)
 
 
 _syrk_checked: dict = {}

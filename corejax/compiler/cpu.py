@@ -191,7 +191,7 @@ class _DotStep:
         if b == 1:
             blas.matmul(a, c, out, self.site)
         else:
-            np.matmul(a, c, out=out)
+            blas.batched_matmul(a, c, out, self.site)
         # (the buffer itself where it has the shape: a view would hide it from a donation)
         return out if out.shape == self.out_shape else out.reshape(self.out_shape)
 

@@ -208,6 +208,36 @@ class LayoutLowerings:
         head, q = self.each(n, ind)
         return head + [f"{ind}    {line}" for line in body(q)]
 
+    def _runs(self, dst, src, ind):
+        """Lines copying `src` positions to `dst` positions (flat index arrays of one length)
+        as slice copies, where both are R runs of L consecutive elements at constant strides
+        (a slice, a pad, a block of a concatenation; serial loops only), else None: an index
+        map read per element costs more than the elements it moves."""
+        if self.each.__func__ is not LayoutLowerings.each or dst.size < 2:
+            return None
+        breaks = np.nonzero((np.diff(src) != 1) | (np.diff(dst) != 1))[0]
+        L = int(breaks[0]) + 1 if breaks.size else dst.size
+        if dst.size % L or L < 8:
+            return None
+        R = dst.size // L
+        r = np.arange(R)[:, None]
+        j = np.arange(L)[None, :]
+        ds = int(dst[L] - dst[0]) if R > 1 else 0
+        ss = int(src[L] - src[0]) if R > 1 else 0
+        if not (np.array_equal(dst.reshape(R, L), dst[0] + ds * r + j) and
+                np.array_equal(src.reshape(R, L), src[0] + ss * r + j)):
+            return None
+        d0, s0 = int(dst[0]), int(src[0])
+        return lambda o, x: self._run_lines(o, x, R, L, d0, ds, s0, ss, ind)
+
+    def _run_lines(self, o, x, R, L, d0, ds, s0, ss, ind):
+        if R == 1:
+            return [f"{ind}{o}[{d0}:{d0 + L}] = {x}[{s0}:{s0 + L}]"]
+        r = self.m.fresh("r")
+        return [f"{ind}for {r} in range({R}):",
+                f"{ind}    {o}[{d0} + {r} * {ds}:{d0 + L} + {r} * {ds}] = "
+                f"{x}[{s0} + {r} * {ss}:{s0 + L} + {r} * {ss}]"]
+
     def _static_gather(self, eqn, env, lines, ind):
         x, out = eqn.invars[0], eqn.outvars[0]
         src = self.buffer(x, env)
@@ -219,6 +249,12 @@ class LayoutLowerings:
                                             **eqn.params)).reshape(-1)
         if np.array_equal(idx, np.arange(size(x.aval.shape))):
             env[out] = src                      # same elements in the same order: an alias
+            return
+        runs = self._runs(np.arange(idx.size), idx, ind)
+        if runs is not None:
+            o = self.m.alloc(out.aval)
+            lines += runs(o, src)
+            env[out] = o
             return
         o, m = self.m.alloc(out.aval), self.m.index_map(idx)
         lines += self._loop(idx.size, lambda q: [f"{o}[{q}] = {src}[{m}[{q}]]"], ind)
@@ -244,6 +280,14 @@ class LayoutLowerings:
         out = eqn.outvars[0]
         idx = np.asarray(eqn.primitive.impl(np.arange(size(x.aval.shape)).reshape(x.aval.shape),
                                             np.int64(-1), **eqn.params)).reshape(-1)
+        dst = np.nonzero(idx >= 0)[0]
+        runs = self._runs(dst, idx[dst], ind) if dst.size else None
+        if runs is not None:
+            src, o = self.buffer(x, env), self.m.alloc(out.aval)
+            lines.append(f"{ind}{o}[:] = {self.scalar(pv, env)}")
+            lines += runs(o, src)
+            env[out] = o
+            return
         src, o, m = self.buffer(x, env), self.m.alloc(out.aval), self.m.index_map(idx)
         j, fill = self.m.fresh("j"), self.scalar(pv, env)
         lines += self._loop(idx.size, lambda q: [f"{j} = {m}[{q}]",
@@ -262,6 +306,10 @@ class LayoutLowerings:
         for k, v in enumerate(eqn.invars):
             dst = np.nonzero(tags == k)[0]
             if dst.size == 0:
+                continue
+            runs = self._runs(dst, pos[dst], ind)
+            if runs is not None:
+                lines += runs(o, self.buffer(v, env))
                 continue
             src, d, s = self.buffer(v, env), self.m.index_map(dst), self.m.index_map(pos[dst])
             lines += self._loop(dst.size, lambda q: [f"{o}[{d}[{q}]] = {src}[{s}[{q}]]"], ind)
@@ -583,6 +631,8 @@ class DataLowerings(LayoutLowerings):
         o = self.m.alloc(out.aval)
         env[out] = o
         if B > 1:
+            if getattr(self.m, "one_thread", False):
+                return "a batched product (on OpenBLAS's threads in the executor)"
             a = self._as_matrices(lhs, tuple(lb) + tuple(lf) + tuple(lc), env, lines, ind)
             c = self._as_matrices(rhs, tuple(rb) + tuple(rc) + tuple(rf), env, lines, ind)
             p = self.m.fresh("p")
@@ -602,6 +652,11 @@ class DataLowerings(LayoutLowerings):
             return None
         plan = blas.plan_for(M, K, N, ta, tc, dt)
         whole = blas.Plan.whole(K)
+        # the loop's one-thread variant (loops._build) runs each product over its plan's
+        # one-thread chunks on one OpenBLAS thread: the bits of the threaded variant
+        one_thread = getattr(self.m, "one_thread", False)
+        if plan:
+            self.m.thread_modes = True
         if plan is None:
             # a small product, one unchunked call on one thread in the executor: the loop's
             # call (on OpenBLAS's threads) agrees where that is a thread-invariant plan
@@ -613,13 +668,16 @@ class DataLowerings(LayoutLowerings):
                 return f"a small {kind} whose bits depend on OpenBLAS's thread count"
             chunks = (0, K)
         elif not plan:
+            if one_thread:
+                return "a product with no plan of the same bits on one thread"
             chunks = (0, K)         # unchunked on OpenBLAS's threads, as in the executor
         elif kind == "syrk" and not blas.syrk_thread_invariant(M, K, ta, dt, plan):
             # the executor runs the plan (tested with gemm) on one thread or on all, as its
             # timings say, and syrk's bits differ between the two: nothing to mirror
             return "a syrk whose executor bits depend on its thread count"
         else:
-            chunks = plan.threads   # the loop runs on OpenBLAS's threads
+            # the loop runs on OpenBLAS's threads, or on one in its one-thread variant
+            chunks = plan.one if one_thread else plan.threads
         # the executor's gemm adds the chunks after the first itself (beta = 1)
         accumulates = kind == "gemm" and blas.gemm_accumulates(M, N, dt)
         partial = self.m.alloc(out.aval) if len(chunks) > 2 and not accumulates else None

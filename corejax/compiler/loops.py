@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 import weakref
 
 import numba
@@ -57,7 +58,7 @@ import numpy as np
 
 from corejax.array import to_numpy
 from corejax.core import Literal, Var
-from corejax.compiler import codegen, diskcache, registry
+from corejax.compiler import blas, codegen, diskcache, registry
 from corejax.compiler.fusion import Buffers, FusedGroup, HostStep, partition
 from corejax.compiler.loop_lowerings import (DataLowerings, copy_lines, executor_matrix,
                                               np_name, size)
@@ -108,6 +109,10 @@ class _Module:
         self.host_prims: list = []       # primitives run through host_call
         # what the run checks of the operands' layouts first (_layouts_hold)
         self.checks: list = []
+        # the variant whose BLAS products run on one OpenBLAS thread over their plans'
+        # one-thread chunks (loops._build), and whether a product's plan makes one worth it
+        self.one_thread = False
+        self.thread_modes = False
         self._n = 0
 
     def fresh(self, prefix: str) -> str:
@@ -694,39 +699,80 @@ def _python_driven(name, params):
         _refusing.params = None
 
 
-def _build(name, params):
+def _emit(name, params, in_avals, one_thread=False):
+    """(module, source, loaded function, its key) of the loop; `one_thread`: the variant
+    whose BLAS products run over their plans' one-thread chunks (to be run on one thread)."""
     module = _Module()
+    module.one_thread = one_thread
     emitter = _Emitter(module)
-    in_avals = list(_operand_avals(name, params))
-    for a in in_avals:
-        check_dtype(a)
     args = [module.fresh("a") for _ in in_avals]
     loop = emitter.while_loop if name == "while" else emitter.scan
     lines, outs = loop(params, args, "    ")
-    out_avals = (params["body_jaxpr"].out_avals if name == "while" else
-                 params["jaxpr"].out_avals[:params["num_carry"]] +
-                 [type(a)((params["length"],) + a.shape, a.dtype)
-                  for a in params["jaxpr"].out_avals[params["num_carry"]:]])
     source = module.source(args, lines, outs)
-    consts = [c for _, c in module.consts]
     sig = [diskcache.numba_type(a.dtype) for a in in_avals] + \
-        [diskcache.numba_type(c.dtype) for c in consts]
+        [diskcache.numba_type(c.dtype) for _, c in module.consts]
     try:
         fn, key = diskcache.load_kernel(source, sig)
     except diskcache.KernelCompileError as e:
         raise Unsupported(f"Numba could not compile the loop ({e})") from e
+    return module, source, fn, key
+
+
+def _build(name, params):
+    in_avals = list(_operand_avals(name, params))
+    for a in in_avals:
+        check_dtype(a)
+    module, source, fn, key = _emit(name, params, in_avals)
+    out_avals = (params["body_jaxpr"].out_avals if name == "while" else
+                 params["jaxpr"].out_avals[:params["num_carry"]] +
+                 [type(a)((params["length"],) + a.shape, a.dtype)
+                  for a in params["jaxpr"].out_avals[params["num_carry"]:]])
+    consts = [c for _, c in module.consts]
+    # Products with a plan (blas.GemmSite) run on OpenBLAS's threads in this function; its
+    # one-thread variant runs them over the plans' one-thread chunks, with the same bits.
+    # The loop, like an executor call site, times both and runs the faster (a threaded GEMM
+    # while another process holds a core can take several times as long), or the one-thread
+    # one while several devices' programs share the cores (blas.devices_at_once).
+    variants = [(fn, consts)]
+    adaptive = blas._adaptive
+    if module.thread_modes and adaptive is not None and not module.host_prims:
+        try:
+            m1, _, fn1, _ = _emit(name, params, in_avals, one_thread=True)
+        except Unsupported:
+            pass
+        else:
+            variants.append((fn1, [c for _, c in m1.consts]))
+    site = blas.GemmSite() if len(variants) == 2 else None
     dtypes = [np.dtype(a.dtype) for a in in_avals]
     shapes = [a.shape for a in out_avals]
     checks, fallback = module.checks, []
 
     def run(*operands):
-        if checks and not _layouts_hold(checks, operands):
+        # the loop reads C arrays: a strided view (a transposed input) is copied first, so
+        # the layouts its BLAS calls were chosen for hold for it as for any C operand
+        c_ops = [np.ascontiguousarray(x, dt) for x, dt in zip(operands, dtypes)]
+        if checks and not _layouts_hold(checks, c_ops):
             # the Python-driven loop's BLAS steps would see other layouts: run that loop
             if not fallback:
                 fallback.append(_python_driven(name, params))
             return fallback[0](*operands)
-        flat = [np.ascontiguousarray(x, dt).reshape(-1) for x, dt in zip(operands, dtypes)]
-        outs = fn(*flat, *consts)
+        flat = [x.reshape(-1) for x in c_ops]
+        if site is None:
+            outs = fn(*flat, *consts)
+        else:
+            with adaptive.lock:
+                mode = 1 if adaptive.sharing else site.mode()
+                f, cs = variants[mode]
+                if mode == 1 and not adaptive.sharing:
+                    adaptive._set(1)
+                try:
+                    start = time.perf_counter()
+                    outs = f(*flat, *cs)
+                    if not adaptive.sharing:
+                        site.record(mode, time.perf_counter() - start)
+                finally:
+                    if mode == 1 and not adaptive.sharing:
+                        adaptive._set(adaptive.threads)
         stats["compiled_calls"] += 1
         return [o.reshape(s) for o, s in zip(outs, shapes)]
 

@@ -5,12 +5,15 @@ lists and leaves its input untouched (Jaxprs are shared with the tracing caches)
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from corejax.core import ClosedJaxpr, Jaxpr, Literal, Var
 from corejax.compiler import eager_kernels, registry
 
-__all__ = ["PASSES", "run_passes", "inline_calls", "simplify", "fold_constants", "cse", "dce"]
+__all__ = ["PASSES", "run_passes", "inline_calls", "simplify", "fold_constants", "cse", "dce",
+           "scan_invariants"]
 
 _FOLD_MAX_SIZE = 1 << 16
 
@@ -369,6 +372,154 @@ def has_effects(eqn, _memo: dict | None = None) -> bool:
     return False
 
 
+# --- loop-invariant code in scans ------------------------------------------------------------
+
+_SCAN_PARAMS = frozenset({"jaxpr", "length", "reverse", "num_consts", "num_carry"})
+# layout ops the executor runs as views (or kernels fold into their indexing): left in the
+# body, where they cost nothing, rather than materialized outside as the loop's constants
+_VIEW_OPS = frozenset({"broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims",
+                       "rev", "slice", "split", "iota", "dynamic_slice"})
+_licm_memo: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _pure(eqn) -> bool:
+    return not has_effects(eqn) and \
+        not any(True for p in eqn.params.values() for _ in _sub_jaxprs(p))
+
+
+def _split_body(body: ClosedJaxpr, nc: int, nk: int, as_consts: tuple):
+    """The loop-invariant part of a scan body whose first `nc` inputs are its constants and
+    whose xs inputs at the positions `as_consts` are to become constants too: (equations to
+    run before the loop, the new body, the invariant body Vars each new constant input takes,
+    the ys positions whose value is loop-invariant with the body Var it is, the number of
+    ys). Invariant work leaves the body; invariant views and broadcasts stay in it too (free
+    there: kernels fold them), computed outside only where hoisted work or invariant ys read
+    them. Memoized per body so that the same scan gets the same new body (compiled loops
+    are cached by body)."""
+    key = (nc, nk, as_consts)
+    per = _licm_memo.setdefault(body, {})
+    if key in per:
+        return per[key]
+    j = body.jaxpr
+    xs_in = j.invars[nc + nk:]
+    invariant = set(j.invars[:nc]) | {xs_in[i] for i in as_consts} | set(j.constvars)
+    inv_eqns, heavy, kept = [], set(), []
+    for eqn in j.eqns:
+        vars_in = [v for v in eqn.invars if type(v) is Var]
+        if all(v in invariant for v in vars_in) and _pure(eqn):
+            invariant.update(eqn.outvars)
+            inv_eqns.append(eqn)
+            if vars_in and eqn.primitive.name not in _VIEW_OPS:
+                heavy.add(id(eqn))
+                continue
+        kept.append(eqn)
+    ny = len(j.outvars) - nk
+    inv_ys = {i: v for i, v in enumerate(j.outvars[nk:]) if type(v) is Var and v in invariant}
+    if not heavy and not inv_ys and not as_consts:
+        per[key] = None
+        return None
+    # what runs outside: the hoisted work and the invariant ys, with what they read
+    want = {v for i, v in inv_ys.items()}
+    outside = []
+    for eqn in reversed(inv_eqns):
+        if id(eqn) in heavy or any(v in want for v in eqn.outvars):
+            outside.append(eqn)
+            want.update(v for v in eqn.invars if type(v) is Var)
+    outside.reverse()
+    produced = {v for e in inv_eqns if id(e) in heavy for v in e.outvars}
+    needed = []
+    for eqn in kept:
+        for v in eqn.invars:
+            if type(v) is Var and v in produced and v not in needed:
+                needed.append(v)
+    for i, v in enumerate(j.outvars):
+        if (i < nk or i - nk not in inv_ys) and type(v) is Var and v in produced \
+                and v not in needed:
+            needed.append(v)
+    invars = (j.invars[:nc] + [xs_in[i] for i in as_consts] + needed + j.invars[nc:nc + nk]
+              + [v for i, v in enumerate(xs_in) if i not in as_consts])
+    outvars = j.outvars[:nk] + [v for i, v in enumerate(j.outvars[nk:]) if i not in inv_ys]
+    new_body = ClosedJaxpr(Jaxpr(j.constvars, invars, kept, outvars, j.debug_info), body.consts)
+    out = (outside, new_body, needed, inv_ys, ny)
+    per[key] = out
+    return out
+
+
+def scan_invariants(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Loop-invariant code motion for scans. A scan's xs operand that is a broadcast of one
+    value along the scanned axis becomes a constant of the loop (the backward scan of a
+    gradient reads the forward's invariant residuals so); body equations reading only the
+    loop's constants run once, before the loop, and feed it as constants (an LSTM cell's
+    concatenated gate kernels); ys the body returns unchanged from its constants are a
+    broadcast of them outside, not a stack written per iteration. The same operations on the
+    same values: the bits do not change."""
+    from corejax.lax.structural import broadcast_in_dim_p
+    constvars, consts = list(closed.jaxpr.constvars), list(closed.consts)
+    producer: dict = {}
+    eqns: list = []
+    changed = False
+    for eqn in closed.jaxpr.eqns:
+        p = eqn.params
+        if eqn.primitive.name != "scan" or frozenset(p) != _SCAN_PARAMS or p["length"] < 1 \
+                or not isinstance(p["jaxpr"], ClosedJaxpr):
+            eqns.append(eqn)
+            producer.update((v, eqn) for v in eqn.outvars)
+            continue
+        body, nc, nk, length = p["jaxpr"], p["num_consts"], p["num_carry"], p["length"]
+        xs_ops = eqn.invars[nc + nk:]
+        xs_in = body.jaxpr.invars[nc + nk:]
+        as_consts, sources = [], []
+        for i, (a, bv) in enumerate(zip(xs_ops, xs_in)):
+            b = producer.get(a) if type(a) is Var else None
+            if b is not None and b.primitive is broadcast_in_dim_p and type(b.invars[0]) is Var \
+                    and b.invars[0].aval.shape == bv.aval.shape \
+                    and b.invars[0].aval.dtype == bv.aval.dtype \
+                    and tuple(b.params["broadcast_dimensions"]) == \
+                    tuple(range(1, len(bv.aval.shape) + 1)):
+                as_consts.append(i)
+                sources.append(b.invars[0])
+        split = _split_body(body, nc, nk, tuple(as_consts))
+        if split is None:
+            eqns.append(eqn)
+            producer.update((v, eqn) for v in eqn.outvars)
+            continue
+        changed = True
+        hoisted, new_body, needed, inv_ys, ny = split
+        env = dict(zip(body.jaxpr.invars[:nc], eqn.invars[:nc]))
+        env.update((xs_in[i], s) for i, s in zip(as_consts, sources))
+        for cv, c in zip(body.jaxpr.constvars, body.consts):
+            nv = Var(cv.aval)
+            constvars.append(nv)
+            consts.append(c)
+            env[cv] = nv
+        for h in hoisted:
+            outs = [Var(v.aval) for v in h.outvars]
+            env.update(zip(h.outvars, outs))
+            new = h._replace(invars=[_substitute(v, env) for v in h.invars], outvars=outs)
+            eqns.append(new)
+            producer.update((v, new) for v in outs)
+        ys_out = eqn.outvars[nk:]
+        invars = (list(eqn.invars[:nc]) + sources + [env[v] for v in needed]
+                  + list(eqn.invars[nc:nc + nk])
+                  + [a for i, a in enumerate(xs_ops) if i not in as_consts])
+        outvars = list(eqn.outvars[:nk]) + [v for i, v in enumerate(ys_out) if i not in inv_ys]
+        params = {**p, "jaxpr": new_body, "num_consts": nc + len(sources) + len(needed)}
+        scan = eqn._replace(invars=invars, outvars=outvars, params=params)
+        eqns.append(scan)
+        producer.update((v, scan) for v in outvars)
+        for i, bv in inv_ys.items():
+            src = _substitute(bv, env)
+            shape = (length,) + tuple(bv.aval.shape)
+            b = eqn._replace(primitive=broadcast_in_dim_p, invars=[src], outvars=[ys_out[i]],
+                             params={"shape": shape, "broadcast_dimensions":
+                                     tuple(range(1, len(bv.aval.shape) + 1))})
+            eqns.append(b)
+            producer[ys_out[i]] = b
+    if not changed:
+        return closed
+    return _rebuild(closed, eqns, closed.jaxpr.outvars, constvars, consts)
+
+
 # --- dead-code elimination -----------------------------------------------------------------
 
 def dce(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -392,6 +543,7 @@ PASSES = [
     ("simplify", simplify),
     ("fold_constants", fold_constants),
     ("cse", cse),
+    ("scan_invariants", scan_invariants),
     ("simplify", simplify),
     ("dce", dce),
 ]
