@@ -5,14 +5,11 @@ $FLAX_PYTHON), the same model in Flax on JAX CPU; prints the medians and the rat
 
     python bench/bench_lstm.py [--repeats 10]
 """
-import argparse
-import json
 import os
-import subprocess
 import sys
-import time
 
-import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _beside_flax import lm_step, main  # noqa: E402
 
 HIDDEN, SEQ, BATCH, VOCAB = 512, 64, 32, 1000
 
@@ -28,73 +25,8 @@ def build(nn, jnp, jax):
             _, ys = cell(carry, x)
             return nn.Dense(VOCAB)(ys)
 
-    model = LM()
-
-    def loss_fn(params, tokens, targets):
-        logits = model.apply({"params": params}, tokens)
-        logp = jax.nn.log_softmax(logits)
-        return -jnp.mean(jnp.take_along_axis(logp, targets[..., None], axis=-1))
-
-    @jax.jit
-    def step(params, tokens, targets):
-        loss, grads = jax.value_and_grad(loss_fn)(params, tokens, targets)
-        return jax.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads), loss
-
-    rng = np.random.RandomState(0)
-    tokens = jnp.asarray(rng.randint(0, VOCAB, (BATCH, SEQ)).astype(np.int32))
-    targets = jnp.asarray(rng.randint(0, VOCAB, (BATCH, SEQ)).astype(np.int32))
-    params = model.init(jax.random.PRNGKey(0), tokens)["params"]
-    return step, params, tokens, targets
-
-
-def measure(nn, jnp, jax, repeats):
-    step, params, tokens, targets = build(nn, jnp, jax)
-    t0 = time.perf_counter()
-    params, loss = step(params, tokens, targets)
-    jax.block_until_ready(loss)
-    first = time.perf_counter() - t0
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        params, loss = step(params, tokens, targets)
-        jax.block_until_ready(loss)
-        times.append(time.perf_counter() - t0)
-    return {"median_s": float(np.median(times)), "first_s": first, "loss": float(loss)}
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--flax", action="store_true", help="(internal) measure Flax on JAX")
-    args = ap.parse_args()
-    if args.flax:
-        import jax
-        import jax.numpy as jnp
-        import flax.linen as nn
-        print(json.dumps(measure(nn, jnp, jax, args.repeats)))
-        return
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    import corejax
-    import corejax.numpy as jnp
-    import nn
-    ours = measure(nn, jnp, corejax, args.repeats)
-    print(f"corejax  median {ours['median_s'] * 1e3:8.1f} ms  (first call {ours['first_s']:.1f} s,"
-          f" loss {ours['loss']:.4f})")
-    flax_py = os.environ.get("FLAX_PYTHON", "/work/flaxvenv/bin/python")
-    if not os.path.exists(flax_py):
-        print("flax: not installed (set FLAX_PYTHON); no ratio")
-        return
-    out = subprocess.run([flax_py, os.path.abspath(__file__), "--flax", "--repeats",
-                          str(args.repeats)], capture_output=True, text=True,
-                         env=dict(os.environ, JAX_PLATFORMS="cpu"))
-    if out.returncode:
-        print("flax run failed:", out.stderr[-500:])
-        return
-    theirs = json.loads(out.stdout.strip().splitlines()[-1])
-    print(f"flax/jax median {theirs['median_s'] * 1e3:8.1f} ms  (first call "
-          f"{theirs['first_s']:.1f} s, loss {theirs['loss']:.4f})")
-    print(f"ratio corejax / flax: {ours['median_s'] / theirs['median_s']:.2f}x")
+    return lm_step(LM(), nn, jnp, jax, VOCAB, BATCH, SEQ)
 
 
 if __name__ == "__main__":
-    main()
+    main(build, __file__)
