@@ -24,6 +24,10 @@ import corejax.numpy as jnp
 import optim
 from optim import contrib
 
+import sys  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden"))
+from optax_x64_problems import objectives, initial_point as _initial_point  # noqa: E402
+
 GOLDEN = json.load(open(os.path.join(os.path.dirname(__file__), "golden", "optax_x64.json")))
 RTOL = 1e-9
 
@@ -38,24 +42,11 @@ def x64():
         jax.config.update("jax_enable_x64", prev)
 
 
-def rosenbrock(x):
-    return jnp.sum((x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
-
-
-def zakharov(w):
-    ii = jnp.arange(1, len(w) + 1, step=1, dtype=w.dtype)
-    sum1 = (w ** 2).sum()
-    sum2 = (0.5 * ii * w).sum()
-    return sum1 + sum2 ** 2 + sum2 ** 4
-
-
-FUNS = {"rosenbrock": rosenbrock, "zakharov": zakharov}
+FUNS = objectives(jnp)
 
 
 def initial_point(fun, dim):
-    if fun == "rosenbrock":
-        return jnp.arange(dim, dtype=jnp.float64)
-    return jnp.array([600.0, 700.0, 200.0, 100.0, 90.0, 1e4], dtype=jnp.float64)
+    return _initial_point(jnp, fun, dim)
 
 
 @pytest.mark.parametrize("case", GOLDEN["lbfgs"], ids=lambda c: c["name"])

@@ -32,6 +32,10 @@ import jax.numpy as jnp  # noqa: E402
 import optax  # noqa: E402
 from optax import contrib  # noqa: E402
 
+import sys  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from optax_x64_problems import objectives, initial_point as _initial_point  # noqa: E402
+
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "optax_x64.json")
 
 # (name, function, dim, lbfgs kwargs, zoom kwargs, iterations, rtol). The rtol the test allows:
@@ -50,24 +54,11 @@ LBFGS_CASES = [
 ]
 
 
-def rosenbrock(x):
-    return jnp.sum((x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
-
-
-def zakharov(w):
-    ii = jnp.arange(1, len(w) + 1, step=1, dtype=w.dtype)
-    sum1 = (w ** 2).sum()
-    sum2 = (0.5 * ii * w).sum()
-    return sum1 + sum2 ** 2 + sum2 ** 4
-
-
-FUNS = {"rosenbrock": rosenbrock, "zakharov": zakharov}
+FUNS = objectives(jnp)
 
 
 def initial_point(fun, dim):
-    if fun == "rosenbrock":
-        return jnp.arange(dim, dtype=jnp.float64)
-    return jnp.array([600.0, 700.0, 200.0, 100.0, 90.0, 1e4], dtype=jnp.float64)
+    return _initial_point(jnp, fun, dim)
 
 
 def run_lbfgs(fun_name, dim, lbfgs_kwargs, zoom_kwargs, iterations):
