@@ -21,7 +21,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaPerforma
 BINARY = {"add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "and",
           "or", "xor", "shift_left", "shift_right_logical", "shift_right_arithmetic", "eq", "ne",
           "lt", "le", "gt", "ge", "eq_to", "le_to", "lt_to"}
-TERNARY = {"clamp"}
+TERNARY = {"clamp", "fma"}
 DTYPES = ("float32", "float64", "int32", "uint32", "bool")
 
 _FLOATS = [-2.5, -1.0, -0.5, -0.0, 0.0, 0.3, 0.5, 0.9, 1.5, 2.5, 3.0, np.inf, -np.inf, np.nan]
