@@ -24,7 +24,6 @@ Writes tests/golden/optax_x64.json: {"versions", "lbfgs": [...], "plateau": {...
 import json
 import os
 
-import numpy as np
 
 import jax
 jax.config.update("jax_enable_x64", True)
@@ -34,7 +33,7 @@ from optax import contrib  # noqa: E402
 
 import sys  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from optax_x64_problems import objectives, initial_point as _initial_point  # noqa: E402
+from optax_x64_problems import run_lbfgs, run_plateau  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "optax_x64.json")
 
@@ -54,75 +53,11 @@ LBFGS_CASES = [
 ]
 
 
-FUNS = objectives(jnp)
-
-
-def initial_point(fun, dim):
-    return _initial_point(jnp, fun, dim)
-
-
-def run_lbfgs(fun_name, dim, lbfgs_kwargs, zoom_kwargs, iterations):
-    fun = FUNS[fun_name]
-    opt = optax.lbfgs(**lbfgs_kwargs, linesearch=optax.scale_by_zoom_linesearch(**zoom_kwargs))
-    value_and_grad = optax.value_and_grad_from_state(fun)
-    params = initial_point(fun_name, dim)
-    state = opt.init(params)
-    rows = {"values": [], "learning_rates": [], "linesearch_steps": [], "params": []}
-    for _ in range(iterations):
-        value, grad = value_and_grad(params, state=state)
-        updates, state = opt.update(grad, state, params, value=value, grad=grad, value_fn=fun)
-        params = optax.apply_updates(params, updates)
-        rows["values"].append(float(value))
-        rows["learning_rates"].append(float(optax.tree.get(state, "learning_rate")))
-        rows["linesearch_steps"].append(int(optax.tree.get(state, "num_linesearch_steps")))
-        rows["params"].append(np.asarray(params, np.float64).tolist())
-    return rows
-
-
-PLATEAU = dict(examples=96, features=8, classes=4, batch=16, steps=60, learning_rate=0.05,
-               factor=0.5, patience=1, rtol=0.005, accumulation_size=3)
-
-
-def plateau_data():
-    rng = np.random.RandomState(3)
-    x = rng.normal(size=(PLATEAU["examples"], PLATEAU["features"]))
-    w = rng.normal(size=(PLATEAU["features"], PLATEAU["classes"]))
-    y = np.argmax(x @ w + rng.normal(size=(PLATEAU["examples"], PLATEAU["classes"])), axis=1)
-    w0 = 0.1 * rng.normal(size=(PLATEAU["features"], PLATEAU["classes"]))
-    return x, y.astype(np.int32), w0
-
-
-def run_plateau():
-    x, y, w0 = plateau_data()
-    opt = optax.chain(optax.adam(PLATEAU["learning_rate"]), contrib.reduce_on_plateau(
-        factor=PLATEAU["factor"], patience=PLATEAU["patience"], rtol=PLATEAU["rtol"],
-        accumulation_size=PLATEAU["accumulation_size"]))
-    params = {"w": jnp.asarray(w0), "b": jnp.zeros(PLATEAU["classes"], jnp.float64)}
-
-    def loss(p, xb, yb):
-        logits = xb @ p["w"] + p["b"]
-        return optax.softmax_cross_entropy_with_integer_labels(logits, yb).mean()
-
-    state = opt.init(params)
-    losses, scales = [], []
-    per_epoch = PLATEAU["examples"] // PLATEAU["batch"]
-    for step in range(PLATEAU["steps"]):
-        i = (step % per_epoch) * PLATEAU["batch"]
-        xb, yb = jnp.asarray(x[i:i + PLATEAU["batch"]]), jnp.asarray(y[i:i + PLATEAU["batch"]])
-        value, grad = jax.value_and_grad(loss)(params, xb, yb)
-        updates, state = opt.update(grad, state, params, value=value)
-        params = optax.apply_updates(params, updates)
-        losses.append(float(value))
-        scales.append(float(optax.tree.get(state, "scale")))
-    return {"settings": PLATEAU, "losses": losses, "scales": scales,
-            "params": {k: np.asarray(v, np.float64).tolist() for k, v in params.items()}}
-
-
 def main():
     golden = {"versions": {"jax": jax.__version__, "optax": optax.__version__},
-              "lbfgs": [], "plateau": run_plateau()}
+              "lbfgs": [], "plateau": run_plateau(optax, contrib, jax, jnp)}
     for name, fun, dim, lbfgs_kwargs, zoom_kwargs, iterations, rtol in LBFGS_CASES:
-        rows = run_lbfgs(fun, dim, lbfgs_kwargs, zoom_kwargs, iterations)
+        rows = run_lbfgs(optax, jnp, fun, dim, lbfgs_kwargs, zoom_kwargs, iterations)
         golden["lbfgs"].append(dict(name=name, fun=fun, dim=dim, lbfgs=lbfgs_kwargs,
                                     zoom=zoom_kwargs, iterations=iterations, rtol=rtol,
                                     **rows))
