@@ -3,7 +3,6 @@ tests/golden/gen_monitoring.py): the API, listener bookkeeping, and the events a
 emits on a first call, a cached call, a kernel-cache miss and hit, and with the cache off."""
 import ast
 import builtins
-import inspect
 import json
 import os
 import subprocess
@@ -17,12 +16,10 @@ import corejax
 import corejax.numpy as jnp
 from corejax import monitoring
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden"))
+import monitoring_cases  # noqa: E402
+
 GOLDEN = json.load(open(os.path.join(os.path.dirname(__file__), "golden", "monitoring.json")))
-
-
-def _signature(obj) -> list:
-    return [[p.name, p.kind.name, None if p.default is p.empty else repr(p.default)]
-            for p in inspect.signature(obj).parameters.values()]
 
 
 @pytest.fixture(autouse=True)
@@ -34,21 +31,11 @@ def _no_listeners_left():
 def test_public_names_and_signatures_match_jax():
     assert sorted(monitoring.__all__) == GOLDEN["monitoring_names"]
     for name, sig in GOLDEN["monitoring_signatures"].items():
-        assert _signature(getattr(monitoring, name)) == sig, name
+        assert monitoring_cases.signature(getattr(monitoring, name)) == sig, name
 
 
 def test_listeners_receive_metadata_and_unregister_one_registration_at_a_time():
-    got = []
-
-    def listener(event, **kw):
-        got.append([event, kw])
-    monitoring.register_event_listener(listener)
-    monitoring.register_event_listener(listener)
-    monitoring.record_event("/test/a", k="v", n=3)
-    monitoring.unregister_event_listener(listener)
-    monitoring.record_event("/test/b")
-    monitoring.unregister_event_listener(listener)
-    monitoring.record_event("/test/c")
+    got, _ = monitoring_cases.register_twice_then_unregister(monitoring)
     assert got == GOLDEN["registered_twice_then_unregistered"]
 
 

@@ -3,7 +3,6 @@ tests/golden/gen_monitoring.py): API, errors, the trace directory layout and the
 trace-event JSON, ProfileData read-back, and the pprof device memory profile."""
 import gzip
 import importlib.util
-import inspect
 import json
 import os
 import socket
@@ -22,11 +21,6 @@ _spec = importlib.util.spec_from_file_location(
     "gen_monitoring", os.path.join(HERE, "golden", "gen_monitoring.py"))
 gen_monitoring = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(gen_monitoring)
-
-
-def _signature(obj) -> list:
-    return [[p.name, p.kind.name, None if p.default is p.empty else repr(p.default)]
-            for p in inspect.signature(obj).parameters.values()]
 
 
 def _quiet_options(**levels):
@@ -66,7 +60,7 @@ def _no_trace_left():
 def test_public_names_and_signatures_match_jax():
     assert sorted(profiler.__all__) == GOLDEN["profiler_names"]
     for name, sig in GOLDEN["profiler_signatures"].items():
-        assert _signature(getattr(profiler, name)) == sig, name
+        assert gen_monitoring.monitoring_cases.signature(getattr(profiler, name)) == sig, name
 
 
 def test_profile_options_defaults_and_types_match_jax():

@@ -17,6 +17,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import monitoring_cases  # noqa: E402
 
 # JAX events corejax has no counterpart for, and why (the tests expect every other event JAX
 # emits in these scenarios from corejax too)
@@ -28,11 +30,6 @@ NO_COUNTERPART = {
         "the kernel cache does not store how long a kernel took to compile (Numba's cache "
         "has no such field, and rewriting a kernel's source would invalidate its entry)",
 }
-
-
-def _signature(obj) -> list:
-    return [[p.name, p.kind.name, None if p.default is p.empty else repr(p.default)]
-            for p in inspect.signature(obj).parameters.values()]
 
 
 def scenario(mode: str, cache_dir: str) -> dict:
@@ -48,8 +45,6 @@ def scenario(mode: str, cache_dir: str) -> dict:
         jax.config.update("jax_compilation_cache_dir", cache_dir)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    sys.path.insert(0, HERE)
-    import monitoring_cases
     return monitoring_cases.first_and_cached_call(jax, jnp, monitoring, np)
 
 
@@ -66,26 +61,16 @@ def api_facts() -> dict:
     from jax import monitoring, profiler
     facts: dict = {}
     facts["monitoring_names"] = sorted(n for n in dir(monitoring) if not n.startswith("_"))
-    facts["monitoring_signatures"] = {n: _signature(getattr(monitoring, n))
+    facts["monitoring_signatures"] = {n: monitoring_cases.signature(getattr(monitoring, n))
                                       for n in facts["monitoring_names"]
                                       if inspect.isfunction(getattr(monitoring, n))}
     facts["profiler_names"] = sorted(n for n in dir(profiler) if not n.startswith("_"))
-    facts["profiler_signatures"] = {n: _signature(getattr(profiler, n))
+    facts["profiler_signatures"] = {n: monitoring_cases.signature(getattr(profiler, n))
                                     for n in facts["profiler_names"]
                                     if inspect.isfunction(getattr(profiler, n))}
 
     # listener bookkeeping
-    got = []
-
-    def listener(event, **kw):
-        got.append([event, kw])
-    monitoring.register_event_listener(listener)
-    monitoring.register_event_listener(listener)
-    monitoring.record_event("/test/a", k="v", n=3)
-    monitoring.unregister_event_listener(listener)
-    monitoring.record_event("/test/b")
-    monitoring.unregister_event_listener(listener)
-    monitoring.record_event("/test/c")
+    got, listener = monitoring_cases.register_twice_then_unregister(monitoring)
     facts["registered_twice_then_unregistered"] = got
     try:
         monitoring.unregister_event_listener(listener)

@@ -24,7 +24,6 @@ Writes tests/golden/optax_x64.json: {"versions", "lbfgs": [...], "plateau": {...
 import json
 import os
 
-
 import jax
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402

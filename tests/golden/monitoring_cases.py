@@ -35,3 +35,27 @@ def first_and_cached_call(jax, jnp, monitoring, np) -> dict:
             row.pop()    # the clock reading itself is not golden
     return {"first_call": first, "cached_call": second,
             "scalar_is_span_start": all(starts[k] == spans.get(k) for k in starts)}
+
+
+def signature(obj) -> list:
+    """[name, kind, repr(default)] of each parameter of `obj`, as the golden file records it."""
+    import inspect
+    return [[p.name, p.kind.name, None if p.default is p.empty else repr(p.default)]
+            for p in inspect.signature(obj).parameters.values()]
+
+
+def register_twice_then_unregister(monitoring):
+    """One listener registered twice, then unregistered one registration at a time between
+    events: the events it heard, and the listener (registered no more)."""
+    got = []
+
+    def listener(event, **kw):
+        got.append([event, kw])
+    monitoring.register_event_listener(listener)
+    monitoring.register_event_listener(listener)
+    monitoring.record_event("/test/a", k="v", n=3)
+    monitoring.unregister_event_listener(listener)
+    monitoring.record_event("/test/b")
+    monitoring.unregister_event_listener(listener)
+    monitoring.record_event("/test/c")
+    return got, listener
