@@ -5,7 +5,7 @@
 these do: corejax/_guards.py), the leak checker `check_tracer_leaks` / `checking_leaks()`
 (core.check_leaks), the transfer guards and `array_garbage_collection_guard`
 (corejax/_transfer_guard.py), `default_device` (corejax/array.py), `debug_key_reuse` and
-`enable_custom_prng` (corejax/random/_key_reuse.py), `softmax_custom_jvp` (nn.softmax),
+`enable_custom_prng` (corejax/_key_reuse.py), `softmax_custom_jvp` (nn.softmax),
 `allow_f16_reductions` (lax.reduce_sum), `thread_guard` (corejax/_guards.py), and
 `jax2tf_associative_scan_reductions`, which JAX 0.10.2 reads nowhere but in its jax2tf test
 harness (corejax accepts it with the same absence of effect). `option.value`

@@ -441,7 +441,7 @@ class _JittedFunction:
         if _config_values["disable_jit"]:
             return self._fun(*args, **kwargs)
         if _config_values["debug_key_reuse"]:
-            from corejax.random import _key_reuse
+            from corejax import _key_reuse
             out = _key_reuse.jit_call(self, args, kwargs)
             if out is not _key_reuse.PROCEED:
                 return out

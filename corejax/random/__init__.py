@@ -9,8 +9,8 @@ jit and vmap, with either `threefry_partitionable` setting.
 Modules: _keys (keys, the hash, split / fold_in, raw bits), _basic (uniform, normal, integers,
 choices, permutations, one-uniform transforms), _gamma (random_gamma_p and the distributions
 built on it), _discrete (poisson, binomial, multinomial, geometric), _continuous (the other
-transforms, multivariate_normal, orthogonal), _key_reuse (the checker behind the option
-debug_key_reuse).
+transforms, multivariate_normal, orthogonal). The checker behind the option debug_key_reuse
+is corejax/_key_reuse.py, below lax, whose control flow reports to it.
 
 The option enable_custom_prng makes `PRNGKey`, and `split` / `fold_in` of legacy uint32 keys,
 return typed keys, as it does in JAX 0.10.2 (measured: tests/golden/gen_key_reuse.py); the

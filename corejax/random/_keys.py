@@ -29,9 +29,9 @@ from corejax._guards import check_legacy_key
 from corejax.core import get_aval
 from corejax.lax.prng import threefry2x32_p
 from corejax._tree_traced import register_transparent_leaf
-from corejax.random import _key_reuse
-from corejax.random._key_reuse import config_values as _config_values
-from corejax.random._key_reuse import open_scopes as _open_scopes
+from corejax import _key_reuse
+from corejax._key_reuse import config_values as _config_values
+from corejax._key_reuse import open_scopes as _open_scopes
 
 _UINT = {8: np.dtype("uint8"), 16: np.dtype("uint16"), 32: np.dtype("uint32"),
          64: np.dtype("uint64")}
@@ -94,7 +94,7 @@ class PRNGKeyArray:
     """An array of typed keys (from `key`/`wrap_key_data`): `shape` keys whose Threefry words
     are the trailing axis of `key_data(keys)`. A pytree with that uint32 data as its one leaf, so
     transformations see a plain array. `_consumed`: the key-reuse checker's state (False, True
-    or a mask over the keys; corejax/random/_key_reuse.py)."""
+    or a mask over the keys; corejax/_key_reuse.py)."""
 
     __slots__ = ("_data", "_consumed", "__weakref__")
     __hash__ = None

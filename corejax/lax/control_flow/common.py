@@ -44,7 +44,7 @@ def _trace(fun, in_tree, in_avals, name, reuse=None):
     `reuse`: a list from `_key_reuse.signatures()` that gets what `fun` does with PRNG keys."""
     store = []
     if reuse is not None:
-        from corejax.random import _key_reuse
+        from corejax import _key_reuse
         fun = _key_reuse.watch(fun, reuse)
 
     def flat(*leaves):

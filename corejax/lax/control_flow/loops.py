@@ -28,7 +28,7 @@ from corejax._tree_traced import tree_flatten, tree_flatten_with_path, tree_unfl
 from corejax.tree_util import keystr
 from corejax._traceback import api_boundary
 from corejax import _ref_state
-from corejax.random import _key_reuse
+from corejax import _key_reuse
 
 
 _WHILE_TRANSPOSE_ERROR = (
