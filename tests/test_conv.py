@@ -346,6 +346,94 @@ def test_max_window_ties_send_gradient_to_first_max():
     np.testing.assert_array_equal(np.asarray(g), [[-1, 0, 0], [0, 0, -1]])
 
 
+# Layouts of the single-GEMM path (lax/_conv_gemm.py): features inside the batch axis (rows
+# gathered), the batch inside the features (columns gathered: a kernel gradient's layout), both
+# with strides, both dilations, negative and positive padding, one and two spatial dimensions.
+GEMM_LAYOUTS = [("NHWC", "HWIO", "NHWC"), ("NCHW", "OIHW", "NCHW"), ("CHWN", "HWIO", "HWNC"),
+                ("HWCN", "IOHW", "NCHW"), ("NWC", "WIO", "NWC"), ("CWN", "OIW", "WNC")]
+
+
+@pytest.mark.parametrize("layout", GEMM_LAYOUTS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64])
+def test_conv_gemm_path_matches_naive_loops(layout, dtype, rng, x64):
+    from corejax.lax import _conv_gemm
+    nsp = len(layout[0]) - 2
+    for _ in range(4):
+        n, c, o = (int(v) for v in rng.integers(1, 4, 3))
+        sizes = [int(v) for v in rng.integers(3, 8, nsp)]
+        ks = [int(v) for v in rng.integers(1, 4, nsp)]
+        strides = tuple(int(v) for v in rng.integers(1, 3, nsp))
+        ld = tuple(int(v) for v in rng.integers(1, 3, nsp))
+        rd = tuple(int(v) for v in rng.integers(1, 3, nsp))
+        pads = [(int(a), int(b)) for a, b in rng.integers(-1, 3, (nsp, 2))]
+        dnums = conv_dimension_numbers((0,) * (nsp + 2), (0,) * (nsp + 2), layout)
+        lshape = [0] * (nsp + 2)
+        for axis, size in zip(dnums.lhs_spec, [n, c] + sizes):
+            lshape[axis] = size
+        rshape = [0] * (nsp + 2)
+        for axis, size in zip(dnums.rhs_spec, [o, c] + ks):
+            rshape[axis] = size
+        x = rng.standard_normal(lshape).astype(dtype)
+        w = rng.standard_normal(rshape).astype(dtype)
+        if np.dtype(dtype).kind == "c":
+            x = x + 1j * rng.standard_normal(lshape).astype(dtype)
+        params = dict(window_strides=strides, padding=tuple(pads), lhs_dilation=ld,
+                      rhs_dilation=rd, dimension_numbers=dnums, feature_group_count=1,
+                      batch_group_count=1)
+        ref = naive_conv(x.real, w.real, strides, pads, ld, rd, dnums)
+        if np.dtype(dtype).kind == "c":    # w real: conv(xr + i xi, w) = conv(xr, w) + i ...
+            ref = ref + 1j * naive_conv(x.imag, w.real, strides, pads, ld, rd, dnums)
+        if 0 in ref.shape:
+            continue
+        assert _conv_gemm.gemm_form(x, w, **params) is not None
+        y = conv_general_dilated(x, w, strides, pads, ld, rd, layout)
+        assert y.shape == ref.shape and y.dtype == dtype
+        tol = 1e-5 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-12
+        np.testing.assert_allclose(np.asarray(y), ref, rtol=tol, atol=tol)
+        jitted = corejax.jit(lambda a, b: conv_general_dilated(a, b, strides, pads, ld, rd,
+                                                               layout))(x, w)
+        np.testing.assert_array_equal(np.asarray(jitted), np.asarray(y))
+
+
+def test_cnn_gradients_same_bits_eager_and_jit(rng):
+    """A forward convolution, its input gradient (rows gathered) and its kernel gradient
+    (columns gathered), eagerly and compiled: one GEMM summing in the same order."""
+    x = rng.standard_normal((8, 10, 10, 5)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 5, 7)).astype(np.float32)
+
+    def loss(x, w):
+        y = conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO",
+                                                                           "NHWC"))
+        y = reduce_window_max(y, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+        return jnp.sum(jnp.tanh(y))
+    grad = corejax.grad(loss, argnums=(0, 1))
+    for eager, compiled in zip(grad(x, w), corejax.jit(grad)(x, w)):
+        np.testing.assert_array_equal(np.asarray(eager), np.asarray(compiled))
+
+
+@pytest.mark.parametrize("window", [(1, 2, 2, 1), (2, 3, 1, 2), (1, 1, 1, 1)])
+def test_tiling_max_window_tangent_matches_tap_by_tap(window, rng, monkeypatch):
+    """Windows that tile the operand take the reshaped tangent; ties (small integers) and
+    NaNs give what the tap-by-tap mask gives, forward and reverse, eager and compiled."""
+    from corejax.lax import windowed
+    x = rng.integers(0, 3, (4, 6, 4, 6)).astype(np.float32)
+    x[0, 0, 0, 0] = np.nan
+    assert windowed._tiles(x.shape, window_dimensions=window, window_strides=window,
+                           padding=((0, 0),) * 4, base_dilation=(1,) * 4,
+                           window_dilation=(1,) * 4)
+    c = rng.standard_normal(tuple(n // w for n, w in zip(x.shape, window))).astype(np.float32)
+    t = rng.standard_normal(x.shape).astype(np.float32)
+
+    def f(x):
+        return jnp.sum(reduce_window_max(x, window, window, "VALID") * c)
+    fns = [corejax.grad(f), corejax.jit(corejax.grad(f)),
+           lambda x: corejax.jvp(f, (x,), (t,))[1]]
+    tiled = [np.asarray(fn(x)) for fn in fns]
+    monkeypatch.setattr(windowed, "_tiles", lambda *a, **k: False)
+    for got, fn in zip(tiled, fns):
+        np.testing.assert_array_equal(got, np.asarray(fn(x)))
+
+
 def test_reduce_window_generic_and_errors():
     x = jnp.arange(6.0)
     np.testing.assert_array_equal(np.asarray(reduce_window(x, 0.0, lax.add, (2,), (2,), "VALID")),

@@ -538,6 +538,9 @@ class CpuExecutable:
             self._control_flow[id(eqn)] = compiled_control_flow
         if _dot_of_vars(eqn):
             return self._dot(eqn, template)
+        kernel = registry.kernel_lowerings.get(prim)
+        if kernel is not None and kernel[0] == "gemm" and compiled_control_flow is None:
+            return self._gemm_form(eqn, kernel[1], template)
         if _is_dot(eqn):
             params = dict(params)
             impl = _blas_dot_general
@@ -577,6 +580,38 @@ class CpuExecutable:
         def run(env):
             buf = pool.get(os_, shape, dt) if pooled else np.empty(shape, dt)
             env[os_] = product(env[ls], env[rs], buf)
+
+        return run
+
+    def _gemm_form(self, eqn, form_of, template):
+        """A primitive computed as one GEMM (a convolution, registry's ("gemm", form_of)):
+        `form_of` gathers its first matrix into a pooled scratch buffer and returns (a, b,
+        finish), the product runs on this step's BLAS call site into a pooled buffer, and
+        `finish` makes it the output; where form_of returns None the impl runs."""
+        prim, params = eqn.primitive, eqn.params
+        getters = [(None, np.asarray(v.val, v.aval.dtype)) if type(v) is Literal
+                   else (self._slot(v, template), None) for v in eqn.invars]
+        os_, dt = self._slot(eqn.outvars[0], template), np.dtype(eqn.outvars[0].aval.dtype)
+        pool, site = self._pool, blas.GemmSite()
+        scratch_key = ("gemm scratch", os_)
+
+        def scratch(shape, dtype):
+            return pool.get(scratch_key, shape, dtype) \
+                if _BufferPool.worth_pooling(shape, dtype) else np.empty(shape, dtype)
+
+        def run(env):
+            args = [env[s] if s is not None else c for s, c in getters]
+            form = form_of(*args, scratch, **params)
+            if form is None:
+                out = to_numpy(prim.impl(*args, **params))
+            else:
+                a, b, finish = form
+                shape = (a.shape[0], b.shape[1])
+                buf = pool.get(os_, shape, a.dtype) if _BufferPool.worth_pooling(
+                    shape, a.dtype) else np.empty(shape, a.dtype)
+                blas.matmul(a, b, buf, site)
+                out = finish(buf)
+            env[os_] = out if out.dtype == dt else out.astype(dt)
 
         return run
 

@@ -79,7 +79,7 @@ def _scalar_value(atom, known):
 
 def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
     """Algebraic identities: x*1, 1*x, x+0 (integers), x-0, x/1, double transpose, reshape
-    of reshape, conversion to the same dtype, no-op broadcasts and reshapes, a transposed
+    of reshape, conversion to the same dtype, no-op broadcasts, reshapes and pads, a transposed
     matrix product computed as the product of the swapped operands, products reading
     the operands of transposes instead of their results, and relu masks read off the relu
     (`_clamp_mask`)."""
@@ -242,6 +242,8 @@ def _identity(name, eqn, invars, out, known):
                 "broadcast_dimensions"] == tuple(range(out.aval.ndim))):
         return invars[0]
     if name == "transpose" and eqn.params["permutation"] == tuple(range(out.aval.ndim)):
+        return invars[0]
+    if name == "pad" and not any(any(c) for c in eqn.params["padding_config"]):
         return invars[0]
     return None
 

@@ -8,8 +8,11 @@ axis index of the corresponding array. Groups are laid out group-major on their 
 `(G, O/G)`; with `batch_group_count=B` the lhs batch is `(B, N/B)` and the kernel's output
 features `(B, O/B)`.
 
-The impl is im2col: one strided sliding-window view of the (padded, dilated) input, copied once
-so the contraction axes (taps, channels) are last, then one GEMM per group. Reverse mode follows
+The impl is im2col. Ungrouped convolutions of one or two spatial dimensions (float or complex)
+gather their windows with a compiled loop and run one GEMM (lax/_conv_gemm.py, which the CPU
+compiler also runs on its thread-adaptive BLAS call sites); the others take one strided
+sliding-window view of the (padded, dilated) input, copied once so the contraction axes (taps,
+channels) are last, then one GEMM per group. Reverse mode follows
 from two transpose rules that are themselves convolutions, so gradients of any order stay
 convolutions.
 """
@@ -22,6 +25,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from corejax import dtypes
+from corejax.compiler import registry
 from corejax.core import Primitive, ShapedArray, get_aval
 from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero, is_undefined_primal
@@ -199,6 +203,15 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                    rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
                    feature_group_count=feature_group_count, batch_group_count=batch_group_count,
                    preferred_element_type=preferred_element_type)
+    form = _gemm_form(lhs, rhs, window_strides=window_strides, padding=padding,
+                      lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
+                      dimension_numbers=dimension_numbers,
+                      feature_group_count=feature_group_count,
+                      batch_group_count=batch_group_count,
+                      preferred_element_type=preferred_element_type)
+    if form is not None:
+        a, b, finish = form
+        return finish(np.matmul(a, b))
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     out_dtype = np.dtype(preferred_element_type or lhs.dtype)
     # Channels-last internally, so every tap is a (N, *out, C) view and the GEMM is contiguous.
@@ -253,8 +266,17 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     return np.ascontiguousarray(np.transpose(out, np.argsort(out_spec)))
 
 
+def _gemm_form(lhs, rhs, scratch=None, **params):
+    """The convolution as one GEMM where it has that form (lax/_conv_gemm.py), else None."""
+    from corejax.lax._conv_gemm import gemm_form
+    return gemm_form(lhs, rhs, scratch, **params)
+
+
 conv_general_dilated_p = Primitive("conv_general_dilated")
 conv_general_dilated_p.def_impl(_conv_impl)
+# Under jit on CPU: the gathered matrix and the output in the executable's pooled buffers, the
+# product on a thread-adaptive BLAS call site (compiler/cpu.py); other convolutions run _conv_impl.
+registry.def_kernel(conv_general_dilated_p, ("gemm", _gemm_form))
 conv_general_dilated_p.def_abstract_eval(_conv_abstract)
 conv_general_dilated_p.weak_type_rule = lambda lhs, rhs, **p: (dtypes.is_weakly_typed(lhs)
                                                                and dtypes.is_weakly_typed(rhs))

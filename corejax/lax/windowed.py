@@ -10,7 +10,9 @@ by the strides (a "full" correlation with an all-ones window). max and min diffe
 through a mask: each output takes the tangent of the first tap (in window order) that attains
 the extremum, which is exactly what XLA's select-and-scatter gives for ties. The mask formulation
 is built from pad, slice, eq and select, so its transpose (a scatter-add into the chosen
-positions) and its batching come from those primitives' rules.
+positions) and its batching come from those primitives' rules. Windows that tile the operand
+(2x2 pooling with stride 2) take the same choice from a reshape that makes each window a block
+of axes: the transpose is then one select and a reshape, not a padded copy per tap.
 
 A Numba lowering would be a loop nest over output elements with the window taps innermost,
 starting from the identity; no padded copy is needed when out-of-range taps are skipped.
@@ -96,7 +98,8 @@ def _make_reduce_window(kind: str, np_op, accepted):
         init = _identity(kind, x.dtype)
         if 0 in out_shape:
             return np.full(out_shape, init, x.dtype)
-        xp = _pad_impl(x, init, _pad_config(padding, base_dilation))
+        cfg = _pad_config(padding, base_dilation)
+        xp = _pad_impl(x, init, cfg) if any(any(c) for c in cfg) else x
         acc = None
         for starts, limits in _tap_slices(window_dimensions, window_strides, window_dilation,
                                           out_shape):
@@ -173,6 +176,8 @@ def _chooser_jvp(prim, kind):
         if type(t) is Zero:
             return out, Zero(get_aval(out).to_tangent_aval())
         x_aval = get_aval(x)
+        if _tiles(x_aval.shape, **params):
+            return out, _tiled_tangent(x, t, out, window_dimensions)
         cfg = _pad_config(padding, base_dilation)
         xp = pad(x, full((), _identity(kind, x_aval.dtype), x_aval.dtype), cfg)
         tp = pad(t, 0, cfg)
@@ -191,6 +196,44 @@ def _chooser_jvp(prim, kind):
             tangent = chosen if tangent is None else add(tangent, chosen)
         return out, tangent
     return jvp
+
+
+def _tiles(shape, *, window_dimensions, window_strides, padding, base_dilation,
+           window_dilation) -> bool:
+    """Whether the windows tile the operand: no padding, no dilation, strides equal to the
+    window, and every dimension a whole number of windows (2x2 pooling with stride 2)."""
+    return tuple(window_dimensions) == tuple(window_strides) and \
+        all(lo == hi == 0 for lo, hi in padding) and set(base_dilation) <= {1} and \
+        set(window_dilation) <= {1} and all(n % w == 0 for n, w in zip(shape, window_dimensions))
+
+
+def _tiled_tangent(x, t, out, window_dimensions):
+    """The chooser's tangent where the windows tile x: x and t reshaped so each window is a
+    block of axes, the first tap (row-major) equal to the window's result chosen by a minimum
+    over the taps' indices. The same choice as the tap-by-tap mask, without a padded copy per
+    tap in the transpose: that is a select of the broadcast cotangent and a reshape."""
+    shape = get_aval(x).shape
+    split, out_axes, win_axes = [], [], []
+    for n, w in zip(shape, window_dimensions):
+        out_axes.append(len(split))
+        win_axes.append(len(split) + 1)
+        split += [n // w, w]
+    split = tuple(split)
+    xr, tr = reshape(x, split), reshape(t, split)
+    hit = eq(xr, broadcast_in_dim(out, split, tuple(out_axes)))
+    tap, scale = None, 1
+    for axis, w in reversed(list(zip(win_axes, window_dimensions))):
+        if w > 1:
+            term = broadcasted_iota(np.int32, split, axis)
+            term = term if scale == 1 else mul(term, full(split, scale, np.int32))
+            tap = term if tap is None else add(tap, term)
+        scale *= w
+    if tap is None:
+        tap = full(split, 0, np.int32)
+    first = reduce_min(select(hit, tap, full(split, scale, np.int32)), tuple(win_axes))
+    chosen = eq(tap, broadcast_in_dim(first, split, tuple(out_axes)))
+    taken = select(chosen, tr, full(split, 0, get_aval(t).dtype))
+    return reduce_sum(taken, tuple(win_axes))
 
 
 ad.primitive_jvps[reduce_window_max_p] = _chooser_jvp(reduce_window_max_p, "max")
@@ -265,5 +308,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
 
 
 from corejax.lax.elementwise import (  # noqa: E402
-    add, bitwise_and, bitwise_not, bitwise_or, eq, full, select)
-from corejax.lax.structural import pad, slice as lax_slice  # noqa: E402
+    add, bitwise_and, bitwise_not, bitwise_or, eq, full, mul, select)
+from corejax.lax.reductions import reduce_min, reduce_sum  # noqa: E402
+from corejax.lax.structural import (  # noqa: E402
+    broadcast_in_dim, broadcasted_iota, pad, reshape, slice as lax_slice)

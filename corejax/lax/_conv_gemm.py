@@ -1,0 +1,150 @@
+"""A convolution of one or two spatial dimensions as a single GEMM over an im2col matrix.
+
+conv_general_dilated's impl and its CPU lowering (compiler/cpu.py, through the `("gemm", ...)`
+kernel entry in compiler/registry.py) share `gemm_form`: it gathers every window of the input
+into one matrix with a compiled loop (padding, strides, input and kernel dilation all resolved
+in its indexing: no padded copy, no strided view copied by NumPy), views the kernel as the
+other matrix, and says how the (rows, out features) product is the output. The caller runs the
+product: np.matmul eagerly, the compiler's thread-adaptive BLAS call sites under jit.
+
+Which matrix is gathered depends on where the input's feature and batch axes live:
+
+- feature axis inside the batch axis (NHWC, and NCHW): rows are (batch, *out positions), the
+  reduction is (*kernel taps, features), features innermost. The product (rows, O) is the
+  output in NHWC order: a forward convolution or an input gradient writes its result in place.
+- batch axis inside the feature axis (the kernel gradient of an NHWC convolution, whose
+  "batch" is the forward pass's feature axis and whose "kernel" is the output gradient): the
+  matrix is gathered transposed, (features, *taps) x (*out positions, batch), read by BLAS
+  with its transpose flag; the kernel operand is then the output gradient as it is stored,
+  and the product (positions, batch, O) is the kernel gradient in HWIO order.
+
+The choice depends only on shapes and dimension numbers, never on strides, so an eager call
+and the same convolution inside a compiled program sum in the same order. Grouped
+convolutions, three or more spatial dimensions and dtypes other than float32 / float64 /
+complex keep the general impl (lax/conv.py).
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+__all__ = ["gemm_form"]
+
+
+@functools.lru_cache(maxsize=None)
+def _kernels():
+    """The two gather loops (Numba, imported and compiled on first use, cached on disk)."""
+    from numba import njit
+
+    jit = njit(cache=True, nogil=True, error_model="numpy")
+
+    @jit
+    def rows(x, out, lo_h, lo_w, s_h, s_w, d_h, d_w, l_h, l_w):
+        # x (N, H, W, C) -> out (N, PH, PW, KH, KW, C); coordinates in the dilated input
+        n_, h_, w_, c_ = x.shape
+        ph_, pw_, kh_, kw_ = out.shape[1], out.shape[2], out.shape[3], out.shape[4]
+        for a in range(n_):
+            for ph in range(ph_):
+                for kh in range(kh_):
+                    hd = ph * s_h + kh * d_h - lo_h
+                    hi = hd // l_h
+                    h_in = hd >= 0 and hd - hi * l_h == 0 and hi < h_
+                    for pw in range(pw_):
+                        for kw in range(kw_):
+                            wd = pw * s_w + kw * d_w - lo_w
+                            wi = wd // l_w
+                            if h_in and wd >= 0 and wd - wi * l_w == 0 and wi < w_:
+                                for b in range(c_):
+                                    out[a, ph, pw, kh, kw, b] = x[a, hi, wi, b]
+                            else:
+                                for b in range(c_):
+                                    out[a, ph, pw, kh, kw, b] = 0
+
+    @jit
+    def cols(x, out, lo_h, lo_w, s_h, s_w, d_h, d_w, l_h, l_w):
+        # x (C, H, W, N) -> out (C, KH, KW, PH, PW, N)
+        c_, h_, w_, n_ = x.shape
+        kh_, kw_, ph_, pw_ = out.shape[1], out.shape[2], out.shape[3], out.shape[4]
+        for a in range(c_):
+            for kh in range(kh_):
+                for ph in range(ph_):
+                    hd = ph * s_h + kh * d_h - lo_h
+                    hi = hd // l_h
+                    h_in = hd >= 0 and hd - hi * l_h == 0 and hi < h_
+                    for kw in range(kw_):
+                        for pw in range(pw_):
+                            wd = pw * s_w + kw * d_w - lo_w
+                            wi = wd // l_w
+                            if h_in and wd >= 0 and wd - wi * l_w == 0 and wi < w_:
+                                for b in range(n_):
+                                    out[a, kh, kw, ph, pw, b] = x[a, hi, wi, b]
+                            else:
+                                for b in range(n_):
+                                    out[a, kh, kw, ph, pw, b] = 0
+
+    return rows, cols
+
+
+def _dilated(n: int, d: int) -> int:
+    return 0 if n == 0 else (n - 1) * d + 1
+
+
+def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, rhs_dilation,
+              dimension_numbers, feature_group_count, batch_group_count, precision=None,
+              preferred_element_type=None):
+    """(a, b, finish) with the convolution equal to finish(a @ b), a and b 2-D matrices BLAS
+    reads in place (the first gathered into `scratch(shape, dtype)`'s buffer, np.empty by
+    default), finish giving the output in its dimension numbers' layout; or None where the
+    general impl runs instead (see the module docstring)."""
+    dt = lhs.dtype
+    if feature_group_count != 1 or batch_group_count != 1 or rhs.dtype != dt \
+            or dt.char not in "fdFD" or lhs.ndim not in (3, 4) or \
+            (preferred_element_type is not None and np.dtype(preferred_element_type) != dt):
+        return None
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    x = lhs.transpose(lhs_spec)          # logical (N, C, *spatial) views
+    w = rhs.transpose(rhs_spec)          # (O, I, *taps)
+    strides, pads = tuple(window_strides), tuple(padding)
+    ldil, rdil = tuple(lhs_dilation), tuple(rhs_dilation)
+    if lhs.ndim == 3:                    # one spatial dimension: a unit height
+        x, w = x[:, :, None, :], w[:, :, None, :]
+        strides, pads, ldil, rdil = (1,) + strides, ((0, 0),) + pads, (1,) + ldil, (1,) + rdil
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    out_sp = []
+    for size, k, s, (lo, hi), ld, rd in zip((h, wd), (kh, kw), strides, pads, ldil, rdil):
+        extent = _dilated(size, ld) + lo + hi
+        out_sp.append(max(0, (extent - _dilated(k, rd)) // s + 1))
+    ph, pw = out_sp
+    if 0 in (n, c, o, kh, kw, ph, pw):
+        return None
+    scratch = scratch or np.empty
+    rows, cols = _kernels()
+    args = (pads[0][0], pads[1][0], strides[0], strides[1], rdil[0], rdil[1], ldil[0], ldil[1])
+    # which axis of the input is the inner one (a unit axis counts as innermost)
+    batch_inner = n == 1 or (c > 1 and lhs_spec[0] > lhs_spec[1])
+    if not batch_inner:
+        a6 = scratch((n, ph, pw, kh, kw, c), dt)
+        rows(x.transpose(0, 2, 3, 1), a6, *args)
+        a = a6.reshape(n * ph * pw, kh * kw * c)
+        b = w.transpose(2, 3, 1, 0).reshape(kh * kw * c, o)
+        to_logical = lambda p: p.reshape(n, ph, pw, o).transpose(0, 3, 1, 2)
+    else:
+        a6 = scratch((c, kh, kw, ph, pw, n), dt)
+        cols(x.transpose(1, 2, 3, 0), a6, *args)
+        a = a6.reshape(c * kh * kw, ph * pw * n).T
+        b = w.transpose(1, 2, 3, 0).reshape(c * kh * kw, o)
+        to_logical = lambda p: p.reshape(ph, pw, n, o).transpose(2, 3, 0, 1)
+    if not (b.flags.c_contiguous or b.flags.f_contiguous):
+        b = np.ascontiguousarray(b)
+    back = tuple(int(i) for i in np.argsort(out_spec))
+
+    def finish(product):
+        logical = to_logical(product)
+        if lhs.ndim == 3:
+            logical = logical[:, :, 0, :]
+        out = logical.transpose(back)
+        return out if out.flags.c_contiguous else np.ascontiguousarray(out)
+
+    return a, b, finish
