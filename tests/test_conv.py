@@ -434,6 +434,23 @@ def test_tiling_max_window_tangent_matches_tap_by_tap(window, rng, monkeypatch):
         np.testing.assert_array_equal(got, np.asarray(fn(x)))
 
 
+@pytest.mark.parametrize("window", [(1, 2, 2, 1), (2, 3, 1, 2)])
+def test_tiling_sum_window_transpose_matches_spread_and_sum(window, rng, monkeypatch):
+    """The transpose of a sum over tiling windows (average pooling's backward pass) is the
+    cotangent broadcast over each window: what the general spread-and-sum transpose gives."""
+    from corejax.lax import windowed
+    x = rng.standard_normal((4, 6, 4, 6)).astype(np.float32)
+    c = rng.standard_normal(tuple(n // w for n, w in zip(x.shape, window))).astype(np.float32)
+
+    def f(x):
+        return jnp.sum(reduce_window_sum(x, window, window, "VALID") * c)
+    fns = [corejax.grad(f), corejax.jit(corejax.grad(f))]
+    tiled = [np.asarray(fn(x)) for fn in fns]
+    monkeypatch.setattr(windowed, "_tiles", lambda *a, **k: False)
+    for got, fn in zip(tiled, fns):
+        np.testing.assert_array_equal(got, np.asarray(fn(x)))
+
+
 def test_reduce_window_generic_and_errors():
     x = jnp.arange(6.0)
     np.testing.assert_array_equal(np.asarray(reduce_window(x, 0.0, lax.add, (2,), (2,), "VALID")),

@@ -143,6 +143,11 @@ def _reduce_window_sum_transpose(ct, x, *, window_dimensions, window_strides, pa
     out_shape = get_aval(ct).shape
     if 0 in out_shape:
         return [ad.zeros_like_aval(x.aval)]
+    if _tiles(in_shape, window_dimensions=window_dimensions, window_strides=window_strides,
+              padding=padding, base_dilation=base_dilation, window_dilation=window_dilation):
+        # each element is in exactly one window: the cotangent broadcast over its window
+        split, out_axes = _tiled_split(in_shape, window_dimensions)
+        return [reshape(broadcast_in_dim(ct, split, out_axes), in_shape)]
     # Spread ct by the strides, then sum every window that touched each padded position.
     cfg = []
     for n, w, s, (lo, hi), bd, wd, o in zip(in_shape, window_dimensions, window_strides, padding,
@@ -207,20 +212,24 @@ def _tiles(shape, *, window_dimensions, window_strides, padding, base_dilation,
         set(window_dilation) <= {1} and all(n % w == 0 for n, w in zip(shape, window_dimensions))
 
 
+def _tiled_split(shape, window_dimensions):
+    """The operand's shape with each dimension split into (windows, window size), and the
+    axes of the windows' counts (a window's taps are the axis after each)."""
+    split = []
+    for n, w in zip(shape, window_dimensions):
+        split += [n // w, w]
+    return tuple(split), tuple(range(0, 2 * len(shape), 2))
+
+
 def _tiled_tangent(x, t, out, window_dimensions):
     """The chooser's tangent where the windows tile x: x and t reshaped so each window is a
     block of axes, the first tap (row-major) equal to the window's result chosen by a minimum
     over the taps' indices. The same choice as the tap-by-tap mask, without a padded copy per
     tap in the transpose: that is a select of the broadcast cotangent and a reshape."""
-    shape = get_aval(x).shape
-    split, out_axes, win_axes = [], [], []
-    for n, w in zip(shape, window_dimensions):
-        out_axes.append(len(split))
-        win_axes.append(len(split) + 1)
-        split += [n // w, w]
-    split = tuple(split)
+    split, out_axes = _tiled_split(get_aval(x).shape, window_dimensions)
+    win_axes = [a + 1 for a in out_axes]
     xr, tr = reshape(x, split), reshape(t, split)
-    hit = eq(xr, broadcast_in_dim(out, split, tuple(out_axes)))
+    hit = eq(xr, broadcast_in_dim(out, split, out_axes))
     tap, scale = None, 1
     for axis, w in reversed(list(zip(win_axes, window_dimensions))):
         if w > 1:
@@ -231,7 +240,7 @@ def _tiled_tangent(x, t, out, window_dimensions):
     if tap is None:
         tap = full(split, 0, np.int32)
     first = reduce_min(select(hit, tap, full(split, scale, np.int32)), tuple(win_axes))
-    chosen = eq(tap, broadcast_in_dim(first, split, tuple(out_axes)))
+    chosen = eq(tap, broadcast_in_dim(first, split, out_axes))
     taken = select(chosen, tr, full(split, 0, get_aval(t).dtype))
     return reduce_sum(taken, tuple(win_axes))
 
