@@ -4,9 +4,13 @@ by --jax-python or $JAX_PYTHON (default /work/jaxvenv/bin/python; the project ne
 JAX). Prints a table of medians (us) and the ratio corejax / JAX; asserts nothing.
 
     python bench/bench_eager_ops.py [--repeats 15] [--only hypot,clip,...] [--jax-python PY]
+                                    [--load [N]]
 
 The goal (issue #32) is a ratio of at most 1.0 on every row. The machine is shared: each side
 times every op `repeats` times and keeps the median; rerun rows that look off with --only.
+One row is not on 1M elements: add1_16, `x + 1.0` on 16 float32, where the op's dispatch
+overhead is all there is to time. --load [N] runs N busy-looping processes (bench/_load.py)
+beside both sides, to see how each slows down when another process competes for the cores.
 """
 import argparse
 import json
@@ -17,6 +21,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _load  # noqa: E402
+
 UNARY = ["exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "cbrt", "abs", "negative", "sign",
          "floor", "ceil", "round", "log1p", "expm1", "arcsin", "arctan", "sinh", "cosh",
          "arcsinh", "exp2", "log2", "log10", "reciprocal", "square", "rint", "trunc", "isnan",
@@ -26,7 +33,8 @@ BINARY = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum"
           "true_divide", "floor_divide", "nextafter", "heaviside"]
 REDUCTIONS = ["sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "all",
               "any", "cumsum", "sort", "median", "nansum", "logsumexp"]
-OTHER = ["int_add", "int_floor_divide", "int_mod", "where", "clip", "astype_f16", "x*2+1"]
+OTHER = ["int_add", "int_floor_divide", "int_mod", "where", "clip", "astype_f16", "x*2+1",
+         "add1_16"]
 ALL = UNARY + BINARY + REDUCTIONS + OTHER
 
 
@@ -37,6 +45,7 @@ def cases(jax, jnp, special):
     x = jnp.asarray(rng.random(n, dtype=np.float32) + np.float32(0.1))
     y = jnp.asarray(rng.random(n, dtype=np.float32) + np.float32(0.2))
     i = jnp.asarray(rng.integers(1, 100, n).astype(np.int32))
+    x16 = x[:16]
     out = {}
     for u in UNARY:
         out[u] = (lambda f: lambda: f(x))(getattr(jnp, u))
@@ -49,6 +58,7 @@ def cases(jax, jnp, special):
         "int_add": lambda: i + i, "int_floor_divide": lambda: i // 7, "int_mod": lambda: i % 7,
         "where": lambda: jnp.where(x > 0.5, x, y), "clip": lambda: jnp.clip(x, 0.2, 0.8),
         "astype_f16": lambda: x.astype(jnp.float16), "x*2+1": lambda: x * 2 + 1,
+        "add1_16": lambda: x16 + 1.0,
     })
     return out
 
@@ -84,6 +94,7 @@ def main():
     ap.add_argument("--jax-python", default=os.environ.get("JAX_PYTHON",
                                                            "/work/jaxvenv/bin/python"))
     ap.add_argument("--side", choices=["corejax", "jax"], help=argparse.SUPPRESS)
+    _load.add_load_argument(ap, "both sides")
     args = ap.parse_args()
     names = [s for s in args.only.split(",") if s] or ALL
     unknown = sorted(set(names) - set(ALL))
@@ -92,6 +103,15 @@ def main():
     if args.side:       # a worker: print the medians as JSON
         print(json.dumps(time_all(args.side, names, args.repeats)))
         return
+    print(_load.describe(args.load))
+    with _load.busy(args.load):
+        theirs, ours = measure(args, names)
+    print(f"1-min load average after: {_load.load_average():.2f}")
+    report(names, ours, theirs)
+
+
+def measure(args, names):
+    """JAX's medians (in a subprocess; {} without it), then corejax's."""
     theirs = {}
     if os.path.exists(args.jax_python):
         proc = subprocess.run([args.jax_python, os.path.abspath(__file__), "--side", "jax",
@@ -103,14 +123,17 @@ def main():
             print(f"jax side failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
     else:
         print(f"jax: {args.jax_python} not found (set --jax-python / JAX_PYTHON); no ratios")
-    ours = time_all("corejax", names, args.repeats)
+    return theirs, time_all("corejax", names, args.repeats)
+
+
+def report(names, ours, theirs):
     print(f"{'op (1M float32)':18s} {'corejax us':>11s} {'jax us':>9s} {'ratio':>7s}")
     over = 0
     for name in names:
         j = theirs.get(name)
         ratio = ours[name] / j if j else float("nan")
         over += ratio > 1.0
-        print(f"{name:18s} {ours[name]:11.0f} {j if j else float('nan'):9.0f} {ratio:7.2f}")
+        print(f"{name:18s} {ours[name]:11.1f} {j if j else float('nan'):9.1f} {ratio:7.2f}")
     if theirs:
         print(f"{over} of {len(names)} ops above 1.0x JAX")
 

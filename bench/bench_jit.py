@@ -1,14 +1,22 @@
-"""jit benchmarks: fused kernels vs NumPy (and vs JAX when it is importable).
+"""jit benchmarks: fused kernels vs NumPy and vs JAX (here, or under --jax-python).
 
-    python bench/bench_jit.py [--quick]
+    python bench/bench_jit.py [--quick] [--no-compile] [--load [N]] [--jax-python PY]
 
 Prints one table: median time over repeats, and ratios (corejax / NumPy, corejax / JAX).
 Compile times are measured in fresh subprocesses: *cold* with an empty kernel cache
 (COREJAX_CACHE_DIR pointing at a new temporary directory), *warm* with the cache the cold run
-filled (Numba loads machine code instead of compiling).
+filled (Numba loads machine code instead of compiling); --no-compile leaves them out.
+
+JAX's column: measured here when JAX is importable, else in a subprocess of --jax-python
+($JAX_PYTHON, default /work/jaxvenv/bin/python) running this file's JAX side (the project's
+environment has no JAX), else JAX's published figures (marked *). --load [N] runs N
+busy-looping processes (bench/_load.py) beside every timing, JAX's subprocess included: issue
+#32 compares how jit selu on 1M float32 slows down beside a competing process.
 """
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -23,15 +31,11 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-try:
-    import jax as real_jax  # noqa: F401
-    import jax.numpy as real_jnp
-    HAVE_JAX = True
-except ImportError:
-    HAVE_JAX = False
+# JAX in this interpreter (jax_runtime imports it); else it runs under --jax-python
+HAVE_JAX = importlib.util.find_spec("jax") is not None
 
-import corejax as cj  # noqa: E402
-import corejax.numpy as cjnp  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import _load  # noqa: E402
 
 
 def timeit(fn, repeats=15, number=None):
@@ -85,60 +89,93 @@ def norm(np_like):
 JAX_REFERENCE = {"selu": 1.38e-3, "norm": 45e-3}
 
 
-def bench_runtime(rows, quick):
+def runtime_cases(quick):
+    """(row name, NumPy function, generator of the jnp-like function, input) per row."""
     rng = np.random.default_rng(0)
     x1 = rng.standard_normal(1_000_000).astype(np.float32)
     n = 2000 if quick else 4000
     x2 = rng.standard_normal((n, n)).astype(np.float32)
-    cases = [("selu, 1M float32", selu_np, selu, x1),
-             (f"(x-mean)/std rows, {n}x{n}", norm_np, norm, x2)]
-    for name, f_np, f_gen, x in cases:
+    return [("selu, 1M float32", selu_np, selu, x1),
+            (f"(x-mean)/std rows, {n}x{n}", norm_np, norm, x2)]
+
+
+def params_of(m):
+    """A training step's arguments: a Flax-style parameter dict of the MLP (m: a jnp)."""
+    return {"params": {f"Dense_{i}": {"kernel": m.zeros((a, b), np.float32),
+                                      "bias": m.zeros((b,), np.float32)}
+                       for i, (a, b) in enumerate([(784, 512), (512, 512), (512, 10)])}}
+
+
+def pytree_step(p, o, x, y):
+    # flattening and signature only; not returned: JAX copies arrays passed through a jitted
+    # function, corejax returns their buffers
+    return x[0, 0] + y[0, 0]
+
+
+SCALAR_ROW = "call overhead, jit(x + 1)(scalar)"
+PYTREE_ROW = "call overhead, MLP step's pytree args"
+
+
+def jax_runtime(quick):
+    """JAX jit's time of every runtime row, by row name (JAX must be importable)."""
+    import jax
+    import jax.numpy as jnp
+    out = {}
+    for name, _, f_gen, x in runtime_cases(quick):
+        f_jx = jax.jit(f_gen(jnp))
+        xj = jax.device_put(x)
+        out[name] = timeit(lambda: block(f_jx(xj)), repeats=7 if x.size > 2e6 else 15)
+    fj = jax.jit(lambda x: x + 1)
+    sj = jax.device_put(np.float32(1.0))
+    out[SCALAR_ROW] = timeit(lambda: fj(sj), repeats=15, number=5000)
+    fj = jax.jit(pytree_step)
+    jargs = (params_of(jnp), ((), ()), jnp.zeros((128, 784)), jnp.zeros((128, 10)))
+    out[PYTREE_ROW] = timeit(lambda: fj(*jargs), repeats=15, number=2000)
+    return out
+
+
+def jax_times(quick, jax_python):
+    """JAX's runtime rows: here, in a subprocess of jax_python, or {} (a note on stderr)."""
+    if HAVE_JAX:
+        return jax_runtime(quick)
+    if not jax_python or not os.path.exists(jax_python):
+        print(f"jax: not importable and {jax_python} not found (--jax-python): published "
+              "figures only", file=sys.stderr)
+        return {}
+    cmd = [jax_python, os.path.abspath(__file__), "--jax-side"] + (["--quick"] if quick else [])
+    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ,
+                                                                       JAX_PLATFORMS="cpu"))
+    if r.returncode:
+        print(f"jax side failed:\n{r.stderr[-1500:]}", file=sys.stderr)
+        return {}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def bench_runtime(rows, quick, jax_python):
+    import corejax as cj
+    import corejax.numpy as cjnp
+    theirs = jax_times(quick, jax_python)
+    for name, f_np, f_gen, x in runtime_cases(quick):
         t_np = timeit(lambda: f_np(x), repeats=7 if x.size > 2e6 else 15)
         f_cj = cj.jit(f_gen(cjnp))
         xc = cj.device_put(x)
         np.testing.assert_allclose(np.asarray(f_cj(xc)), f_np(x), rtol=1e-4, atol=1e-4)
         t_cj = timeit(lambda: f_cj(xc), repeats=7 if x.size > 2e6 else 15)
-        t_jax = None
-        if not HAVE_JAX and (f_np is selu_np or n == 4000):   # the sizes the figures are for
-            t_jax = JAX_REFERENCE["selu" if f_np is selu_np else "norm"]
-        if HAVE_JAX:
-            f_jx = real_jax.jit(f_gen(real_jnp))
-            xj = real_jax.device_put(x)
-            t_jax = timeit(lambda: block(f_jx(xj)), repeats=7 if x.size > 2e6 else 15)
-        rows.append((name, t_cj, t_np, t_jax))
+        t_jax, published = theirs.get(name), False
+        if t_jax is None and (f_np is selu_np or x.shape[0] == 4000):   # the published sizes
+            t_jax, published = JAX_REFERENCE["selu" if f_np is selu_np else "norm"], True
+        rows.append((name, t_cj, t_np, t_jax, published))
 
     f = cj.jit(lambda x: x + 1)
     s = cj.device_put(np.float32(1.0))
     t_cj = timeit(lambda: f(s), repeats=15, number=20000)
     t_np = timeit(lambda: np.add(np.float32(1.0), 1), repeats=15, number=20000)
-    t_jax = None
-    if HAVE_JAX:
-        fj = real_jax.jit(lambda x: x + 1)
-        sj = real_jax.device_put(np.float32(1.0))
-        t_jax = timeit(lambda: fj(sj), repeats=15, number=5000)
-    rows.append(("call overhead, jit(x + 1)(scalar)", t_cj, t_np, t_jax))
-
-    # a training step's arguments: a Flax-style parameter dict of the MLP, an empty optimizer
-    # state and a batch (flattening and signature; not returned: JAX copies arrays passed
-    # through a jitted function, corejax returns their buffers)
-    def params_of(m):
-        return {"params": {f"Dense_{i}": {"kernel": m.zeros((a, b), np.float32),
-                                          "bias": m.zeros((b,), np.float32)}
-                           for i, (a, b) in enumerate([(784, 512), (512, 512), (512, 10)])}}
-
-    def step(p, o, x, y):
-        return x[0, 0] + y[0, 0]
+    rows.append((SCALAR_ROW, t_cj, t_np, theirs.get(SCALAR_ROW), False))
 
     args = (params_of(cjnp), ((), ()), cjnp.zeros((128, 784)), cjnp.zeros((128, 10)))
-    f = cj.jit(step)
+    f = cj.jit(pytree_step)
     t_cj = timeit(lambda: f(*args), repeats=15, number=5000)
-    t_jax = None
-    if HAVE_JAX:
-        fj = real_jax.jit(step)
-        jargs = (params_of(real_jnp), ((), ()), real_jnp.zeros((128, 784)),
-                 real_jnp.zeros((128, 10)))
-        t_jax = timeit(lambda: fj(*jargs), repeats=15, number=2000)
-    rows.append(("call overhead, MLP step's pytree args", t_cj, None, t_jax))
+    rows.append((PYTREE_ROW, t_cj, None, theirs.get(PYTREE_ROW), False))
 
 
 # --- compile time (fresh processes) ----------------------------------------------------------
@@ -204,14 +241,15 @@ def compile_times(which):
         return out
 
 
-def jax_compile_time(which):
-    if not HAVE_JAX:
+def jax_compile_time(which, jax_python):
+    python = sys.executable if HAVE_JAX else jax_python
+    if not python or not os.path.exists(python):
         return None
     script = COMPILE_SCRIPT.replace("import corejax as jax, corejax.numpy as jnp",
                                     "import jax, jax.numpy as jnp").replace(
         "from corejax.compiler import kernel_stats", "kernel_stats = lambda: {}")
-    r = subprocess.run([sys.executable, "-c", script, which], capture_output=True, text=True,
-                       check=True)
+    r = subprocess.run([python, "-c", script, which], capture_output=True, text=True,
+                       check=True, env=dict(os.environ, JAX_PLATFORMS="cpu"))
     return json.loads(r.stdout.strip().splitlines()[-1])["first_call_s"]
 
 
@@ -225,32 +263,52 @@ def fmt(t):
     return f"{t:.2f} s"
 
 
-def main():
-    quick = "--quick" in sys.argv
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a 2000x2000 norm instead of 4000x4000")
+    ap.add_argument("--no-compile", action="store_true", help="leave out the compile times")
+    ap.add_argument("--jax-python", default=os.environ.get("JAX_PYTHON",
+                                                           "/work/jaxvenv/bin/python"),
+                    help="a Python with jax, for JAX's column when JAX is not importable here")
+    ap.add_argument("--jax-side", action="store_true", help=argparse.SUPPRESS)
+    _load.add_load_argument(ap, "every timing")
+    args = ap.parse_args(argv)
+    if args.jax_side:       # run by jax_times under --jax-python: JAX's rows as JSON
+        print(json.dumps(jax_runtime(args.quick)))
+        return
+    print(_load.describe(args.load))
+    with _load.busy(args.load):
+        measure_and_print(args)
+    print(f"1-min load average after: {_load.load_average():.2f}")
+
+
+def measure_and_print(args):
     rows = []
-    bench_runtime(rows, quick)
+    bench_runtime(rows, args.quick, args.jax_python)
     print(f"{'benchmark':44s} {'corejax':>10s} {'NumPy':>10s} {'JAX':>10s} "
           f"{'vs NumPy':>9s} {'vs JAX':>8s}")
-    for name, t_cj, t_np, t_jax in rows:
+    for name, t_cj, t_np, t_jax, published in rows:
         r_np = f"{t_cj / t_np:.2f}x" if t_np else "-"
         r_jax = f"{t_cj / t_jax:.2f}x" if t_jax else "-"
-        star = "*" if t_jax and not HAVE_JAX else ""
+        star = "*" if published else ""
         print(f"{name:44s} {fmt(t_cj):>10s} {fmt(t_np):>10s} {fmt(t_jax) + star:>10s} "
               f"{r_np:>9s} {r_jax:>8s}")
-    print()
-    print(f"{'compile (fresh process)':44s} {'cold':>10s} {'warm':>10s} {'JAX':>10s} "
-          f"{'kernels':>9s} {'step':>8s}")
-    for which, label in (("swish", "vmap(grad^3(swish)), 1200 points"),
-                         ("mlp", "MNIST MLP SGD step 784-512-512-10, b128")):
-        cold, warm = compile_times(which)
-        t_jax = jax_compile_time(which)
-        kernels = f"{cold['kernels_compiled']}/{warm['kernels_compiled']}"
-        print(f"{label:44s} {fmt(cold['first_call_s']):>10s} {fmt(warm['first_call_s']):>10s} "
-              f"{fmt(t_jax):>10s} {kernels:>9s} {fmt(warm['run_s']):>8s}")
+    if not args.no_compile:
+        print()
+        print(f"{'compile (fresh process)':44s} {'cold':>10s} {'warm':>10s} {'JAX':>10s} "
+              f"{'kernels':>9s} {'step':>8s}")
+        for which, label in (("swish", "vmap(grad^3(swish)), 1200 points"),
+                             ("mlp", "MNIST MLP SGD step 784-512-512-10, b128")):
+            cold, warm = compile_times(which)
+            t_jax = jax_compile_time(which, args.jax_python)
+            kernels = f"{cold['kernels_compiled']}/{warm['kernels_compiled']}"
+            print(f"{label:44s} {fmt(cold['first_call_s']):>10s} "
+                  f"{fmt(warm['first_call_s']):>10s} {fmt(t_jax):>10s} {kernels:>9s} "
+                  f"{fmt(warm['run_s']):>8s}")
     print("\nratios: corejax time / peer time (lower is better); kernels: Numba compilations "
           "cold/warm;\nstep: steady-state time per call; compile: first call, tracing included.")
-    if not HAVE_JAX:
-        print("*: JAX is not importable here; JAX jit's published time on this machine "
+    if any(r[4] for r in rows):
+        print("*: JAX could not be run; JAX jit's published time on this machine "
               "(DESIGN.md / the issue).")
 
 

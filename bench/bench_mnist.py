@@ -1,6 +1,7 @@
 """MNIST MLP training-epoch time: corejax vs JAX vs PyTorch (CPU) vs hand-written NumPy.
 
     python bench/bench_mnist.py --data-dir ../shared/data/mnist [--epochs 3] [--only corejax,numpy]
+                                [--load [N]]
 
 `gemms` is a floor, not a framework: the step's eight matrix products alone through NumPy.
 
@@ -24,6 +25,10 @@ after a pause took twice its steady time, and after a JAX turn 10-12 ms in one t
 for a plain np.matmul as much as for corejax). An epoch's time is the sum of its turns' timed
 batches, scaled to the whole epoch (469 / 461 batches); the median per framework is reported.
 JAX and PyTorch are imported inside their measuring functions: missing ones are skipped.
+
+--load [N] runs N busy-looping processes (bench/_load.py; 1 without N) for the whole run, beside
+every framework's turns: issue #32 compares how much each framework slows down when another
+process competes for this 2-core machine (run once without and once with it).
 """
 from __future__ import annotations
 
@@ -40,6 +45,8 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import _load  # noqa: E402
 
 SIZES = (784, 512, 512, 10)
 LR = 0.01
@@ -326,6 +333,7 @@ def main(argv=None) -> int:
                         f"{UNTIMED}: the wake-up of thread pools idle during the pause)")
     p.add_argument("--only", default=",".join(FRAMEWORKS),
                    help="comma-separated subset of " + ",".join(FRAMEWORKS))
+    _load.add_load_argument(p, "every framework's turns")
     args = p.parse_args(argv)
     if not args.data_dir:
         p.error("give --data-dir or set COREJAX_DATA_DIR")
@@ -355,8 +363,10 @@ def main(argv=None) -> int:
         mod = {"jax": "jax", "jax-donated": "jax", "pytorch": "torch", "numpy": "numpy",
                "gemms": "numpy"}.get(name)
         versions[name] = sys.modules[mod].__version__ if mod in sys.modules else "repo"
-    results = run_interleaved(runs, len(batches), args.epochs, args.turn, args.pause,
-                              args.untimed)
+    print(_load.describe(args.load))
+    with _load.busy(args.load):
+        results = run_interleaved(runs, len(batches), args.epochs, args.turn, args.pause,
+                                  args.untimed)
     for name, r in results.items():
         # The machine may be shared: other processes' load changes every figure, most of all
         # for frameworks whose threads spin (OpenBLAS, OpenMP).
