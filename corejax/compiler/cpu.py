@@ -32,6 +32,10 @@ __all__ = ["CpuExecutable"]
 # Buffers at least this big are kept and reused across calls: a fresh large np.empty costs a
 # page fault per 4 KiB on first write, which is most of an elementwise kernel's time.
 _POOL_MIN_BYTES = 1 << 16
+# A convolution's gathered windows and product are kept for the next call up to this size: a
+# training step reuses them without page faults, while an evaluation over a whole data set in
+# one call (gigabytes of windows) does not hold that memory for the life of the executable.
+_SCRATCH_MAX_BYTES = 1 << 27
 _POOL_PER_SLOT = 2
 
 
@@ -595,9 +599,13 @@ class CpuExecutable:
         pool, site = self._pool, blas.GemmSite()
         scratch_key = ("gemm scratch", os_)
 
+        def buffer(key, shape, dtype):
+            nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            return pool.get(key, shape, dtype) \
+                if _POOL_MIN_BYTES <= nbytes <= _SCRATCH_MAX_BYTES else np.empty(shape, dtype)
+
         def scratch(shape, dtype):
-            return pool.get(scratch_key, shape, dtype) \
-                if _BufferPool.worth_pooling(shape, dtype) else np.empty(shape, dtype)
+            return buffer(scratch_key, shape, dtype)
 
         def run(env):
             args = [env[s] if s is not None else c for s, c in getters]
@@ -606,9 +614,7 @@ class CpuExecutable:
                 out = to_numpy(prim.impl(*args, **params))
             else:
                 a, b, finish = form
-                shape = (a.shape[0], b.shape[1])
-                buf = pool.get(os_, shape, a.dtype) if _BufferPool.worth_pooling(
-                    shape, a.dtype) else np.empty(shape, a.dtype)
+                buf = buffer(os_, (a.shape[0], b.shape[1]), a.dtype)
                 blas.matmul(a, b, buf, site)
                 out = finish(buf)
             env[os_] = out if out.dtype == dt else out.astype(dt)

@@ -18,6 +18,13 @@ Which matrix is gathered depends on where the input's feature and batch axes liv
   with its transpose flag; the kernel operand is then the output gradient as it is stored,
   and the product (positions, batch, O) is the kernel gradient in HWIO order.
 
+- where multiplying the input as it is by every tap's kernel gives a smaller product than the
+  gathered windows (fewer output than input features: the input gradient of a layer that
+  widens), the product comes first, (batch, *in positions) x (taps, O), and a compiled loop
+  sums each output's taps from it, in row-major tap order.
+
+Gathers of a million elements or more are split over the machine's cores.
+
 The choice depends only on shapes and dimension numbers, never on strides, so an eager call
 and the same convolution inside a compiled program sum in the same order. Grouped
 convolutions, three or more spatial dimensions and dtypes other than float32 / float64 /
@@ -26,6 +33,7 @@ complex keep the general impl (lax/conv.py).
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
 
@@ -40,11 +48,12 @@ def _kernels():
     jit = njit(cache=True, nogil=True, error_model="numpy")
 
     @jit
-    def rows(x, out, lo_h, lo_w, s_h, s_w, d_h, d_w, l_h, l_w):
-        # x (N, H, W, C) -> out (N, PH, PW, KH, KW, C); coordinates in the dilated input
-        n_, h_, w_, c_ = x.shape
+    def rows(x, out, lo_h, lo_w, s_h, s_w, d_h, d_w, l_h, l_w, a0, a1):
+        # x (N, H, W, C) -> out (N, PH, PW, KH, KW, C) for N in [a0, a1); coordinates in
+        # the dilated input
+        h_, w_, c_ = x.shape[1], x.shape[2], x.shape[3]
         ph_, pw_, kh_, kw_ = out.shape[1], out.shape[2], out.shape[3], out.shape[4]
-        for a in range(n_):
+        for a in range(a0, a1):
             for ph in range(ph_):
                 for kh in range(kh_):
                     hd = ph * s_h + kh * d_h - lo_h
@@ -62,11 +71,11 @@ def _kernels():
                                     out[a, ph, pw, kh, kw, b] = 0
 
     @jit
-    def cols(x, out, lo_h, lo_w, s_h, s_w, d_h, d_w, l_h, l_w):
-        # x (C, H, W, N) -> out (C, KH, KW, PH, PW, N)
-        c_, h_, w_, n_ = x.shape
+    def cols(x, out, lo_h, lo_w, s_h, s_w, d_h, d_w, l_h, l_w, a0, a1):
+        # x (C, H, W, N) -> out (C, KH, KW, PH, PW, N) for C in [a0, a1)
+        h_, w_, n_ = x.shape[1], x.shape[2], x.shape[3]
         kh_, kw_, ph_, pw_ = out.shape[1], out.shape[2], out.shape[3], out.shape[4]
-        for a in range(c_):
+        for a in range(a0, a1):
             for kh in range(kh_):
                 for ph in range(ph_):
                     hd = ph * s_h + kh * d_h - lo_h
@@ -83,7 +92,67 @@ def _kernels():
                                 for b in range(n_):
                                     out[a, kh, kw, ph, pw, b] = 0
 
-    return rows, cols
+    @jit
+    def tap_sum(y, out, lo_h, lo_w, s_h, s_w, d_h, d_w, l_h, l_w, a0, a1):
+        # y (N, H, W, KH, KW, O) -> out (N, PH, PW, O) for N in [a0, a1): each output the
+        # sum, taps in row-major order, of the product rows its window's taps read
+        h_, w_, kh_, kw_, o_ = y.shape[1], y.shape[2], y.shape[3], y.shape[4], y.shape[5]
+        ph_, pw_ = out.shape[1], out.shape[2]
+        for a in range(a0, a1):
+            for ph in range(ph_):
+                for pw in range(pw_):
+                    for b in range(o_):
+                        out[a, ph, pw, b] = 0
+                    for kh in range(kh_):
+                        hd = ph * s_h + kh * d_h - lo_h
+                        hi = hd // l_h
+                        if hd < 0 or hd - hi * l_h != 0 or hi >= h_:
+                            continue
+                        for kw in range(kw_):
+                            wd = pw * s_w + kw * d_w - lo_w
+                            wi = wd // l_w
+                            if wd >= 0 and wd - wi * l_w == 0 and wi < w_:
+                                for b in range(o_):
+                                    out[a, ph, pw, b] += y[a, hi, wi, kh, kw, b]
+
+    return rows, cols, tap_sum
+
+
+# Gathers of at least this many elements are split over the machine's cores (two halves of
+# the outer axis on two threads: a copy this size takes milliseconds, a thread's hand-off
+# microseconds; with another process holding a core, the scheduler's fair share gives two
+# threads more of the machine than one).
+SPLIT_MIN = 1 << 20
+
+
+@functools.lru_cache(maxsize=None)
+def _helpers():
+    from concurrent.futures import ThreadPoolExecutor
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+    n = min(cores, 4) - 1
+    return (ThreadPoolExecutor(n, thread_name_prefix="corejax-im2col") if n > 0 else None), n
+
+
+def _gather(kernel, x, out, args):
+    """kernel(x, out, *args, a0, a1) over the whole outer axis, split across cores when big."""
+    total = out.shape[0]
+    pool, n = _helpers()
+    if pool is None or out.size < SPLIT_MIN or total < 2:
+        kernel(x, out, *args, 0, total)
+        return
+    parts = min(n + 1, total)
+    bounds = [total * i // parts for i in range(parts + 1)]
+    futures = [pool.submit(kernel, x, out, *args, lo, hi)
+               for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    kernel(x, out, *args, bounds[0], bounds[1])
+    for f in futures:
+        f.result()
+
+
+def _matrix(m):
+    """m, or a C copy where BLAS cannot read it in place."""
+    return m if m.flags.c_contiguous or m.flags.f_contiguous else np.ascontiguousarray(m)
 
 
 def _dilated(n: int, d: int) -> int:
@@ -120,24 +189,39 @@ def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, 
     if 0 in (n, c, o, kh, kw, ph, pw):
         return None
     scratch = scratch or np.empty
-    rows, cols = _kernels()
+    rows, cols, tap_sum = _kernels()
     args = (pads[0][0], pads[1][0], strides[0], strides[1], rdil[0], rdil[1], ldil[0], ldil[1])
     # which axis of the input is the inner one (a unit axis counts as innermost)
     batch_inner = n == 1 or (c > 1 and lhs_spec[0] > lhs_spec[1])
+    if not batch_inner and h * wd * o < ph * pw * c:
+        # the product of the input (as it is) with every tap's kernel is smaller than the
+        # gathered windows: multiply first, then sum each output's taps from the product
+        a = x.transpose(0, 2, 3, 1).reshape(n * h * wd, c)
+        b = w.transpose(1, 2, 3, 0).reshape(c, kh * kw * o)
+        back = tuple(int(i) for i in np.argsort(out_spec))
+
+        def finish_taps(product):
+            summed = scratch((n, ph, pw, o), dt)
+            _gather(tap_sum, product.reshape(n, h, wd, kh, kw, o), summed, args)
+            logical = summed.transpose(0, 3, 1, 2)
+            if lhs.ndim == 3:
+                logical = logical[:, :, 0, :]
+            out = logical.transpose(back)
+            return out if out.flags.c_contiguous else np.ascontiguousarray(out)
+        return _matrix(a), _matrix(b), finish_taps
     if not batch_inner:
         a6 = scratch((n, ph, pw, kh, kw, c), dt)
-        rows(x.transpose(0, 2, 3, 1), a6, *args)
+        _gather(rows, x.transpose(0, 2, 3, 1), a6, args)
         a = a6.reshape(n * ph * pw, kh * kw * c)
         b = w.transpose(2, 3, 1, 0).reshape(kh * kw * c, o)
         to_logical = lambda p: p.reshape(n, ph, pw, o).transpose(0, 3, 1, 2)
     else:
         a6 = scratch((c, kh, kw, ph, pw, n), dt)
-        cols(x.transpose(1, 2, 3, 0), a6, *args)
+        _gather(cols, x.transpose(1, 2, 3, 0), a6, args)
         a = a6.reshape(c * kh * kw, ph * pw * n).T
         b = w.transpose(1, 2, 3, 0).reshape(c * kh * kw, o)
         to_logical = lambda p: p.reshape(ph, pw, n, o).transpose(2, 3, 0, 1)
-    if not (b.flags.c_contiguous or b.flags.f_contiguous):
-        b = np.ascontiguousarray(b)
+    b = _matrix(b)
     back = tuple(int(i) for i in np.argsort(out_spec))
 
     def finish(product):
