@@ -11,6 +11,7 @@ import numpy as np
 
 from corejax.core import ClosedJaxpr, Jaxpr, Literal, Var
 from corejax.compiler import eager_kernels, registry
+from corejax.compiler.scan_sums import scan_sums
 
 __all__ = ["PASSES", "run_passes", "inline_calls", "simplify", "fold_constants", "cse", "dce",
            "scan_invariants"]
@@ -546,6 +547,7 @@ PASSES = [
     ("fold_constants", fold_constants),
     ("cse", cse),
     ("scan_invariants", scan_invariants),
+    ("scan_sums", scan_sums),
     ("simplify", simplify),
     ("dce", dce),
 ]

@@ -1,0 +1,214 @@
+"""Sums over a scan's iterations taken out of the loop: one product over the stacked operands.
+
+The backward pass of a recurrent layer is a reverse scan whose carries accumulate the weight
+gradients: at every step `dW = dW + h_t^T @ dgates_t` (and `db = db + sum(dgates_t)`), a GEMM
+whose reduction is one batch of rows long (32 for a batch of 32): BLAS runs such thin products
+at a fraction of its speed, and the loop pays for one per step and per weight. The sum over the
+steps is itself a reduction. When a carry is touched by nothing but that accumulation, the scan
+returns the two operands of each step's product as stacked outputs instead (where they are not
+already its stacked inputs), and after the loop one dot_general contracts the step axis along
+with the product's own: the weight gradient of a 64-step LSTM is then a GEMM whose reduction is
+64 x 32 long. A `reduce_sum` accumulation (a bias gradient) becomes one reduction over the
+stacked values likewise. View operations between the product and the addition (the slices
+that cut a fused gate kernel's gradient into its gates, transposes, reshapes) are linear and
+move along: they apply to the total.
+
+The sum is then taken in another order (one GEMM's blocking rather than step after step), so
+the last bits of such a gradient change; the compiled-loop and Python-driven executions of a
+program see the same transformed program and agree with each other bit for bit.
+"""
+from __future__ import annotations
+
+import weakref
+
+from corejax.core import ClosedJaxpr, Jaxpr, ShapedArray, Var
+
+__all__ = ["scan_sums"]
+
+_SCAN_PARAMS = frozenset({"jaxpr", "length", "reverse", "num_consts", "num_carry"})
+# Linear maps of one operand that commute with a sum over the steps.
+_VIEWS = frozenset({"slice", "transpose", "reshape", "squeeze", "expand_dims"})
+_ADDS = frozenset({"add", "add_any"})
+_memo: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+class _Sum:
+    """A carry `k` that accumulates `chain(root)` each step with the equation `add`."""
+
+    def __init__(self, k, root, chain, add):
+        self.k, self.root, self.chain, self.add = k, root, chain, add
+
+
+def _find_sums(body: ClosedJaxpr, nc: int, nk: int) -> tuple:
+    j = body.jaxpr
+    producer = {v: e for e in j.eqns for v in e.outvars}
+    uses: dict = {}
+    for e in j.eqns:
+        for v in e.invars:
+            if type(v) is Var:
+                uses[v] = uses.get(v, 0) + 1
+    for v in j.outvars:
+        if type(v) is Var:
+            uses[v] = uses.get(v, 0) + 1
+    consts = set(j.invars[:nc]) | set(j.constvars)     # and what is computed from them alone
+    for e in j.eqns:
+        if all(type(x) is not Var or x in consts for x in e.invars):
+            consts.update(e.outvars)
+    carries = j.invars[nc:nc + nk]
+    found = []
+    for k, (cin, cout) in enumerate(zip(carries, j.outvars[:nk])):
+        add = producer.get(cout) if type(cout) is Var else None
+        if add is None or add.primitive.name not in _ADDS or uses.get(cin) != 1 or \
+                uses.get(cout) != 1 or cin.aval.dtype.kind not in "fc" or \
+                cout in j.outvars[nk:]:
+            continue
+        a, b = add.invars
+        if a is cin and b is not cin:
+            v = b
+        elif b is cin and a is not cin:
+            v = a
+        else:
+            continue
+        chain = []
+        while type(v) is Var and v in producer and producer[v].primitive.name in _VIEWS \
+                and len(producer[v].invars) == 1:
+            chain.append(producer[v])
+            v = producer[v].invars[0]
+        root = producer.get(v) if type(v) is Var else None
+        if root is None or v.aval.shape != tuple(root.outvars[0].aval.shape) or \
+                len(root.outvars) != 1 or any(type(x) is not Var or x in consts or x in carries
+                                               for x in root.invars):
+            continue
+        name = root.primitive.name
+        if name == "dot_general" and root.params.get("preferred_element_type") in (
+                None, v.aval.dtype) and root.invars[0].aval.dtype == v.aval.dtype:
+            found.append(_Sum(k, root, chain[::-1], add))
+        elif name == "reduce_sum":
+            found.append(_Sum(k, root, chain[::-1], add))
+    # A product (or a view of it) the body reads for anything else would be computed twice:
+    # every reader of the values on the kept chains must be an equation of those chains
+    # (chains may share a prefix: one transpose of a fused kernel's gradient, sliced per gate).
+    while found:
+        readers: dict = {}
+        for f in found:
+            for e in f.chain + [f.add]:
+                for x in e.invars:
+                    readers.setdefault(x, set()).add(id(e))
+        bad = {v for f in found for v in [f.root.outvars[0]] + [e.outvars[0] for e in f.chain]
+               if len(readers.get(v, ())) != uses.get(v)}
+        kept = [f for f in found if not ({f.root.outvars[0]} | {e.outvars[0] for e in f.chain})
+                & bad]
+        if len(kept) == len(found):
+            break
+        found = kept
+    return tuple(found)
+
+
+def _body_dce(eqns, outvars):
+    live = {v for v in outvars if type(v) is Var}
+    kept = []
+    for e in reversed(eqns):
+        if any(v in live for v in e.outvars):
+            kept.append(e)
+            live.update(v for v in e.invars if type(v) is Var)
+    return kept[::-1]
+
+
+def _rewrite(body: ClosedJaxpr, nc: int, nk: int):
+    """(sums, the new body, the body Vars returned as new stacked outputs), or None; memoized
+    per body (compiled loops are cached by body)."""
+    per = _memo.setdefault(body, {})
+    key = (nc, nk)
+    if key in per:
+        return per[key]
+    sums = _find_sums(body, nc, nk)
+    if not sums:
+        per[key] = None
+        return None
+    j = body.jaxpr
+    xs_in = j.invars[nc + nk:]
+    gone = {s.k for s in sums}
+    new_ys = []
+    for s in sums:
+        for x in s.root.invars:
+            if x not in xs_in and x not in new_ys:
+                new_ys.append(x)
+    outvars = [v for k, v in enumerate(j.outvars[:nk]) if k not in gone] + \
+        list(j.outvars[nk:]) + new_ys
+    eqns = _body_dce(j.eqns, outvars)
+    invars = j.invars[:nc] + [v for k, v in enumerate(j.invars[nc:nc + nk]) if k not in gone] \
+        + list(xs_in)
+    new_body = ClosedJaxpr(Jaxpr(j.constvars, invars, eqns, outvars, j.debug_info), body.consts)
+    out = (sums, new_body, new_ys)
+    per[key] = out
+    return out
+
+
+def _stacked(v, length):
+    return Var(ShapedArray((length,) + tuple(v.aval.shape), v.aval.dtype, v.aval.weak_type))
+
+
+def _total(root, operands):
+    """The root equation over stacked operands, the step axis (0) summed too."""
+    p = dict(root.params)
+    if root.primitive.name == "reduce_sum":
+        p["axes"] = (0,) + tuple(a + 1 for a in p["axes"])
+    else:
+        (lc, rc), (lb, rb) = p["dimension_numbers"]
+        shift = lambda dims: tuple(d + 1 for d in dims)
+        p["dimension_numbers"] = (((0,) + shift(lc), (0,) + shift(rc)), (shift(lb), shift(rb)))
+    return root._replace(invars=list(operands), outvars=[Var(root.outvars[0].aval)], params=p)
+
+
+def scan_sums(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Carries that only accumulate a per-step product (or reduce_sum), seen through view
+    operations, are computed after the scan as one product over the stacked operands."""
+    eqns: list = []
+    changed = False
+    for eqn in closed.jaxpr.eqns:
+        p = eqn.params
+        if eqn.primitive.name != "scan" or frozenset(p) != _SCAN_PARAMS or p["length"] < 1 \
+                or not isinstance(p["jaxpr"], ClosedJaxpr):
+            eqns.append(eqn)
+            continue
+        body, nc, nk, length = p["jaxpr"], p["num_consts"], p["num_carry"], p["length"]
+        found = _rewrite(body, nc, nk)
+        if found is None:
+            eqns.append(eqn)
+            continue
+        changed = True
+        sums, new_body, new_ys = found
+        gone = {s.k for s in sums}
+        xs_in = body.jaxpr.invars[nc + nk:]
+        stacked = dict(zip(xs_in, eqn.invars[nc + nk:]))
+        extra = [_stacked(v, length) for v in new_ys]
+        stacked.update(zip(new_ys, extra))
+        inits = eqn.invars[nc:nc + nk]
+        finals = eqn.outvars[:nk]
+        invars = list(eqn.invars[:nc]) + [v for k, v in enumerate(inits) if k not in gone] \
+            + list(eqn.invars[nc + nk:])
+        outvars = [v for k, v in enumerate(finals) if k not in gone] + \
+            list(eqn.outvars[nk:]) + extra
+        eqns.append(eqn._replace(invars=invars, outvars=outvars,
+                                 params={**p, "jaxpr": new_body,
+                                         "num_carry": nk - len(gone)}))
+        totals: dict = {}       # body Var on a chain -> the Var of its sum over the steps
+        for s in sums:
+            root_out = s.root.outvars[0]
+            if root_out not in totals:
+                t = _total(s.root, [stacked[x] for x in s.root.invars])
+                eqns.append(t)
+                totals[root_out] = t.outvars[0]
+            for view in s.chain:
+                if view.outvars[0] not in totals:
+                    e = view._replace(invars=[totals[view.invars[0]]],
+                                      outvars=[Var(view.outvars[0].aval)])
+                    eqns.append(e)
+                    totals[view.outvars[0]] = e.outvars[0]
+            v = totals[(s.chain[-1] if s.chain else s.root).outvars[0]]
+            eqns.append(s.add._replace(invars=[inits[s.k], v], outvars=[finals[s.k]]))
+    if not changed:
+        return closed
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, eqns, j.outvars, j.debug_info),
+                       closed.consts)

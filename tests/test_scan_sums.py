@@ -1,0 +1,113 @@
+"""compiler/scan_sums.py: carries of a scan that only accumulate a per-step product (a weight
+gradient) become one product over the stacked operands after the loop; values against the
+untransformed program, and where the pass must leave a scan alone."""
+import numpy as np
+import pytest
+
+import corejax as jax
+import corejax.numpy as jnp
+from corejax import lax
+from corejax.compiler import passes
+from corejax.compiler.scan_sums import scan_sums
+
+
+def _scans(closed):
+    return [e for e in closed.jaxpr.eqns if e.primitive.name == "scan"]
+
+
+def _optimized(f, *args):
+    return passes.run_passes(jax.make_jaxpr(f)(*args))
+
+
+def _without_pass(monkeypatch):
+    monkeypatch.setattr(passes, "PASSES", [p for p in passes.PASSES if p[0] != "scan_sums"])
+
+
+def rnn_loss(params, xs, h0):
+    """An Elman RNN whose kernels are used through views (a fused gate kernel sliced in two),
+    so its backward scan accumulates slices of a transposed product and a bias sum."""
+    def cell(h, x):
+        z = jnp.dot(jnp.concatenate([h, x], -1), params["w"]) + params["b"]
+        a, b = z[:, :8], z[:, 8:]
+        h = jnp.tanh(a) * jax.nn.sigmoid(b)
+        return h, h
+    _, hs = lax.scan(cell, h0, xs)
+    return jnp.sum(hs ** 2)
+
+
+@pytest.fixture
+def rnn(rng):
+    params = {"w": rng.standard_normal((8 + 3, 16)).astype(np.float32) * 0.3,
+              "b": rng.standard_normal(16).astype(np.float32)}
+    xs = rng.standard_normal((12, 5, 3)).astype(np.float32)
+    h0 = rng.standard_normal((5, 8)).astype(np.float32)
+    return params, xs, h0
+
+
+def test_weight_gradient_leaves_the_backward_loop(rnn):
+    g = jax.grad(rnn_loss)
+    before = passes.run_passes(jax.make_jaxpr(g)(*rnn),
+                               [p for p in passes.PASSES if p[0] != "scan_sums"])
+    after = _optimized(g, *rnn)
+    carries = lambda c: sorted(e.params["num_carry"] for e in _scans(c))
+    # the backward scan kept only the hidden-state cotangent
+    assert carries(after) == [1, 1] and carries(before)[-1] > 1
+    names = [e.primitive.name for e in after.jaxpr.eqns]
+    assert names.count("dot_general") >= 1 and "reduce_sum" in names
+
+
+def test_values_match_the_loop_accumulation(rnn, monkeypatch):
+    g = jax.jit(jax.grad(rnn_loss))(*rnn)
+    _without_pass(monkeypatch)
+    ref = jax.jit(jax.grad(rnn_loss))(*rnn)
+    eager = jax.grad(rnn_loss)(*rnn)
+    for a, b, c in zip(jax.tree_util.tree_leaves(g), jax.tree_util.tree_leaves(ref),
+                       jax.tree_util.tree_leaves(eager)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-5)
+        np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_nonzero_initial_carry_and_reverse(reverse, rng):
+    a = rng.standard_normal((7, 4, 3)).astype(np.float32)
+    b = rng.standard_normal((7, 4, 5)).astype(np.float32)
+    init = rng.standard_normal((3, 5)).astype(np.float32)
+
+    def f(init, a, b):
+        def body(acc, ab):
+            x, y = ab
+            return acc + jnp.dot(x.T, jnp.sin(y)), None
+        acc, _ = lax.scan(body, init, (a, b), reverse=reverse)
+        return acc
+    opt = _optimized(f, init, a, b)
+    assert [e.params["num_carry"] for e in _scans(opt)] == [0]
+    want = init + np.einsum("tki,tkj->ij", a.astype(np.float64), np.sin(b.astype(np.float64)))
+    np.testing.assert_allclose(np.asarray(jax.jit(f)(init, a, b)), want, rtol=1e-5, atol=1e-5)
+
+
+def test_scans_left_alone(rng):
+    a = rng.standard_normal((6, 4, 3)).astype(np.float32)
+
+    def reads_acc(init, a):          # the accumulator is read inside the loop
+        def body(acc, x):
+            return acc + jnp.dot(x.T, x), jnp.sum(acc)
+        return lax.scan(body, init, a)
+
+    def product_used_twice(init, a):  # the product feeds the ys too
+        def body(acc, x):
+            p = jnp.dot(x.T, x)
+            return acc + p, p
+        return lax.scan(body, init, a)
+
+    def constant_operand(init, a):   # a loop-invariant operand: nothing gained by stacking
+        w = jnp.ones((4, 3))
+        def body(acc, x):
+            return acc + jnp.dot(w.T, x), None
+        return lax.scan(body, init, a)
+    init = np.zeros((3, 3), np.float32)
+    for f in (reads_acc, product_used_twice, constant_operand):
+        closed = jax.make_jaxpr(f)(init, a)
+        assert scan_sums(closed) is closed, f.__name__
+        np.testing.assert_allclose(np.asarray(jax.tree_util.tree_leaves(jax.jit(f)(init, a))[0]),
+                                   np.asarray(jax.tree_util.tree_leaves(f(init, a))[0]),
+                                   rtol=1e-5, atol=1e-5)
