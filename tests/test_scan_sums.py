@@ -111,3 +111,42 @@ def test_scans_left_alone(rng):
         np.testing.assert_allclose(np.asarray(jax.tree_util.tree_leaves(jax.jit(f)(init, a))[0]),
                                    np.asarray(jax.tree_util.tree_leaves(f(init, a))[0]),
                                    rtol=1e-5, atol=1e-5)
+
+
+def _body_dots(scan_eqn):
+    return [e for e in scan_eqn.params["jaxpr"].jaxpr.eqns if e.primitive.name == "dot_general"]
+
+
+@pytest.mark.parametrize("side", ["lhs", "rhs"])
+def test_products_with_a_constant_leave_the_loops(side, rng, monkeypatch):
+    """The input projection (a stacked input times a kernel) runs before the forward loop,
+    and the input gradient (a per-step value times the kernel, only returned stacked) after
+    the backward one; the stepping operand on either side of the product."""
+    wx = rng.standard_normal((3, 6)).astype(np.float32) * 0.5
+    wh = rng.standard_normal((6, 6)).astype(np.float32) * 0.5
+    xs = rng.standard_normal((9, 4, 3)).astype(np.float32)
+    if side == "rhs":               # each step's input (3, 4), the right operand
+        xs = np.ascontiguousarray(xs.transpose(0, 2, 1))
+
+    def loss(wx, wh, xs):
+        def cell(h, x):
+            proj = jnp.dot(x, wx) if side == "lhs" else jnp.dot(wx.T, x).T
+            h = jnp.tanh(proj + jnp.dot(h, wh))
+            return h, h
+        _, hs = lax.scan(cell, jnp.zeros((4, 6), jnp.float32), xs)
+        return jnp.sum(hs * hs)
+    g = jax.grad(loss, argnums=(0, 1, 2))
+    opt = _optimized(g, wx, wh, xs)
+    forward, backward = sorted(_scans(opt), key=lambda e: e.params["reverse"])
+    # left in the forward body: the recurrent product
+    assert len(_body_dots(forward)) == 1
+    if side == "lhs":
+        # and in the backward body the recurrent cotangent's product with the kernel (the
+        # input gradient, returned stacked through a transpose on the other side, stays)
+        assert len(_body_dots(backward)) == 1
+    got = jax.jit(g)(wx, wh, xs)
+    monkeypatch.setattr(passes, "PASSES", [p for p in passes.PASSES
+                                           if p[0] not in ("scan_sums", "scan_products")])
+    want = jax.jit(g)(wx, wh, xs)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-5)

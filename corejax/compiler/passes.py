@@ -11,7 +11,7 @@ import numpy as np
 
 from corejax.core import ClosedJaxpr, Jaxpr, Literal, Var
 from corejax.compiler import eager_kernels, registry
-from corejax.compiler.scan_sums import scan_sums
+from corejax.compiler.scan_sums import scan_products, scan_sums
 
 __all__ = ["PASSES", "run_passes", "inline_calls", "simplify", "fold_constants", "cse", "dce",
            "scan_invariants"]
@@ -548,6 +548,7 @@ PASSES = [
     ("cse", cse),
     ("scan_invariants", scan_invariants),
     ("scan_sums", scan_sums),
+    ("scan_products", scan_products),
     ("simplify", simplify),
     ("dce", dce),
 ]

@@ -212,3 +212,167 @@ def scan_sums(closed: ClosedJaxpr) -> ClosedJaxpr:
     j = closed.jaxpr
     return ClosedJaxpr(Jaxpr(j.constvars, j.invars, eqns, j.outvars, j.debug_info),
                        closed.consts)
+
+
+# --- per-step products with a loop constant, out of the loop ------------------------------------
+
+def _plain_dot(e) -> bool:
+    if e.primitive.name != "dot_general":
+        return False
+    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+    return not lb and not rb and \
+        e.params.get("preferred_element_type") in (None, e.outvars[0].aval.dtype)
+
+
+def _find_products(body: ClosedJaxpr, nc: int, nk: int):
+    """([(eqn, side of the stepping operand)] computable before the loop: the stepping
+    operand is a stacked input; [(eqn, side)] computable after it: the product is only
+    returned stacked), for products of one stepping operand with a loop constant."""
+    j = body.jaxpr
+    consts = set(j.invars[:nc]) | set(j.constvars)
+    for e in j.eqns:     # views of the constants the body takes (kernels fold them there)
+        if e.primitive.name in _VIEWS and all(type(x) is not Var or x in consts
+                                              for x in e.invars):
+            consts.update(e.outvars)
+    xs_in = set(j.invars[nc + nk:])
+    ys_pos: dict = {}
+    for i, v in enumerate(j.outvars[nk:]):
+        if type(v) is Var:
+            ys_pos.setdefault(v, []).append(i)
+    read = {x for e in j.eqns for x in e.invars if type(x) is Var} | \
+        {v for v in j.outvars[:nk] if type(v) is Var}
+    before, after = [], []
+    for e in j.eqns:
+        if not _plain_dot(e) or any(type(x) is not Var for x in e.invars):
+            continue
+        sides = [i for i, x in enumerate(e.invars) if x not in consts]
+        if len(sides) != 1:
+            continue
+        s = sides[0]
+        if e.invars[s] in xs_in:
+            before.append((e, s))
+        elif len(ys_pos.get(e.outvars[0], ())) == 1 and e.outvars[0] not in read:
+            after.append((e, s))
+    return before, after
+
+
+def _stacked_dot(e, s, operands, length):
+    """[equations] computing e's product for every step at once from `operands` (the stepping
+    one stacked along a leading axis), the step axis first in the result."""
+    (lc, rc), lrb = e.params["dimension_numbers"]
+    if s == 0:
+        lc = tuple(d + 1 for d in lc)
+    else:
+        rc = tuple(d + 1 for d in rc)
+    out = e.outvars[0]
+    prod = Var(ShapedArray((length,) + tuple(out.aval.shape), out.aval.dtype,
+                           out.aval.weak_type))
+    if s == 0:
+        return [e._replace(invars=list(operands), outvars=[prod],
+                           params={**e.params, "dimension_numbers": ((lc, rc), lrb)})], prod
+    from corejax.lax.structural import transpose_p
+    n_lhs_free = operands[0].aval.ndim - len(lc)
+    raw_shape = out.aval.shape[:n_lhs_free] + (length,) + out.aval.shape[n_lhs_free:]
+    raw = Var(ShapedArray(tuple(raw_shape), out.aval.dtype, out.aval.weak_type))
+    dot = e._replace(invars=list(operands), outvars=[raw],
+                     params={**e.params, "dimension_numbers": ((lc, rc), lrb)})
+    perm = (n_lhs_free,) + tuple(range(n_lhs_free)) + \
+        tuple(range(n_lhs_free + 1, len(raw_shape)))
+    return [dot, e._replace(primitive=transpose_p, invars=[raw], outvars=[prod],
+                            params={"permutation": perm})], prod
+
+
+def _rewrite_products(body: ClosedJaxpr, nc: int, nk: int):
+    per = _memo.setdefault(body, {})
+    key = ("products", nc, nk)
+    if key in per:
+        return per[key]
+    before, after = _find_products(body, nc, nk)
+    if not before and not after:
+        per[key] = None
+        return None
+    j = body.jaxpr
+    moved = {id(e) for e, _ in before + after}
+    new_xs = [Var(e.outvars[0].aval) for e, _ in before]
+    env = {e.outvars[0]: v for (e, _), v in zip(before, new_xs)}
+    eqns = [e._replace(invars=[env.get(x, x) if type(x) is Var else x for x in e.invars])
+            for e in j.eqns if id(e) not in moved]
+    after_outs = {e.outvars[0] for e, _ in after}
+    ys = [v for v in j.outvars[nk:]]
+    kept_ys = [i for i, v in enumerate(ys) if v not in after_outs]
+    xs_in = j.invars[nc + nk:]
+    new_ys = []
+    for e, s in after:
+        x = e.invars[s]
+        if x not in xs_in and x not in new_ys:
+            new_ys.append(x)
+    outvars = [env.get(v, v) if type(v) is Var else v for v in j.outvars[:nk]] + \
+        [ys[i] for i in kept_ys] + new_ys
+    eqns = _body_dce(eqns, outvars)
+    invars = list(j.invars) + new_xs
+    new_body = ClosedJaxpr(Jaxpr(j.constvars, invars, eqns, outvars, j.debug_info), body.consts)
+    out = (before, after, new_body, kept_ys, new_ys)
+    per[key] = out
+    return out
+
+
+def scan_products(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Products of a loop constant with a scan's stacked input run before the loop as one
+    product over all steps (an LSTM's input projection), and products with a loop constant
+    that the body only returns stacked run after it (the input gradient of its backward
+    pass): one GEMM over steps x batch rows instead of one thin GEMM per step. Each product
+    element is the same sum of the same terms, in the order BLAS takes them."""
+    eqns: list = []
+    changed = False
+    for eqn in closed.jaxpr.eqns:
+        p = eqn.params
+        if eqn.primitive.name != "scan" or frozenset(p) != _SCAN_PARAMS or p["length"] < 1 \
+                or not isinstance(p["jaxpr"], ClosedJaxpr) or p["jaxpr"].consts:
+            eqns.append(eqn)
+            continue
+        body, nc, nk, length = p["jaxpr"], p["num_consts"], p["num_carry"], p["length"]
+        found = _rewrite_products(body, nc, nk)
+        if found is None:
+            eqns.append(eqn)
+            continue
+        changed = True
+        before, after, new_body, kept_ys, new_ys = found
+        j = body.jaxpr
+        outer = dict(zip(j.invars, eqn.invars))      # consts and stacked inputs
+        producer = {v: e for e in j.eqns for v in e.outvars}
+
+        def outside(x):
+            """x's value outside the loop (a view of the loop's constants is made again)."""
+            if x not in outer:
+                e = producer[x]
+                new = e._replace(invars=[outside(a) if type(a) is Var else a for a in e.invars],
+                                 outvars=[Var(v.aval) for v in e.outvars])
+                eqns.append(new)
+                outer.update(zip(e.outvars, new.outvars))
+            return outer[x]
+        stacked_in = []
+        for e, s in before:
+            ops = [outside(x) for x in e.invars]
+            new, prod = _stacked_dot(e, s, ops, length)
+            eqns.extend(new)
+            stacked_in.append(prod)
+        ys_out = eqn.outvars[nk:]
+        extra = [_stacked(v, length) for v in new_ys]
+        outvars = list(eqn.outvars[:nk]) + [ys_out[i] for i in kept_ys] + extra
+        eqns.append(eqn._replace(invars=list(eqn.invars) + stacked_in, outvars=outvars,
+                                 params={**p, "jaxpr": new_body}))
+        stacked = dict(zip(new_ys, extra))
+        xs_in = j.invars[nc + nk:]
+        stacked.update(zip(xs_in, eqn.invars[nc + nk:]))
+        ys_body = j.outvars[nk:]
+        for e, s in after:
+            ops = [stacked[x] if i == s else outside(x) for i, x in enumerate(e.invars)]
+            new, _ = _stacked_dot(e, s, ops, length)
+            target = ys_out[[i for i, v in enumerate(ys_body) if v is e.outvars[0]][0]]
+            eqns.extend(new[:-1] + [new[-1]._replace(outvars=[target])])
+    if not changed:
+        return closed
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, eqns, j.outvars, j.debug_info),
+                       closed.consts)
+
