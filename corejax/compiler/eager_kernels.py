@@ -250,24 +250,23 @@ def _fast_rem(dts, params):
                 f"    v0 = np.{dt.name}(np.int64(x0) - q * np.int64(x1))"], dt, dt
     if dt != _F32:
         return None
-    # fmod is exact, so any exact method gives its bits: in float64, |x| - q |y| with
-    # q = trunc(|x| / |y|) < 2**29 is exact (q |y| has at most 53 significant bits), q one too
-    # large where the quotient rounded up to an integer (then + |y|); the sign is x's. Larger
-    # quotients, zeros, infinities and NaN take libm's fmodf.
-    return ["a = abs(np.float64(x0))", "b = abs(np.float64(x1))",
-            "if a < b:", "    v0 = x0",
-            "elif b > 0 and a < b * 536870912.0:",
-            "    r = a - np.floor(a / b) * b",
-            "    if r < 0:", "        r += b",
-            "    v0 = np.float32(math.copysign(r, np.float64(x0)))",
-            "elif x0 != x0:", "    v0 = x0 + x0",       # NumPy keeps x's NaN, libm y's
-            "else:", "    v0 = np.float32(np.fmod(x0, x1))"], dt, dt
+    return ["v0 = fmod_f32(x0, x1)"], dt, dt
 
 
 def _fast_convert(dts, params):
     new = np.dtype(params.get("new_dtype"))
     if dts[0] != _F32 or new != np.float16:
         return None
+    if _hardware_f16():
+        # the machine's conversion (it vectorizes) rounds as NumPy's does; NumPy keeps a NaN's
+        # payload unquieted (its top 10 bits, 1 if those are 0)
+        return [
+            "b = bitcast(x0, np.uint32)",
+            "n = np.uint16(((b >> np.uint32(16)) & np.uint32(0x8000)) | "
+            "(np.uint32(0x7c00) + ((b & np.uint32(0x7fffff)) >> np.uint32(13))))",
+            "n = n if (n & np.uint16(0x3ff)) != 0 else n | np.uint16(1)",
+            "v0 = n if x0 != x0 else f32_to_f16_bits(x0)",
+        ], np.dtype(np.float16), np.dtype(np.uint16)
     # float32 -> float16 bits, rounding to nearest even as NumPy's conversion does; NaN keeps
     # the top of its payload (and stays a NaN), overflow gives infinity
     return [
@@ -298,6 +297,16 @@ def _fast_convert(dts, params):
     ], np.dtype(np.float16), np.dtype(np.uint16)
 
 
+def _hardware_f16() -> bool:
+    """Whether the CPU converts float32 to float16 itself (x86-64 since F16C, ARM64): LLVM
+    would otherwise call a compiler-rt routine that Numba does not link."""
+    import platform
+    from llvmlite import binding
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return platform.machine().lower() in ("aarch64", "arm64")
+    return bool(binding.get_host_cpu_features().get("f16c"))
+
+
 FAST = {
     "select_n": _fast_select_n, "max": _fast_max_min(True), "min": _fast_max_min(False),
     "sign": _fast_sign, "round": _fast_round, "nextafter": _fast_nextafter, "div": _fast_div, "rem": _fast_rem,
@@ -311,7 +320,7 @@ def _fast_source(body, dts, scalar, out_view) -> str:
     loads = [f"        x{j} = a{j}[i0]" for j in range(len(dts)) if not scalar[j]]
     return "\n".join([
         "import math", "import numpy as np", "from numba import njit",
-        "from corejax.compiler.kernel_lib import bitcast", "", "",
+        "from corejax.compiler.kernel_lib import bitcast, f32_to_f16_bits, fmod_f32", "", "",
         '@njit(error_model="numpy", nogil=True, cache=True)',
         f"def kernel(n0, {operands}, o0):",
         *hoisted,

@@ -37,6 +37,20 @@ def bitcast(typingctx, x, cls):
     return sig, codegen
 
 
+@intrinsic
+def f32_to_f16_bits(typingctx, x):
+    """The float16 bits of float32 `x` by the machine's conversion (vcvtps2ph on x86-64 with
+    F16C, fcvt on ARM): round to nearest even, overflow to infinity, NaN quieted."""
+    if x != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        from llvmlite import ir
+        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+
+    return types.uint16(x), codegen
+
+
 def _cblas_codegen(arrays):
     """The codegen of a void cblas call through the address in argument 0, passing the arrays
     at positions `arrays` as their data pointers and every other argument as it is typed."""
@@ -109,6 +123,8 @@ def int_div(x, y, on_zero):
     """Integer division rounding toward zero; `on_zero` where y == 0 (lax: -1 or the max)."""
     if y == 0:
         return on_zero
+    if y == -1:         # (the minimum over -1 wraps to itself, as in XLA and the NumPy impl)
+        return 0 - x
     q = x // y
     if (x % y != 0) and ((x < 0) != (y < 0)):
         q += 1
@@ -120,10 +136,44 @@ def int_rem(x, y):
     """C's fmod for integers: the sign of the dividend; x where y == 0 (XLA's rem)."""
     if y == 0:
         return x
+    if y == -1:
+        return x - x
     r = x % y
     if r != 0 and (x < 0) != (y < 0):
         r -= y
     return r
+
+
+@_jit
+def fmod_f32(x, y):
+    """float32 fmod with np.fmod's bits (glibc's fmodf), without a libm call in the loop
+    (LLVM speculates `frem` past any branch, so a rare fallback to it costs every element:
+    3x the time). fmod is exact, so any exact method gives its bits: in float64, |x| - q |y|
+    with q = floor(|x| / |y|) < 2**29 is exact (q |y| has at most 53 significant bits); q is
+    one too large where the quotient rounded up to an integer (then + |y|); the sign is x's.
+    A larger quotient is first reduced modulo |y| times a power of 2**28 (a multiple of |y|).
+    Special operands give what fmodf gives: a NaN operand quieted (x's first), the default
+    NaN of (x y) / (x y) for a zero y or an infinite x, x for an infinite y."""
+    if x != x:
+        return x + x
+    if y != y:
+        return y + y
+    a = abs(np.float64(x))
+    b = abs(np.float64(y))
+    if b == 0 or a == np.inf:
+        p = x * y
+        return p / p
+    if b == np.inf:
+        return x
+    while a >= b * 536870912.0:
+        m = b
+        while m * 268435456.0 <= a:
+            m *= 268435456.0
+        a = a - np.floor(a / m) * m
+        a = a + m if a < 0 else a
+    r = a - np.floor(a / b) * b
+    r = r + b if r < 0 else r
+    return np.float32(math.copysign(r, np.float64(x)))
 
 
 @_jit

@@ -152,23 +152,48 @@ class ScalarCtx:
 
     def _m_max(self, dt, x, y):
         if dt.kind in "fc":
-            return f"{self._lib('fmax')}({x}, {y})"
+            out = f"{self._lib('fmax')}({x}, {y})"
+            if self._zeros(dt):
+                # XLA orders -0 below +0 (max(-0, 0) is 0 whichever comes first), as eager does
+                return f"(({x} + {y}) if {x} == 0 and {y} == 0 else {out})"
+            return out
         return f"max({x}, {y})"
 
     def _m_min(self, dt, x, y):
         if dt.kind in "fc":
-            return f"{self._lib('fmin')}({x}, {y})"
+            out = f"{self._lib('fmin')}({x}, {y})"
+            if self._zeros(dt):
+                return f"(-((-{x}) + (-{y})) if {x} == 0 and {y} == 0 else {out})"
+            return out
         return f"min({x}, {y})"
+
+    def _zeros(self, dt) -> bool:
+        """Whether max / min order signed zeros here (real floats on the CPU)."""
+        return dt.kind == "f" and self.backend == "cpu"
 
     def _m_div(self, dt, x, y):
         if dt.kind in "fc":
             return f"({x} / {y})"
-        on_zero = -1 if dt.kind == "i" else np.iinfo(dt).max
+        on_zero = literal(-1 if dt.kind == "i" else np.iinfo(dt).max, dt)
+        if dt.itemsize <= 4:
+            return f"({on_zero} if {y} == 0 else np.{dt.name}({_quotient(x, y)}))"
+        if dt.kind == "u":
+            # floor division is truncation here; kept free of signed constants (Numba computes
+            # uint64 with int64 in float64)
+            return f"({on_zero} if {y} == 0 else np.{dt.name}({x} // {y}))"
         return f"np.{dt.name}({self._lib('int_div')}({x}, {y}, {on_zero}))"
 
     def _m_rem(self, dt, x, y):
+        if dt == np.float32 and self.backend == "cpu":
+            return f"{self._lib('fmod_f32')}({x}, {y})"
+        if dt == np.float64 and self.backend == "cpu":
+            # a NaN x is kept (quieted), as np.fmod keeps it; libm's fmod returns y's NaN
+            return f"(({x} + {x}) if {x} != {x} else np.float64(np.fmod({x}, {y})))"
         if dt.kind in "fc":
             return f"np.{dt.name}(np.fmod({x}, {y}))"
+        if dt.itemsize <= 4:
+            return (f"({x} if {y} == 0 else "
+                    f"np.{dt.name}(np.int64({x}) - {_quotient(x, y)} * np.int64({y})))")
         return f"np.{dt.name}({self._lib('int_rem')}({x}, {y}))"
 
     def _m_pow(self, dt, x, y):
@@ -204,6 +229,13 @@ class ScalarCtx:
         bits = dt.itemsize * 8
         ux = f"np.uint{bits}({x})" if dt.kind == "i" else x
         return f"np.{dt.name}({self._lib('shift_right_logical')}({ux}, {y}, {bits}))"
+
+
+def _quotient(x, y):
+    """The quotient of integers of up to 32 bits rounded toward zero, as an int64: the float64
+    quotient is exact enough that truncating it is exact (|x| < 2**53), and float division
+    vectorizes where integer division does not (the eager kernels compute it so too)."""
+    return f"np.int64(np.float64({x}) / np.float64({y}))"
 
 
 def _squarings(x, n):

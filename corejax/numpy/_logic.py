@@ -8,6 +8,7 @@ from corejax import dtypes, lax
 from corejax.core import get_aval
 from corejax.numpy._core import (asarray, broadcast_shapes, check_arraylike,
                                  promote_and_broadcast)
+from corejax.numpy._eager_fusion import fuse_eagerly
 from corejax.numpy._reductions import all as _all
 from corejax.numpy._ufuncs import equal, isinf, isnan, where
 
@@ -18,6 +19,7 @@ def _strong_bool(x):
     return lax.convert_element_type(x, np.bool_)
 
 
+@fuse_eagerly(2)
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|a - b| <= atol + rtol * |b| elementwise, in the operands' promoted dtype; infinities
     are close only to themselves, NaN only to NaN when equal_nan is True."""
@@ -38,6 +40,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return _strong_bool(out)
 
 
+@fuse_eagerly(2)
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Whether every element of a is close to b (see isclose), as a bool array."""
     check_arraylike("allclose", a, b)

@@ -12,6 +12,7 @@ from corejax.core import get_aval
 from corejax.custom_derivatives import custom_jvp
 from corejax.numpy._core import (asarray, check_arraylike, promote_and_broadcast,
                                  promote_dtypes_inexact)
+from corejax.numpy._eager_fusion import fuse_eagerly
 from corejax.numpy._ufuncs import (_broadcast_all, arccos, arccosh, arcsin, arcsinh, arctan,
                                    arctan2, arctanh, invert, isnan, isposinf, left_shift,
                                    right_shift, signbit, trunc, where)
@@ -35,12 +36,14 @@ def _const(value, dt):
     return lax.full((), value, dt, weak_type=True)
 
 
+@fuse_eagerly(1)
 def log2(x, /):
     """Base-2 logarithm, as log(x) / log(2)."""
     (x,) = _strong_inexact("log2", x)
     return lax.div(lax.log(x), lax.log(_const(2, get_aval(x).dtype)))
 
 
+@fuse_eagerly(1)
 def log10(x, /):
     """Base-10 logarithm, as log(x) times 1 / log(10) (rounded to x's dtype), as JAX computes
     it."""
@@ -48,6 +51,7 @@ def log10(x, /):
     return lax.mul(lax.log(x), _const(1 / math.log(10), get_aval(x).dtype))
 
 
+@fuse_eagerly(2)
 def hypot(x1, x2, /):
     """sqrt(x1**2 + x2**2) without overflow: the larger magnitude times sqrt(1 + ratio**2);
     infinite if either input is (even when the other is NaN)."""
@@ -65,6 +69,7 @@ def hypot(x1, x2, /):
     return where(inf, _const(np.inf, dt), out)
 
 
+@fuse_eagerly(2)
 def ldexp(x1, x2, /):
     """x1 * 2**x2 for an integer x2, exact: the power of two is built from its exponent bits
     (in three factors, so that results near the overflow / underflow limits are right)."""
@@ -97,6 +102,7 @@ def _pow2(k, dt):
                                     dt)
 
 
+@fuse_eagerly(1)
 def frexp(x, /):
     """(mantissa, exponent) with x == mantissa * 2**exponent and 0.5 <= |mantissa| < 1; zeros,
     infinities and NaN give (x, 0). Subnormals are scaled into the normal range first."""
@@ -130,6 +136,7 @@ def _integer_operands(name, x1, x2):
     return x1, x2
 
 
+@fuse_eagerly(2)
 def gcd(x1, x2):
     """Greatest common divisor of |x1| and |x2| (Euclid's algorithm in a while loop)."""
     from corejax.lax import while_loop
@@ -151,6 +158,7 @@ def gcd(x1, x2):
     return while_loop(cond, body, (a, b))[0]
 
 
+@fuse_eagerly(2)
 def lcm(x1, x2):
     """Least common multiple of |x1| and |x2|; 0 if either is 0."""
     x1, x2 = _integer_operands("lcm", x1, x2)
@@ -163,6 +171,7 @@ def lcm(x1, x2):
     return where(lax.eq(d, zero), zero, out)
 
 
+@fuse_eagerly(2)
 def logaddexp2(x1, x2, /):
     """log2(2**x1 + 2**x2), without overflow."""
     check_arraylike("logaddexp2", x1, x2)
@@ -197,6 +206,7 @@ def fabs(x, /):
     return lax.abs(x)
 
 
+@fuse_eagerly(2)
 def fmax(x1, x2):
     """Elementwise maximum that ignores NaN (NaN only where both are NaN)."""
     check_arraylike("fmax", x1, x2)
@@ -204,6 +214,7 @@ def fmax(x1, x2):
     return where(lax.bitwise_or(lax.gt(x1, x2), isnan(x2)), x1, x2)
 
 
+@fuse_eagerly(2)
 def fmin(x1, x2):
     """Elementwise minimum that ignores NaN (NaN only where both are NaN)."""
     check_arraylike("fmin", x1, x2)
@@ -211,6 +222,7 @@ def fmin(x1, x2):
     return where(lax.bitwise_or(lax.lt(x1, x2), isnan(x2)), x1, x2)
 
 
+@fuse_eagerly(1)
 def modf(x, /, out=None):
     """(fractional part, integral part), both with the sign of x."""
     check_arraylike("modf", x)
@@ -221,6 +233,7 @@ def modf(x, /, out=None):
     return lax.sub(x, whole), whole
 
 
+@fuse_eagerly(1)
 def spacing(x, /):
     """The distance from x to the next representable value away from zero."""
     (x,) = _strong_inexact("spacing", x)
@@ -230,6 +243,7 @@ def spacing(x, /):
     return lax.sub(lax.nextafter(x, toward), x)
 
 
+@fuse_eagerly(1)
 def bitwise_count(x, /):
     """The number of 1 bits in |x|, as uint8."""
     check_arraylike("bitwise_count", x)
@@ -243,6 +257,7 @@ def bitwise_count(x, /):
     return lax.convert_element_type(lax.population_count(magnitude), np.uint8)
 
 
+@fuse_eagerly(1)
 def i0(x):
     """The modified Bessel function of the first kind of order zero: its power series
     sum_k ((x/2)**2)**k / (k!)**2 (all terms positive) up to |x| = 20 (40 in float64), beyond
@@ -290,6 +305,7 @@ def imag(val, /):
     return lax.full_like(val, 0)
 
 
+@fuse_eagerly(1)
 def angle(z, deg=False):
     """The complex argument atan2(imag, real), in radians or degrees; real inputs give 0 for
     x >= +0 and pi for x < 0 or x == -0."""

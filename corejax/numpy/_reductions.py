@@ -9,6 +9,7 @@ from corejax import core, dtypes, lax
 from corejax.core import get_aval
 from corejax.numpy._core import (asarray, canonicalize_axes, canonicalize_axis,
                                  check_arraylike)
+from corejax.numpy._eager_fusion import fuse_eagerly
 from corejax.numpy._ufuncs import reciprocal_dtypes
 
 __all__ = []
@@ -161,20 +162,27 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     a, shape, axes, result_dt = _inexact_operand("var", a, axis, dtype)
     dt = _upcast_f16(result_dt)
     a = lax.convert_element_type(a, dt)
-    centered = lax.sub(a, lax.broadcast_in_dim(mean(a, axes, keepdims=True, where=where), shape,
-                                               tuple(range(len(shape)))))
-    if dtypes.is_complex(get_aval(centered).dtype):  # the variance of complex data is real
-        re, im, dt = lax.real(centered), lax.imag(centered), dtypes.real_dtype(dt)
-        total = sum(lax.add(lax.mul(re, re), lax.mul(im, im)), axes, keepdims=keepdims,
-                    where=where)
-    else:
-        total = sum(lax.mul(centered, centered), axes, keepdims=keepdims, where=where)
+    squares = _squared_deviations(a, mean(a, axes, keepdims=True, where=where))
+    dt = dtypes.real_dtype(dt)      # the variance of complex data is real
+    total = sum(squares, axes, keepdims=keepdims, where=where)
     if where is None:
         out = _div_by_count(total, _count(shape, axes) - ddof, dt)
     else:
         n = _where_count(where, shape, axes, dt, keepdims)
         out = lax.div(total, lax.sub(n, lax.full((), ddof, dt)))
     return lax.convert_element_type(out, dtypes.real_dtype(result_dt))
+
+
+@fuse_eagerly(2)
+def _squared_deviations(a, m):
+    """|a - m|**2, m broadcast from its kept axes: one pass over `a` when fused (the sums
+    around it stay NumPy's, whose pairwise order a compiled sum does not follow)."""
+    shape = get_aval(a).shape
+    centered = lax.sub(a, lax.broadcast_in_dim(m, shape, tuple(range(len(shape)))))
+    if dtypes.is_complex(get_aval(centered).dtype):
+        re, im = lax.real(centered), lax.imag(centered)
+        return lax.add(lax.mul(re, re), lax.mul(im, im))
+    return lax.mul(centered, centered)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,

@@ -10,6 +10,7 @@ from corejax.core import get_aval
 from corejax.custom_derivatives import custom_jvp
 from corejax.numpy._core import (asarray, check_arraylike, promote_and_broadcast,
                                  promote_dtypes, promote_dtypes_inexact)
+from corejax.numpy._eager_fusion import fuse_eagerly
 
 __all__ = []
 
@@ -124,7 +125,7 @@ def _logical(lax_fn, name):
                                      else y)
         return lax_fn(x, y)
     fn.__name__ = name
-    return fn
+    return fuse_eagerly(2)(fn)
 
 
 logical_and = _logical(lax.bitwise_and, "logical_and")
@@ -132,6 +133,7 @@ logical_or = _logical(lax.bitwise_or, "logical_or")
 logical_xor = _logical(lax.bitwise_xor, "logical_xor")
 
 
+@fuse_eagerly(1)
 def logical_not(x, /):
     x = asarray(x)
     dt = get_aval(x).dtype
@@ -165,6 +167,7 @@ def _is_broadcast(shape, other):
 divide = true_divide
 
 
+@fuse_eagerly(2)
 def floor_divide(x, y, /):
     check_arraylike("floor_divide", x, y)
     x, y = promote_and_broadcast(x, y)
@@ -193,6 +196,7 @@ def _float_floor_divide(x, y, dt):
     return lax.round(lax.select(fix, lax.sub(q, _weak_const(1, dt)), q))
 
 
+@fuse_eagerly(2)
 def remainder(x, y, /):
     check_arraylike("remainder", x, y)
     x, y = promote_and_broadcast(x, y)
@@ -215,6 +219,7 @@ def fmod(x, y, /):
     return lax.rem(x, y)
 
 
+@fuse_eagerly(2)
 def divmod(x, y, /):
     return floor_divide(x, y), remainder(x, y)
 
@@ -277,8 +282,9 @@ def _rounding(lax_fn, name):
 
 floor = _rounding(lax.floor, "floor")
 ceil = _rounding(lax.ceil, "ceil")
-trunc = _rounding(lambda x: lax.select(lax.lt(x, lax.full((), 0, get_aval(x).dtype)),
-                                       lax.ceil(x), lax.floor(x)), "trunc")
+trunc = fuse_eagerly(1)(_rounding(
+    lambda x: lax.select(lax.lt(x, lax.full((), 0, get_aval(x).dtype)), lax.ceil(x),
+                         lax.floor(x)), "trunc"))
 fix = trunc
 
 
@@ -292,6 +298,7 @@ def rint(x, /):
     return lax.round(x, 1)
 
 
+@fuse_eagerly(1)
 def round(a, decimals: int = 0, out=None):
     """Rounds half to even, like NumPy."""
     check_arraylike("round", a)
@@ -321,6 +328,7 @@ def _weak_const(value, dt):
     return lax.full((), value, dt, weak_type=True)
 
 
+@fuse_eagerly(1)
 def isfinite(x, /):
     x = asarray(x)
     if dtypes.kind_of(get_aval(x).dtype) in "iub":
@@ -330,6 +338,7 @@ def isfinite(x, /):
     return lax.is_finite(x)
 
 
+@fuse_eagerly(1)
 def isinf(x, /):
     x = asarray(x)
     dt = get_aval(x).dtype
@@ -361,6 +370,7 @@ def _isinf_signed(x, inf):
     return lax.eq(x, lax.full((), inf, aval.dtype))
 
 
+@fuse_eagerly(1)
 def signbit(x, /):
     x = asarray(x)
     dt = get_aval(x).dtype
@@ -373,11 +383,13 @@ def signbit(x, /):
     return lax.lt(x, lax.full((), 0, dt))
 
 
+@fuse_eagerly(2)
 def copysign(x, y, /):
     x, y = promote_dtypes_inexact(*promote_and_broadcast(x, y))
     return where(signbit(y), negative(absolute(x)), absolute(x))
 
 
+@fuse_eagerly(2)
 def logaddexp(x, y, /):
     x, y = promote_dtypes_inexact(*promote_and_broadcast(x, y))
     return _logaddexp(x, y)
@@ -444,6 +456,7 @@ def _broadcast_all(*arrs):
     return [broadcast_to_shape(a, shape) for a in arrs]
 
 
+@fuse_eagerly(3)
 def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
     """Clips values to [min, max] (either bound may be None)."""
     arr = a if arr is None else arr
@@ -462,6 +475,7 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
     return out
 
 
+@fuse_eagerly(2)
 def heaviside(x, h0, /):
     x, h0 = promote_dtypes_inexact(*promote_and_broadcast(x, h0))
     zero = _weak_const(0, get_aval(x).dtype)
@@ -484,6 +498,7 @@ def rad2deg(x, /):
 radians, degrees = deg2rad, rad2deg
 
 
+@fuse_eagerly(1)
 def sinc(x, /):
     (x,) = promote_dtypes_inexact(x)
     dt = get_aval(x).dtype
@@ -494,6 +509,7 @@ def sinc(x, /):
     return lax.select(is_zero, one, lax.div(lax.sin(safe), safe))
 
 
+@fuse_eagerly(1)
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     x = asarray(x)
     dt = get_aval(x).dtype
