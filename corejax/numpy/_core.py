@@ -205,6 +205,25 @@ def _rank_promotion(shapes) -> None:
                   "https://docs.jax.dev/en/latest/rank_promotion_warning.html.", stacklevel=4)
 
 
+_FAST_SCALARS = (float, int)
+
+
+def _with_scalar(x, scalar):
+    """(x, scalar as a constant like x) for an eager float Array and a Python float or small
+    int outside any trace, the commonest operand pair of notebooks (`x + 1.0`, `2 * x`): a
+    Python scalar is weakly typed, so the result keeps x's dtype and weak type, and the
+    constant is what lax.full makes on the slow path. None where the slow path must decide."""
+    v = x._value
+    if type(v) is not np.ndarray or v.dtype.kind != "f" or _Placement.cpu_committed or \
+            _TransferGuarded.host_to_device or core._trace_state.dynamic_level != 0 or \
+            (type(scalar) is int and not -(1 << 31) <= scalar < (1 << 31)):
+        return None
+    shape = v.shape
+    if len(shape) <= 1 and (not shape or shape[0] <= 4096):    # as lax.full fills these
+        return x, Array(np.full(shape, scalar, v.dtype), x.weak_type)
+    return x, lax.full(shape, scalar, v.dtype, x.weak_type)
+
+
 def promote_and_broadcast(*args):
     """jnp binary-op operands: promoted to a common dtype and broadcast to a common shape."""
     a0 = args[0]
@@ -217,6 +236,14 @@ def promote_and_broadcast(*args):
                 break
         else:
             return args
+        if len(args) == 2 and type(args[1]) in _FAST_SCALARS:
+            pair = _with_scalar(a0, args[1])
+            if pair is not None:
+                return pair
+    elif len(args) == 2 and type(args[1]) is Array and type(a0) in _FAST_SCALARS:
+        pair = _with_scalar(args[1], a0)
+        if pair is not None:
+            return pair[::-1]
     dt, weak = dtypes.result_type_and_weakness(*args)
     shapes = [() if type(a) in _SCALARS else get_aval(asarray(a)).shape for a in args]
     if len(set(shapes)) == 1:
