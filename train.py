@@ -34,6 +34,7 @@ import nn
 import train_distributed
 from data import DataFormatError, DataNotFoundError, CheckpointError, Preprocess
 from data import batches, checkpoint, mnist, rundir
+from data.batching import preprocess_batch
 
 NONE = type(None)
 
@@ -387,7 +388,6 @@ def accuracy(predict, params, images, labels, pre: Preprocess, chunk: int) -> np
 
 
 def batches_preprocess(images, labels, pre: Preprocess):
-    from data.batching import preprocess_batch
     return preprocess_batch(images, labels, pre._replace(one_hot=None))
 
 
@@ -647,6 +647,10 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False, overwrite: bool 
         # images of another size than MNIST's (a stand-in data set): parameters for them
         params = _checked_init(model, tx, init_key, first, cfg)
         opt_state = tx.init(params)
+    # The training set as model inputs, preprocessed once in bulk (the same bits as batch by
+    # batch: the conversions are elementwise): a batch is then rows of it (a view in the
+    # stored order), and no per-batch conversion competes with the step for the cores.
+    train_inputs, train_targets = preprocess_batch(train_x, train_y, pre)
     loss_of = make_loss(cfg["loss"])
     bs = cfg["train.batch_size"]
 
@@ -698,10 +702,10 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False, overwrite: bool 
         guard.install()
         while state["epoch"] < epochs:
             epoch = state["epoch"]
-            it = batches(train_x, train_y, bs, key=state["key"], epoch=epoch,
+            it = batches(train_inputs, train_targets, bs, key=state["key"], epoch=epoch,
                          shuffle=cfg["data.shuffle"], drop_remainder=cfg["data.drop_remainder"],
-                         preprocess=pre, prefetch=cfg["data.prefetch"], start_batch=state["batch"],
-                         part=None if procs is None else procs.part)
+                         preprocess=None, prefetch=cfg["data.prefetch"],
+                         start_batch=state["batch"], part=None if procs is None else procs.part)
             bar = _progress(len(it), state["batch"], f"epoch {epoch}", show_bar)
             start = time.perf_counter()
             seen = 0

@@ -80,15 +80,17 @@ def compile_builder(treedef, spec_of):
 
 
 def compile_matcher(treedef, leaf_type, spec_of):
-    """`PyTreeDef.matcher`: a type check, then item accesses, a node."""
+    """`PyTreeDef.matcher`: a type check, then item accesses, a node. `leaf_type`: a type, or
+    a tuple of types any of which a leaf may be (exactly: not a subclass)."""
     src = _Source(_MISS=_MISS, _leaf=leaf_type)
+    leaf_test = "not in" if type(leaf_type) is tuple else "is not"
     lines, const = src.lines, src.const
     leaves: list = []
 
     def check(td, var):
         nt = td.node_type
         if nt is None:
-            lines.append(f"if type({var}) is not _leaf: return None")
+            lines.append(f"if type({var}) {leaf_test} _leaf: return None")
             leaves.append(var)
             return
         if nt is type(None):

@@ -75,6 +75,41 @@ def _canonical_leaves(leaves) -> list:
     return out
 
 
+_ARRAY_ONLY = frozenset([Array])
+_ARRAY_OR_HOST_TYPES = (Array, np.ndarray)
+_ARRAY_OR_HOST = frozenset(_ARRAY_OR_HOST_TYPES)
+
+
+def _host_leaves(leaves):
+    """`leaves` (Arrays and NumPy arrays) with each NumPy array transferred as
+    `_canonical_leaves` does (a copy, of its canonical dtype), for jit's fast path; None
+    where the slow path must see them: a dtype corejax does not support (its error), or a
+    transfer guard on host-to-device transfers."""
+    if _TransferGuarded.host_to_device:
+        return None
+    out = []
+    for x in leaves:
+        if type(x) is not Array:
+            dt = x.dtype
+            if dt not in dtypes._SUPPORTED:
+                return None
+            x = Array(np.array(x, dtype=dtypes.canonicalize_dtype(dt), copy=True))
+        out.append(x)
+    return out
+
+
+def _transferring(match):
+    """A matcher of Array or NumPy leaves whose leaves come back `_host_leaves`-transferred
+    (None where either gives None); None for None."""
+    if match is None:
+        return None
+
+    def leaves_of(tree):
+        leaves = match(tree)
+        return None if leaves is None else _host_leaves(leaves)
+    return leaves_of
+
+
 def _check_leaves(leaves, what: str):
     for x in leaves:
         if type(x) is not Array and not core.valid_jaxtype(x) and not isinstance(x, Array):
@@ -359,7 +394,8 @@ class _JittedFunction:
         self._cache: dict = state.entries
         self._fast: dict = state.fast   # eager calls with Array arguments: signature -> (entry, exe)
         self._lock = state.lock
-        # the last such call's argument structure, and its compiled flattening
+        # the last such call's argument structure, and its compiled flattening (transferring
+        # NumPy leaves where the call had any: `_transferring`)
         self._last_tree = (None, None)
         self._last_key = None
 
@@ -455,12 +491,19 @@ class _JittedFunction:
         if not kwargs and core._trace_state.dynamic_level == 0 and not self._static_argnums:
             # Eager fast path for Array arguments in pytrees (a parameter dict, an optimizer
             # state): one flatten, and a signature of structure, shapes, dtypes and weak types.
+            # NumPy arrays among the leaves (a batch of data) are transferred here as the
+            # slow path would transfer them (`_host_leaves`).
             treedef, match = self._last_tree
             leaves = match(args) if match is not None else None
             if leaves is None:
                 leaves, treedef = tree_flatten(args)
-                if all([type(a) is Array for a in leaves]):
+                kinds = set([type(a) for a in leaves])
+                if kinds <= _ARRAY_ONLY:
                     self._last_tree = (treedef, treedef.matcher(Array))
+                elif kinds <= _ARRAY_OR_HOST:
+                    self._last_tree = (treedef, _transferring(
+                        treedef.matcher(_ARRAY_OR_HOST_TYPES)))
+                    leaves = _host_leaves(leaves)
                 else:
                     leaves = None
             if leaves is not None:

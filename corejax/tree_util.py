@@ -281,9 +281,10 @@ class PyTreeDef:
         children = tuple([c._build(it) for c in self._children])
         return _spec_of(self.node_type).unflatten(self.aux, children)
 
-    def matcher(self, leaf_type: type):
+    def matcher(self, leaf_type: type | tuple):
         """A compiled function of a tree: its leaves, in flattening order, if the tree has
-        exactly this structure with a `leaf_type` object at every leaf, else None. None where
+        exactly this structure with a `leaf_type` object at every leaf (`leaf_type` a type, or
+        a tuple of types: an object of one of them), else None. None where
         this structure is not compiled (aux data other than None or string keys, or too many
         nodes). jit's dispatch flattens its arguments with the last call's matcher."""
         if self._matchers is None:

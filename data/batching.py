@@ -68,7 +68,7 @@ class _Source(NamedTuple):
     order: np.ndarray | None
     batch_size: int
     n: int
-    pre: Preprocess
+    pre: Preprocess | None
     part: tuple | None = None
 
     def make(self, i: int):
@@ -80,6 +80,8 @@ class _Source(NamedTuple):
         else:
             idx = self.order[lo:hi]
             imgs, labs = self.images[idx], self.labels[idx]
+        if self.pre is None:
+            return imgs, labs
         return preprocess_batch(imgs, labs, self.pre)
 
 
@@ -107,7 +109,8 @@ def _produce(source: _Source, first: int, total: int, q: queue.Queue, stop: thre
 
 class BatchIterator:
     """Iterator over the batches of one epoch; with `prefetch > 0` a daemon thread prepares up
-    to `prefetch` batches ahead into a bounded queue.
+    to `prefetch` batches ahead into a bounded queue. (Batches that are views of the arrays,
+    in the stored order with no preprocessing, cost nothing to prepare: no thread then.)
 
     An exception in the thread is re-raised by `next()`. `close()` (or leaving a `with` block,
     or garbage collection) stops and joins the thread.
@@ -127,7 +130,7 @@ class BatchIterator:
         self._stop = threading.Event()
         self._queue = None
         self._thread = None
-        if prefetch > 0:
+        if prefetch > 0 and not (pre is None and order is None):
             self._queue = queue.Queue(maxsize=prefetch)
             self._thread = threading.Thread(
                 target=_produce, name="batch-prefetch", daemon=True,
@@ -176,12 +179,15 @@ class BatchIterator:
 
 def batches(images: np.ndarray, labels: np.ndarray, batch_size: int, *, key=None,
             epoch: int = 0, shuffle: bool = True, drop_remainder: bool = True,
-            preprocess: Preprocess = Preprocess(), prefetch: int = 2,
+            preprocess: Preprocess | None = Preprocess(), prefetch: int = 2,
             start_batch: int = 0, part: tuple[int, int] | None = None) -> BatchIterator:
     """The batches of one epoch as an iterator of `(x, y)` float32 NumPy pairs.
 
     shuffle: order by `epoch_permutation(key, epoch, n)` (needs `key`, a corejax PRNG key);
     otherwise the stored order. drop_remainder: leave out a last, smaller batch.
+    preprocess: applied to each batch (`preprocess_batch`); None: the arrays are model inputs
+    already (a whole data set preprocessed once, in bulk), and a batch is their rows as they
+    are: a view of them in the stored order, a copy when shuffled.
     start_batch: skip the first batches (to resume inside an epoch).
     part: (k, count): only part k of `count` near-equal contiguous parts of every batch, in
     order (a data-parallel process's slice of each global batch; see part_of).

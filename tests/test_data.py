@@ -225,6 +225,32 @@ def test_shuffle_is_deterministic_per_key_and_epoch():
     assert not np.array_equal(epoch_permutation(random.PRNGKey(1), 0, 300), perm0)
 
 
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("pre", [Preprocess(), Preprocess(flatten=False, scale=False)])
+def test_a_data_set_preprocessed_in_bulk_gives_the_same_batches(shuffle, pre):
+    """preprocess=None batches arrays preprocessed once, whole (as train.py does): the same
+    bits as preprocessing batch by batch, in the same order, for any part and start."""
+    from corejax import random
+    from data.batching import preprocess_batch
+    images, labels = _toy(300)
+    whole_x, whole_y = preprocess_batch(images, labels, pre)
+    kw = dict(key=random.PRNGKey(3), epoch=2, shuffle=shuffle, drop_remainder=False)
+    for extra in ({}, {"start_batch": 2, "prefetch": 0}, {"part": (1, 3)}):
+        per_batch = list(batches(images, labels, 64, preprocess=pre, **kw, **extra))
+        bulk = list(batches(whole_x, whole_y, 64, preprocess=None, **kw, **extra))
+        assert len(bulk) == len(per_batch) > 0
+        for (xa, ya), (xb, yb) in zip(per_batch, bulk):
+            assert xa.dtype == xb.dtype and ya.dtype == yb.dtype
+            np.testing.assert_array_equal(xa.view(np.uint32), xb.view(np.uint32))
+            np.testing.assert_array_equal(ya, yb)
+    # in the stored order a batch is a view of the arrays: no thread to prepare it ahead
+    threads = len(_prefetch_threads())
+    it = batches(whole_x, whole_y, 64, shuffle=False, preprocess=None, prefetch=2)
+    assert len(_prefetch_threads()) == threads
+    assert np.shares_memory(next(it)[0], whole_x)
+    it.close()
+
+
 def test_start_batch_resumes_inside_an_epoch():
     images, labels = _toy(300)
     full = [y for _, y in batches(images, labels, 64, shuffle=False, drop_remainder=False)]

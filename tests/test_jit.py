@@ -304,6 +304,49 @@ def test_pytree_arguments_retrace_on_structure_shape_dtype_and_weak_type():
         f(p, xs)
 
 
+
+def test_numpy_leaves_beside_arrays_are_transferred_as_by_the_first_call():
+    """A training step's call: a parameter pytree of Arrays and a NumPy batch. Later calls
+    (jit's fast path) transfer the NumPy leaves as the first call did: a copy (the batch may
+    be changed after the call), 64-bit types narrowed while x64 is off, the same signature
+    (no new trace), the same results; the transfer guard and unsupported dtypes still get
+    their errors on any call."""
+    traces = []
+
+    @jax.jit
+    def f(p, x):
+        traces.append(1)
+        return p["w"] * x
+
+    p = {"w": jnp.full((3,), 2.0)}
+    batch = np.arange(3.0)                           # float64: narrowed to float32
+    outs = [f(p, batch)]
+    for value in (5.0, 7.0):
+        batch[:] = value                             # the earlier results keep their values
+        outs.append(f(p, batch))
+    assert len(traces) == 1 and len(f._fast) == 1    # the later calls took the fast path
+    assert all(o.dtype == np.float32 for o in outs)
+    np.testing.assert_array_equal(np.stack([np.asarray(o) for o in outs]),
+                                  [[0.0, 2.0, 4.0], [10.0] * 3, [14.0] * 3])
+    ints = np.arange(3)                              # int64: narrowed to int32
+    assert f(p, ints).dtype == np.float32 and f(p, ints).dtype == np.float32
+    assert len(traces) == 2
+    # a view (a batch cut from a data set) is copied too
+    data = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+    out = [f(p, data[1]) for _ in range(2)][-1]
+    data[1] = -1.0
+    np.testing.assert_array_equal(np.asarray(out), [6.0, 8.0, 10.0])
+    on_device = jnp.asarray(data[1])
+    with jax.transfer_guard_host_to_device("disallow"):
+        with pytest.raises(Exception, match="Disallowed host-to-device transfer"):
+            f(p, data[1])
+        f(p, on_device)                              # an Array: no host transfer
+    with pytest.raises(Exception) as first:
+        f(p, np.array(["a", "b", "c"]))              # not a corejax type: the slow path's error
+    with pytest.raises(type(first.value)):
+        f(p, np.array(["a", "b", "c"]))
+
+
 def test_static_args():
     traces = []
 

@@ -132,6 +132,21 @@ def test_jit_matcher_rejects_a_different_ordered_dict_order():
     assert float(f(ba)) == -2.0       # another structure: traced again, same values
 
 
+def test_matcher_of_one_type_or_a_tuple_of_types():
+    """PyTreeDef.matcher: the leaves of a tree of this structure whose every leaf has the
+    type (exactly), or one of the tuple's types; None otherwise."""
+    import numpy as np
+    treedef = tu.tree_structure({"a": [0, 0], "b": 0})
+    only_ints, ints_or_floats = treedef.matcher(int), treedef.matcher((int, float))
+    assert only_ints({"a": [1, 2], "b": 3}) == [1, 2, 3]
+    assert only_ints({"a": [1, 2.0], "b": 3}) is None
+    assert ints_or_floats({"a": [1, 2.0], "b": 3}) == [1, 2.0, 3]
+    assert ints_or_floats({"a": [1, "x"], "b": 3}) is None
+    assert ints_or_floats({"a": [1, True], "b": 3}) is None        # a subclass: no
+    assert ints_or_floats({"a": [1, 2], "c": 3}) is None           # another structure
+    assert treedef.matcher((int, np.ndarray))({"a": [1, np.ones(2)], "b": 3})[2] == 3
+
+
 def test_static_node_and_dataclass_through_jit_and_grad():
     @tu.register_static
     class Mode:
