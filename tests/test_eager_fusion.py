@@ -47,6 +47,21 @@ CASES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def no_placement_latches(monkeypatch):
+    """Earlier tests in the same process may have committed arrays to devices, used CUDA or
+    meshes: process-wide latches that keep every later eager call op by op (conservatively).
+    These tests' operands live on the default CPU device, so the latches are cleared for
+    them (and restored after)."""
+    from corejax import sharding
+    from corejax.array import _Placement
+    monkeypatch.setattr(_Placement, "cpu_committed", False)
+    monkeypatch.setattr(_Placement, "cuda_in_use", False)
+    monkeypatch.setattr(_Placement, "cpu_default", None)
+    monkeypatch.setattr(sharding.state, "mesh_arrays", False)
+    monkeypatch.setattr(sharding.state, "mesh_ops_staged", False)
+
+
 @pytest.fixture
 def fusing(monkeypatch):
     """Fusion from one element on, with empty caches; yields the names of the programs run."""
