@@ -395,6 +395,25 @@ def test_conv_gemm_path_matches_naive_loops(layout, dtype, rng, x64):
         np.testing.assert_array_equal(np.asarray(jitted), np.asarray(y))
 
 
+def test_conv_gather_split_over_threads_is_the_same(rng, monkeypatch):
+    """Gathers above SPLIT_MIN run in parts on helper threads: the same matrices, so the same
+    bits, in both layouts (rows: a forward NHWC convolution; the transposed view: its kernel
+    gradient)."""
+    from corejax.lax import _conv_gemm
+    x = rng.standard_normal((6, 9, 8, 5)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 5, 7)).astype(np.float32)
+
+    def loss(x, w):
+        y = conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO",
+                                                                           "NHWC"))
+        return jnp.sum(y * y)
+    grad = corejax.grad(loss, argnums=(0, 1))
+    whole = [np.asarray(g) for g in grad(x, w)]
+    monkeypatch.setattr(_conv_gemm, "SPLIT_MIN", 1)
+    for a, b in zip(whole, grad(x, w)):
+        np.testing.assert_array_equal(a, np.asarray(b))
+
+
 def test_cnn_gradients_same_bits_eager_and_jit(rng):
     """A forward convolution, its input gradient (rows gathered) and its kernel gradient
     (columns gathered), eagerly and compiled: one GEMM summing in the same order."""

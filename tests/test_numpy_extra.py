@@ -623,3 +623,26 @@ def test_ufunc_objects():
         jnp.frompyfunc(lambda a, b: a + b, 2, 1).reduce(jnp.zeros(0))
     with pytest.raises(ValueError, match="binary"):
         jnp.frompyfunc(lambda a: a, 1, 1).reduce(x)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "bfloat16"])
+def test_python_scalar_operand_fast_path_matches_promotion(dtype, monkeypatch):
+    """An eager float Array with a Python float or int (either side) takes a shortcut past the
+    promotion lattice: the same values, dtypes and weak types as the general path."""
+    from corejax.numpy import _core
+    x = jnp.asarray(np.linspace(-3, 3, 7), dtype)
+    weak = jnp.asarray(1.5)                                    # weakly typed float32
+    assert weak.weak_type
+    cases = [(x, 2.5), (x, 3), (x, -0.0), (weak, 2), (weak, 0.25), (x, 1 << 40)]
+    ops = [jnp.add, jnp.subtract, jnp.multiply, jnp.true_divide]
+
+    def run():
+        out = []
+        for a, s in cases:
+            for op in ops:
+                for r in (op(a, s), op(s, a)):
+                    out.append((np.asarray(r).tobytes(), r.dtype, r.weak_type))
+        return out
+    fast = run()
+    monkeypatch.setattr(_core, "_with_scalar", lambda x, s: None)
+    assert fast == run()

@@ -11,7 +11,7 @@ import numpy as np
 
 from corejax.core import ClosedJaxpr, Jaxpr, Literal, Var
 from corejax.compiler import eager_kernels, registry
-from corejax.compiler.scan_sums import scan_products, scan_sums
+from corejax.compiler.scan_sums import plain_scan, scan_products, scan_sums
 
 __all__ = ["PASSES", "run_passes", "inline_calls", "simplify", "fold_constants", "cse", "dce",
            "scan_invariants"]
@@ -377,7 +377,6 @@ def has_effects(eqn, _memo: dict | None = None) -> bool:
 
 # --- loop-invariant code in scans ------------------------------------------------------------
 
-_SCAN_PARAMS = frozenset({"jaxpr", "length", "reverse", "num_consts", "num_carry"})
 # layout ops the executor runs as views (or kernels fold into their indexing): left in the
 # body, where they cost nothing, rather than materialized outside as the loop's constants
 _VIEW_OPS = frozenset({"broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims",
@@ -463,8 +462,7 @@ def scan_invariants(closed: ClosedJaxpr) -> ClosedJaxpr:
     changed = False
     for eqn in closed.jaxpr.eqns:
         p = eqn.params
-        if eqn.primitive.name != "scan" or frozenset(p) != _SCAN_PARAMS or p["length"] < 1 \
-                or not isinstance(p["jaxpr"], ClosedJaxpr):
+        if not plain_scan(eqn):
             eqns.append(eqn)
             producer.update((v, eqn) for v in eqn.outvars)
             continue

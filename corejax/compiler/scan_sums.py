@@ -32,6 +32,14 @@ _ADDS = frozenset({"add", "add_any"})
 _memo: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+def plain_scan(eqn) -> bool:
+    """Whether `eqn` is a scan with JAX's parameters only, at least one step and a closed body:
+    the scans the loop passes (here and passes.scan_invariants) rewrite."""
+    p = eqn.params
+    return eqn.primitive.name == "scan" and frozenset(p) == _SCAN_PARAMS and \
+        p["length"] >= 1 and isinstance(p["jaxpr"], ClosedJaxpr)
+
+
 class _Sum:
     """A carry `k` that accumulates `chain(root)` each step with the equation `add`."""
 
@@ -167,8 +175,7 @@ def scan_sums(closed: ClosedJaxpr) -> ClosedJaxpr:
     changed = False
     for eqn in closed.jaxpr.eqns:
         p = eqn.params
-        if eqn.primitive.name != "scan" or frozenset(p) != _SCAN_PARAMS or p["length"] < 1 \
-                or not isinstance(p["jaxpr"], ClosedJaxpr):
+        if not plain_scan(eqn):
             eqns.append(eqn)
             continue
         body, nc, nk, length = p["jaxpr"], p["num_consts"], p["num_carry"], p["length"]
@@ -326,8 +333,7 @@ def scan_products(closed: ClosedJaxpr) -> ClosedJaxpr:
     changed = False
     for eqn in closed.jaxpr.eqns:
         p = eqn.params
-        if eqn.primitive.name != "scan" or frozenset(p) != _SCAN_PARAMS or p["length"] < 1 \
-                or not isinstance(p["jaxpr"], ClosedJaxpr) or p["jaxpr"].consts:
+        if not plain_scan(eqn) or p["jaxpr"].consts:
             eqns.append(eqn)
             continue
         body, nc, nk, length = p["jaxpr"], p["num_consts"], p["num_carry"], p["length"]

@@ -42,7 +42,8 @@ __all__ = ["gemm_form"]
 
 @functools.lru_cache(maxsize=None)
 def _kernels():
-    """The two gather loops (Numba, imported and compiled on first use, cached on disk)."""
+    """The gather and tap-sum loops (Numba, imported and compiled on first use, cached on
+    disk)."""
     from numba import njit
 
     jit = njit(cache=True, nogil=True, error_model="numpy")
@@ -71,28 +72,6 @@ def _kernels():
                                     out[a, ph, pw, kh, kw, b] = 0
 
     @jit
-    def cols(x, out, lo_h, lo_w, s_h, s_w, d_h, d_w, l_h, l_w, a0, a1):
-        # x (C, H, W, N) -> out (C, KH, KW, PH, PW, N) for C in [a0, a1)
-        h_, w_, n_ = x.shape[1], x.shape[2], x.shape[3]
-        kh_, kw_, ph_, pw_ = out.shape[1], out.shape[2], out.shape[3], out.shape[4]
-        for a in range(a0, a1):
-            for kh in range(kh_):
-                for ph in range(ph_):
-                    hd = ph * s_h + kh * d_h - lo_h
-                    hi = hd // l_h
-                    h_in = hd >= 0 and hd - hi * l_h == 0 and hi < h_
-                    for kw in range(kw_):
-                        for pw in range(pw_):
-                            wd = pw * s_w + kw * d_w - lo_w
-                            wi = wd // l_w
-                            if h_in and wd >= 0 and wd - wi * l_w == 0 and wi < w_:
-                                for b in range(n_):
-                                    out[a, kh, kw, ph, pw, b] = x[a, hi, wi, b]
-                            else:
-                                for b in range(n_):
-                                    out[a, kh, kw, ph, pw, b] = 0
-
-    @jit
     def tap_sum(y, out, lo_h, lo_w, s_h, s_w, d_h, d_w, l_h, l_w, a0, a1):
         # y (N, H, W, KH, KW, O) -> out (N, PH, PW, O) for N in [a0, a1): each output the
         # sum, taps in row-major order, of the product rows its window's taps read
@@ -115,7 +94,7 @@ def _kernels():
                                 for b in range(o_):
                                     out[a, ph, pw, b] += y[a, hi, wi, kh, kw, b]
 
-    return rows, cols, tap_sum
+    return rows, tap_sum
 
 
 # Gathers of at least this many elements are split over the machine's cores (two halves of
@@ -189,7 +168,7 @@ def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, 
     if 0 in (n, c, o, kh, kw, ph, pw):
         return None
     scratch = scratch or np.empty
-    rows, cols, tap_sum = _kernels()
+    rows, tap_sum = _kernels()
     args = (pads[0][0], pads[1][0], strides[0], strides[1], rdil[0], rdil[1], ldil[0], ldil[1])
     # which axis of the input is the inner one (a unit axis counts as innermost)
     batch_inner = n == 1 or (c > 1 and lhs_spec[0] > lhs_spec[1])
@@ -217,7 +196,9 @@ def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, 
         to_logical = lambda p: p.reshape(n, ph, pw, o).transpose(0, 3, 1, 2)
     else:
         a6 = scratch((c, kh, kw, ph, pw, n), dt)
-        _gather(cols, x.transpose(1, 2, 3, 0), a6, args)
+        # the same gather, with the batch axis as its channels and the output's axes in this
+        # order: a transposed view of the buffer, each innermost run still contiguous
+        _gather(rows, x.transpose(1, 2, 3, 0), a6.transpose(0, 3, 4, 1, 2, 5), args)
         a = a6.reshape(c * kh * kw, ph * pw * n).T
         b = w.transpose(1, 2, 3, 0).reshape(c * kh * kw, o)
         to_logical = lambda p: p.reshape(ph, pw, n, o).transpose(2, 3, 0, 1)
