@@ -762,6 +762,9 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False, overwrite: bool 
                          epoch_time=0.0)
             if (epoch + 1) % cfg["train.checkpoint_every"] == 0 or epoch + 1 == epochs:
                 save()
+            # several processes hold a signal that arrived after the epoch's last step (during
+            # the evaluation) until they all agree on it: here, the end of the epoch
+            guard.step_done()
     except _StopRequested:
         save()
         if main_process:

@@ -303,6 +303,46 @@ def test_reduce_window_matches_naive(kind, name, rng):
     np.testing.assert_allclose(np.asarray(_window_fn(kind, case)(x)), ref, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8])
+def test_reduce_window_loop_is_the_strided_views(dtype, rng, monkeypatch, x64):
+    """The compiled loop (windows over one or two dimensions) gives what combining one strided
+    view of the padded operand per tap gives (the form kept for other operands): the same
+    values tap for tap, NaN where a window holds one, padding and base-dilation holes as the
+    identity (array_equal counts -0.0 and +0.0 as equal: np.maximum's vector loops may
+    return either zero of a tie)."""
+    from corejax.lax import windowed
+    shapes = [(3, 7, 6, 4), (2, 5, 3, 9, 2), (11,), (4, 6)]
+    checked = 0
+    for trial in range(48):
+        shape = shapes[trial % len(shapes)]
+        nd = len(shape)
+        moving = rng.choice(nd, min(nd, 1 + trial % 2), replace=False)
+        dims, strides, bd, wd = ([1] * nd for _ in range(4))
+        pads = [(0, 0)] * nd
+        for i in moving:
+            dims[i], strides[i] = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+            bd[i], wd[i] = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+            pads[i] = tuple(int(v) for v in rng.integers(-1, 3, 2))
+        if np.dtype(dtype).kind == "f":
+            x = rng.standard_normal(shape).astype(dtype)
+            x[rng.random(shape) < 0.1] = np.nan
+            x[rng.random(shape) < 0.1] = -0.0
+        else:
+            x = rng.integers(0, 200, shape).astype(dtype)
+        for kind in KINDS:
+            try:
+                looped = KINDS[kind](x, dims, strides, pads, bd, wd)
+            except (TypeError, ValueError):     # an invalid window
+                continue
+            with monkeypatch.context() as m:
+                m.setattr(windowed, "_looped", lambda *a, **k: None)
+                views = KINDS[kind](x, dims, strides, pads, bd, wd)
+            assert looped.dtype == views.dtype
+            np.testing.assert_array_equal(np.asarray(looped), np.asarray(views))
+            checked += 1
+    assert checked > 100
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("name", WINDOW_CASES)
 def test_reduce_window_rules(kind, name, rng, x64):
@@ -396,10 +436,11 @@ def test_conv_gemm_path_matches_naive_loops(layout, dtype, rng, x64):
 
 
 def test_conv_gather_split_over_threads_is_the_same(rng, monkeypatch):
-    """Gathers above SPLIT_MIN run in parts on helper threads: the same matrices, so the same
-    bits, in both layouts (rows: a forward NHWC convolution; the transposed view: its kernel
-    gradient)."""
-    from corejax.lax import _conv_gemm
+    """Gathers and tap sums above SPLIT_MIN run in parts on helper threads: the same
+    matrices and sums, so the same bits, in every form (rows: a forward NHWC convolution;
+    taps and positions traded: its kernel gradient; product first: its input gradient, the
+    layer widening 5 -> 7 features)."""
+    from corejax.lax import _split
     x = rng.standard_normal((6, 9, 8, 5)).astype(np.float32)
     w = rng.standard_normal((3, 3, 5, 7)).astype(np.float32)
 
@@ -409,7 +450,7 @@ def test_conv_gather_split_over_threads_is_the_same(rng, monkeypatch):
         return jnp.sum(y * y)
     grad = corejax.grad(loss, argnums=(0, 1))
     whole = [np.asarray(g) for g in grad(x, w)]
-    monkeypatch.setattr(_conv_gemm, "SPLIT_MIN", 1)
+    monkeypatch.setattr(_split, "SPLIT_MIN", 1)
     for a, b in zip(whole, grad(x, w)):
         np.testing.assert_array_equal(a, np.asarray(b))
 

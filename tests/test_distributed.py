@@ -195,9 +195,9 @@ def one_process_run(tmp_path_factory):
     return out_dir, _accuracies(proc.stdout)
 
 
-def _close(a, b):
+def _close(a, b, atol=1e-6):
     for k in a:
-        np.testing.assert_allclose(a[k], b[k], atol=1e-6, err_msg=k)
+        np.testing.assert_allclose(a[k], b[k], atol=atol, err_msg=k)
 
 
 def test_train_data_parallel_matches_one_process(one_process_run, tmp_path):
@@ -220,18 +220,26 @@ def test_train_resume_with_another_process_count(one_process_run, tmp_path):
     _close(_params(tmp_path), _params(one_dir))
 
 
-def test_ctrl_c_to_mpiexec_leaves_a_checkpoint_to_resume(one_process_run, tmp_path):
+def test_ctrl_c_to_mpiexec_leaves_a_checkpoint_to_resume(tmp_path):
     """SIGINT to the launcher (Ctrl-C) reaches every process; they stop after the same step,
     process 0 saves it, and --resume (with another process count) ends where one process does."""
-    one_dir, one_acc = one_process_run
+    _mpiexec()
+    # 128 steps: the launcher forwards the signal after a delay of its own (a CI run once saw
+    # a 32-step epoch end first), so the run is long enough for it to land mid-epoch
+    bigger = ("--set", "data.limit=16000")
+    one_dir = tmp_path / "one"
+    one = subprocess.run([sys.executable, *_train_args(one_dir, *bigger)], cwd=REPO,
+                         env=dict(os.environ, OPENBLAS_NUM_THREADS="1", NUMBA_NUM_THREADS="1"),
+                         capture_output=True, text=True, timeout=300)
+    assert one.returncode == 0, one.stderr[-3000:]
     env = dict(os.environ, COREJAX_NUM_CPU_DEVICES="1", OPENBLAS_NUM_THREADS="1",
                OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-    # a metrics record every step tells when training is under way (32 steps in the epoch:
-    # enough left after the second that the signal lands mid-epoch on a fast machine)
-    args = _train_args(tmp_path, "--set", "train.log_every=1")
+    run_dir = tmp_path / "run"
+    # a metrics record every step tells when training is under way
+    args = _train_args(run_dir, *bigger, "--set", "train.log_every=1")
     proc = subprocess.Popen([_mpiexec(), "-n", "2", sys.executable, *args], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    metrics = tmp_path / "metrics.jsonl"
+    metrics = run_dir / "metrics.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         if metrics.exists() and metrics.read_text().count("\n") >= 2:
@@ -242,8 +250,10 @@ def test_ctrl_c_to_mpiexec_leaves_a_checkpoint_to_resume(one_process_run, tmp_pa
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, out[-3000:]
     stopped = re.search(r"interrupted; checkpoint .* at step (\d+); continue with --resume", out)
-    assert stopped and 0 < int(stopped.group(1)) < 32, out[-3000:]
-    code, out, _ = _launch(3, _train_args(tmp_path, "--resume"))
+    assert stopped and 0 < int(stopped.group(1)) < 128, out[-3000:]
+    code, out, _ = _launch(3, _train_args(run_dir, *bigger, "--resume"))
     assert code == 0 and "resuming from" in out, out[-3000:]
-    assert _accuracies(out) == pytest.approx(one_acc, abs=2e-3)
-    _close(_params(tmp_path), _params(one_dir))
+    assert _accuracies(out) == pytest.approx(_accuracies(one.stdout), abs=2e-3)
+    # 128 steps of Adam from sums taken in other orders (2, then 3 processes) drift apart by
+    # up to ~5e-6 in a few elements (measured; 32 steps stay within 1e-6)
+    _close(_params(run_dir), _params(one_dir), atol=2e-5)

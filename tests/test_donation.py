@@ -281,7 +281,7 @@ def test_in_place_kernels_store_through_the_input_they_read():
     params = source[len("def kernel("):source.index(")")].split(", ")
     assert params == ["n0", "a0", "a1"]          # no output argument
     assert [line.split("=")[0].strip() for line in source.splitlines()
-            if "] = " in line] == ["a0[i0]"]     # the store goes through the input
+            if "] = " in line] == ["a0[np.uint64(i0)]"]     # the store goes through the input
     ptr = _ptr(a)
     out = jax.jit(scale, donate_argnums=0)(a, b)
     assert _ptr(out) == ptr

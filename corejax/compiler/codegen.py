@@ -148,6 +148,14 @@ def flat_offset(cdims) -> str:
     return expr or "0"
 
 
+def _index(cdims) -> str:
+    """flat_offset as an index Numba reads without its negative-index wraparound: a signed
+    index computed from several loop indices gets a run-time `if i < 0: i += n` per access,
+    which keeps LLVM from vectorizing the loop (a broadcast copy ran 7x slower). The offsets
+    are never negative."""
+    return f"np.uint64({flat_offset(cdims)})"
+
+
 def emit_eqns(group: FusedGroup, ctx: ScalarCtx, expr_of, names: dict) -> list[str]:
     """The group's equations as scalar statements, one each, for every code generator: `v<n> =`
     the rule's expression cast to the result dtype, or for several results (a rule returning a
@@ -188,7 +196,7 @@ def generate(group: FusedGroup, in_place=None, order=None, layouts=None) -> Kern
         # the reduction's result is written in iteration order: it would come out permuted
         raise NotImplementedError("a reduction whose kept dims are iterated out of order")
 
-    offset = flat_offset
+    offset = _index
     ctx = ScalarCtx()
     loads: list[list[str]] = [[] for _ in range(k + 1)]
     names: dict = {}

@@ -1,9 +1,12 @@
 """Windowed reductions: reduce_window_sum, reduce_window_max and reduce_window_min.
 
 Each output element reduces one window of the operand, padded with the reduction's identity and
-dilated (`base_dilation` spreads the operand, `window_dilation` spreads the window's taps). The
-impl pads once and then combines one strided view per window tap, so the loop runs over taps,
-never over elements.
+dilated (`base_dilation` spreads the operand, `window_dilation` spreads the window's taps).
+Where the windows move over at most two dimensions (pooling over height and width, in any
+layout) the impl is one compiled loop over output elements, taps innermost in row-major order
+and out-of-range taps taken as the identity, with no padded copy (`_loop`); elsewhere (three
+or more windowed dimensions, float16, complex, bool) it pads once and combines one strided
+view per tap. The two combine the same values in the same order.
 
 Rules: the sum is linear; its transpose is another windowed sum over the cotangent spread out
 by the strides (a "full" correlation with an all-ones window). max and min differentiate
@@ -13,12 +16,10 @@ is built from pad, slice, eq and select, so its transpose (a scatter-add into th
 positions) and its batching come from those primitives' rules. Windows that tile the operand
 (2x2 pooling with stride 2) take the same choice from a reshape that makes each window a block
 of axes: the transpose is then one select and a reshape, not a padded copy per tap.
-
-A Numba lowering would be a loop nest over output elements with the window taps innermost,
-starting from the identity; no padded copy is needed when out-of-range taps are skipped.
 """
 from __future__ import annotations
 
+import functools
 import operator
 
 import numpy as np
@@ -30,6 +31,7 @@ from corejax.transforms.ad import Zero, deflinear
 from corejax.lax._factories import ANY, NUMERIC, check_dtype, shape_str
 from corejax.lax.structural import _pad_impl
 from corejax.lax.conv import padtype_to_pads
+from corejax.lax._split import over_cores
 
 __all__ = ["reduce_window", "reduce_window_sum", "reduce_window_max", "reduce_window_min",
            "reduce_window_sum_p", "reduce_window_max_p", "reduce_window_min_p"]
@@ -87,6 +89,110 @@ def _tap_slices(window_dimensions, window_strides, window_dilation, out_shape):
         yield starts, limits
 
 
+_KINDS = {"sum": 0, "max": 1, "min": 2}
+
+
+@functools.lru_cache(maxsize=None)
+def _loop():
+    """The windowed reduction of an operand viewed as (A, H, M, W, B), windows over H and W:
+    every output element combines its window's taps in row-major order, a tap outside the
+    operand (padding, or a hole of the base dilation) contributing the identity, starting
+    from the first tap's value: tap for tap what the strided views of the NumPy form combine
+    (np.maximum's NaN and tie rules), without a padded copy. Numba, compiled on first use and
+    cached on disk; the innermost loop runs over B, contiguous."""
+    from numba import njit
+
+    @njit(cache=True, nogil=True, error_model="numpy")
+    def window(x, out, kind, init, lo_h, lo_w, kh_, kw_, s_h, s_w, d_h, d_w, l_h, l_w, a0, a1):
+        h_, m_, w_, b_ = x.shape[1], x.shape[2], x.shape[3], x.shape[4]
+        ph_, pw_ = out.shape[1], out.shape[3]
+        xf, of = x.reshape(-1), out.reshape(-1)
+        for a in range(a0, a1):
+            for ph in range(ph_):
+                for m in range(m_):
+                    for pw in range(pw_):
+                        dst = (((a * ph_ + ph) * m_ + m) * pw_ + pw) * b_
+                        first = True
+                        for kh in range(kh_):
+                            hd = ph * s_h + kh * d_h - lo_h
+                            hi = hd // l_h
+                            h_in = hd >= 0 and hd - hi * l_h == 0 and hi < h_
+                            for kw in range(kw_):
+                                wd = pw * s_w + kw * d_w - lo_w
+                                wi = wd // l_w
+                                if h_in and wd >= 0 and wd - wi * l_w == 0 and wi < w_:
+                                    src = (((a * h_ + hi) * m_ + m) * w_ + wi) * b_
+                                    if first:
+                                        for b in range(b_):
+                                            of[np.uint64(dst + b)] = xf[np.uint64(src + b)]
+                                    elif kind == 0:
+                                        for b in range(b_):
+                                            of[np.uint64(dst + b)] += xf[np.uint64(src + b)]
+                                    elif kind == 1:
+                                        for b in range(b_):
+                                            u, v = of[np.uint64(dst + b)], xf[np.uint64(src + b)]
+                                            of[np.uint64(dst + b)] = u if (u >= v or u != u) else v
+                                    else:
+                                        for b in range(b_):
+                                            u, v = of[np.uint64(dst + b)], xf[np.uint64(src + b)]
+                                            of[np.uint64(dst + b)] = u if (u <= v or u != u) else v
+                                elif first:
+                                    for b in range(b_):
+                                        of[np.uint64(dst + b)] = init
+                                elif kind == 0:
+                                    for b in range(b_):
+                                        of[np.uint64(dst + b)] += init
+                                elif kind == 1:
+                                    for b in range(b_):
+                                        u = of[np.uint64(dst + b)]
+                                        of[np.uint64(dst + b)] = u if (u >= init or u != u) else init
+                                else:
+                                    for b in range(b_):
+                                        u = of[np.uint64(dst + b)]
+                                        of[np.uint64(dst + b)] = u if (u <= init or u != u) else init
+                                first = False
+
+    return window
+
+
+# dtypes the loop takes (float16 / bfloat16, complex and bool keep the NumPy form)
+_LOOP_DTYPES = frozenset("fdbhilqBHILQ")
+
+
+def _looped(kind, x, init, out_shape, window_dimensions, window_strides, padding,
+            base_dilation, window_dilation):
+    """The reduction by `_loop`, or None where the operand is not one it takes: windows over
+    at most two dimensions, a dtype Numba computes as NumPy does."""
+    if x.dtype.char not in _LOOP_DTYPES or x.size == 0:
+        return None
+    moving = [i for i in range(x.ndim) if window_dimensions[i] != 1 or window_strides[i] != 1
+              or tuple(padding[i]) != (0, 0) or base_dilation[i] != 1]
+    if not moving or len(moving) > 2:
+        return None
+    h_dim = moving[0]
+    w_dim = moving[1] if len(moving) == 2 else None
+    prod = lambda dims: int(np.prod([x.shape[i] for i in dims], dtype=np.int64))
+    if w_dim is None:
+        a_, m_, b_ = prod(range(h_dim)), 1, prod(range(h_dim + 1, x.ndim))
+        dims = (h_dim, None)
+    else:
+        a_, m_ = prod(range(h_dim)), prod(range(h_dim + 1, w_dim))
+        b_ = prod(range(w_dim + 1, x.ndim))
+        dims = (h_dim, w_dim)
+    size = lambda d, t: 1 if d is None else t[d]
+    x5 = np.ascontiguousarray(x).reshape(a_, size(h_dim, x.shape), m_,
+                                         size(dims[1], x.shape), b_)
+    out = np.empty((a_, out_shape[h_dim], m_, size(dims[1], out_shape), b_), x.dtype)
+    pad = lambda d: (0, 0) if d is None else tuple(padding[d])
+    args = (_KINDS[kind], x.dtype.type(init), pad(dims[0])[0], pad(dims[1])[0],
+            size(dims[0], window_dimensions), size(dims[1], window_dimensions),
+            size(dims[0], window_strides), size(dims[1], window_strides),
+            size(dims[0], window_dilation), size(dims[1], window_dilation),
+            size(dims[0], base_dilation), size(dims[1], base_dilation))
+    over_cores(_loop(), x5, out, args)
+    return out.reshape(out_shape)
+
+
 def _make_reduce_window(kind: str, np_op, accepted):
     name = f"reduce_window_{kind}"
     prim = Primitive(name)
@@ -98,6 +204,10 @@ def _make_reduce_window(kind: str, np_op, accepted):
         init = _identity(kind, x.dtype)
         if 0 in out_shape:
             return np.full(out_shape, init, x.dtype)
+        looped = _looped(kind, x, init, out_shape, window_dimensions, window_strides, padding,
+                         base_dilation, window_dilation)
+        if looped is not None:
+            return looped
         cfg = _pad_config(padding, base_dilation)
         xp = _pad_impl(x, init, cfg) if any(any(c) for c in cfg) else x
         acc = None
