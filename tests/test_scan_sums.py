@@ -150,3 +150,57 @@ def test_products_with_a_constant_leave_the_loops(side, rng, monkeypatch):
     want = jax.jit(g)(wx, wh, xs)
     for a, b in zip(got, want):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-5)
+
+
+def _stacked_out(scan_eqn):
+    return scan_eqn.params["jaxpr"].jaxpr.outvars[scan_eqn.params["num_carry"]:]
+
+
+def test_transposes_of_stacked_outputs_follow_the_loop(rng, monkeypatch):
+    """A body returning a transpose of a per-step value stacked returns the value, and one
+    transpose of the stacked array follows the loop (the product after it reads through
+    it); returning the same value twice stacks it once. Values as without both passes."""
+    w = rng.standard_normal((6, 5)).astype(np.float32) * 0.5
+    xs = rng.standard_normal((7, 4, 6)).astype(np.float32)
+
+    def f(w, xs):
+        def body(c, x):
+            y = jnp.tanh(jnp.dot(x, w) + c)
+            y2 = jnp.tanh(jnp.dot(x, w) + c)          # y again, once cse has run
+            return c + 1.0, (y.T, y, y2)
+        _, (yts, ys, ys2) = lax.scan(body, jnp.zeros((4, 5), jnp.float32), xs)
+        return jnp.einsum("tjb,tbk->jk", yts, xs) + jnp.sum(ys * ys2)
+    opt = _optimized(f, w, xs)
+    (scan,) = _scans(opt)
+    body_prims = {e.primitive.name for e in scan.params["jaxpr"].jaxpr.eqns}
+    assert "transpose" not in body_prims
+    outs = _stacked_out(scan)
+    assert len(outs) == len(set(outs)) == 1            # y, stacked once
+    got = jax.jit(f)(w, xs)
+    eager = f(w, xs)
+    monkeypatch.setattr(passes, "PASSES", [p for p in passes.PASSES
+                                           if p[0] not in ("scan_views", "scan_dedupe")])
+    before = _scans(_optimized(f, w, xs))[0]
+    assert len(_stacked_out(before)) > 1
+    want = jax.jit(f)(w, xs)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(eager), rtol=2e-5, atol=2e-5)
+
+
+def test_transposes_of_constants_and_carries(rng):
+    """A transposed carry returned stacked is a per-step value: the transpose leaves the
+    loop. (A transpose of a loop constant leaves it earlier, with scan_invariants.)"""
+    w = rng.standard_normal((3, 4)).astype(np.float32)
+
+    def f(w):
+        def body(c, _):
+            return c * 0.5, (w.T, c.T)
+        return lax.scan(body, w, None, length=5)
+    opt = _optimized(f, w)
+    (scan,) = _scans(opt)
+    assert not [e for e in scan.params["jaxpr"].jaxpr.eqns if e.primitive.name == "transpose"]
+    c, (wts, cts) = jax.jit(f)(w)
+    cs = w * 0.5 ** np.arange(5)[:, None, None]
+    np.testing.assert_array_equal(np.asarray(wts), np.broadcast_to(w.T, (5, 4, 3)))
+    np.testing.assert_allclose(np.asarray(cts), cs.transpose(0, 2, 1), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(c), w * 0.5 ** 5, rtol=1e-6)

@@ -11,10 +11,10 @@ import numpy as np
 
 from corejax.core import ClosedJaxpr, Jaxpr, Literal, Var
 from corejax.compiler import eager_kernels, registry
-from corejax.compiler.scan_sums import plain_scan, scan_products, scan_sums
+from corejax.compiler.scan_sums import plain_scan, scan_products, scan_sums, scan_views
 
 __all__ = ["PASSES", "run_passes", "inline_calls", "simplify", "fold_constants", "cse", "dce",
-           "scan_invariants"]
+           "scan_invariants", "scan_dedupe"]
 
 _FOLD_MAX_SIZE = 1 << 16
 
@@ -523,6 +523,86 @@ def scan_invariants(closed: ClosedJaxpr) -> ClosedJaxpr:
 
 # --- dead-code elimination -----------------------------------------------------------------
 
+_dedupe_memo: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _deduped_body(body: ClosedJaxpr, nc: int, nk: int, same_xs: tuple):
+    """(the body reading each stacked input once and returning each stacked value once, the
+    stacked inputs kept, for each stacked output the index of the one it equals), or None
+    where there is nothing to merge. `same_xs[i]`: the first stacked input whose outer
+    operand is the i-th's."""
+    per = _dedupe_memo.setdefault(body, {})
+    key = (nc, nk, same_xs)
+    if key in per:
+        return per[key]
+    j = body.jaxpr
+    xs_in = j.invars[nc + nk:]
+    env = {xs_in[i]: xs_in[f] for i, f in enumerate(same_xs) if f != i}
+    eqns = [e._replace(invars=[_substitute(v, env) for v in e.invars]) for e in j.eqns]
+    kept_xs = [i for i, f in enumerate(same_xs) if f == i]
+    invars = list(j.invars[:nc + nk]) + [xs_in[i] for i in kept_xs]
+    outvars = [_substitute(v, env) for v in j.outvars]
+    j = cse(ClosedJaxpr(Jaxpr(j.constvars, invars, eqns, outvars, j.debug_info),
+                        body.consts)).jaxpr
+    ys = j.outvars[nk:]
+    first: dict = {}
+    keep, index = [], []
+    for v in ys:
+        if type(v) is Var and v in first:
+            index.append(first[v])
+            continue
+        if type(v) is Var:
+            first[v] = len(keep)
+        index.append(len(keep))
+        keep.append(v)
+    out = None
+    if len(keep) < len(ys) or len(kept_xs) < len(xs_in):
+        new = dce(ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.eqns, list(j.outvars[:nk]) + keep,
+                                    j.debug_info), body.consts))
+        out = (new, kept_xs, index)
+    per[key] = out
+    return out
+
+
+def scan_dedupe(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """A scan that reads one array as several stacked inputs (two products moved before the
+    loop that cse then found equal), or whose body returns one value as several stacked
+    outputs (two gradients cse finds equal), reads it and stacks it once: every step's copy,
+    and each stacked buffer, were paid once per operand."""
+    env: dict = {}
+    eqns = []
+    changed = False
+    for eqn in closed.jaxpr.eqns:
+        if env:
+            eqn = eqn._replace(invars=[_substitute(v, env) for v in eqn.invars])
+        found = None
+        if plain_scan(eqn):
+            p = eqn.params
+            nc, nk = p["num_consts"], p["num_carry"]
+            xs = eqn.invars[nc + nk:]
+            same_xs = tuple(next(k for k in range(i + 1) if xs[k] is x) if type(x) is Var
+                            else i for i, x in enumerate(xs))
+            found = _deduped_body(p["jaxpr"], nc, nk, same_xs)
+        if found is None:
+            eqns.append(eqn)
+            continue
+        changed = True
+        body, kept_xs, index = found
+        outs = eqn.outvars
+        kept = []
+        for i, k in enumerate(index):
+            if k == len(kept):
+                kept.append(outs[nk + i])
+            else:
+                env[outs[nk + i]] = kept[k]
+        eqns.append(eqn._replace(
+            invars=list(eqn.invars[:nc + nk]) + [xs[i] for i in kept_xs],
+            outvars=list(outs[:nk]) + kept, params={**p, "jaxpr": body}))
+    if not changed:
+        return closed
+    return _rebuild(closed, eqns, [_substitute(v, env) for v in closed.jaxpr.outvars])
+
+
 def dce(closed: ClosedJaxpr) -> ClosedJaxpr:
     """Drops equations whose results are unused (effectful ones, like debug prints, stay),
     and constants nothing reads."""
@@ -547,6 +627,9 @@ PASSES = [
     ("scan_invariants", scan_invariants),
     ("scan_sums", scan_sums),
     ("scan_products", scan_products),
+    ("scan_views", scan_views),
+    ("cse", cse),
+    ("scan_dedupe", scan_dedupe),
     ("simplify", simplify),
     ("dce", dce),
 ]

@@ -23,7 +23,7 @@ import weakref
 
 from corejax.core import ClosedJaxpr, Jaxpr, ShapedArray, Var
 
-__all__ = ["scan_sums"]
+__all__ = ["scan_sums", "scan_products", "scan_views", "plain_scan"]
 
 _SCAN_PARAMS = frozenset({"jaxpr", "length", "reverse", "num_consts", "num_carry"})
 # Linear maps of one operand that commute with a sum over the steps.
@@ -382,3 +382,71 @@ def scan_products(closed: ClosedJaxpr) -> ClosedJaxpr:
     return ClosedJaxpr(Jaxpr(j.constvars, j.invars, eqns, j.outvars, j.debug_info),
                        closed.consts)
 
+
+
+# --- transposes of stacked outputs, after the loop ---------------------------------------------
+
+def _rewrite_views(body: ClosedJaxpr, nc: int, nk: int):
+    """(the body returning, in place of each stacked transpose of a per-step value, that
+    value; {output index: the transpose's permutation}), or None; memoized per body."""
+    per = _memo.setdefault(body, {})
+    key = ("views", nc, nk)
+    if key in per:
+        return per[key]
+    j = body.jaxpr
+    consts = set(j.invars[:nc])
+    producer = {v: e for e in j.eqns for v in e.outvars}
+    outvars = list(j.outvars)
+    perms: dict = {}
+    for i in range(nk, len(outvars)):
+        e = producer.get(outvars[i]) if type(outvars[i]) is Var else None
+        if e is None or e.primitive.name != "transpose" or type(e.invars[0]) is not Var \
+                or e.invars[0] in consts:
+            continue
+        outvars[i] = e.invars[0]
+        perms[i - nk] = tuple(e.params["permutation"])
+    out = None
+    if perms:
+        new = ClosedJaxpr(Jaxpr(j.constvars, j.invars, _body_dce(j.eqns, outvars), outvars,
+                                j.debug_info), body.consts)
+        out = (new, perms)
+    per[key] = out
+    return out
+
+
+def scan_views(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """A scan that returns a transpose of a per-step value stacked (a gate gradient
+    transposed for the weight gradient's product, once that product has left the loop)
+    returns the value itself stacked, and one transpose of the stacked array follows the
+    loop, which the product after it reads through (passes.simplify): no transposed copy is
+    made at every step. The same elements, so the same bits."""
+    eqns: list = []
+    changed = False
+    for eqn in closed.jaxpr.eqns:
+        p = eqn.params
+        found = _rewrite_views(p["jaxpr"], p["num_consts"], p["num_carry"]) \
+            if plain_scan(eqn) else None
+        if found is None:
+            eqns.append(eqn)
+            continue
+        changed = True
+        new_body, perms = found
+        nk = p["num_carry"]
+        outvars = list(eqn.outvars)
+        after = []
+        for i, perm in perms.items():
+            v = new_body.jaxpr.outvars[nk + i]
+            stacked = _stacked(v, p["length"])
+            t = next(e for e in p["jaxpr"].jaxpr.eqns if e.outvars[0] is
+                     p["jaxpr"].jaxpr.outvars[nk + i])
+            after.append(t._replace(invars=[stacked], outvars=[outvars[nk + i]],
+                                    params={**t.params, "permutation":
+                                            (0,) + tuple(d + 1 for d in perm)}))
+            outvars[nk + i] = stacked
+        eqns.append(eqn._replace(outvars=outvars, params={**p, "jaxpr": new_body}))
+        eqns.extend(after)
+    if not changed:
+        return closed
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, eqns, j.outvars, j.debug_info),
+                       closed.consts)
