@@ -859,3 +859,38 @@ def test_host_evaluated_group_keeps_a_transposed_layout(monkeypatch):
     text = compile_jaxpr(closed, "cpu").as_text()
     assert "host-evaluated group" in text and "(stored transposed)" in text
     run_both(closed, a, b, c)
+
+
+def test_big_groups_choose_threads_by_measurement_with_the_same_bits():
+    """A group of ADAPTIVE_MIN elements or more gets a second kernel whose outer loop runs on
+    Numba's threads; its call site runs whichever it measures faster. Both write the same
+    bits, including a row reduction (each row still summed by one thread, in order)."""
+    from corejax.compiler import codegen
+
+    def f(x):
+        y = 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)
+        return y, jnp.sum(y * y, axis=1)
+    x = np.random.default_rng(3).standard_normal((1024, codegen.ADAPTIVE_MIN // 1024 + 3))
+    x = x.astype(np.float32)
+    closed = jax.make_jaxpr(f)(x)
+    exe = compile_jaxpr(closed, "cpu")
+    if (os.cpu_count() or 1) < 2:
+        assert not exe.thread_sites
+        return
+    assert len(exe.thread_sites) >= 1
+    results = []
+    for mode in (0, 1, 0, 1):
+        for site in exe.thread_sites.values():
+            site.seconds = [1.0, 2.0] if mode == 0 else [2.0, 1.0]
+            site.next_trial, site.spare_trials = 10 ** 9, False
+        results.append([np.asarray(r) for r in exe(x)])
+        assert all(site.calls > 0 for site in exe.thread_sites.values())
+    for got in results[1:]:
+        for a, b in zip(results[0], got):
+            np.testing.assert_array_equal(a, b)
+    want = f(x)
+    np.testing.assert_allclose(results[0][0], np.asarray(want[0]), rtol=1e-6)
+    np.testing.assert_allclose(results[0][1], np.asarray(want[1]), rtol=1e-5)
+    # groups below the threshold get no second kernel
+    small = compile_jaxpr(jax.make_jaxpr(f)(x[:4]), "cpu")
+    assert not small.thread_sites

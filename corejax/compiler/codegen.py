@@ -27,12 +27,15 @@ from corejax.compiler.fusion import FusedGroup, Virtual
 from corejax.compiler.scalar_ctx import ScalarCtx, literal
 
 __all__ = ["KernelPlan", "generate", "collapse", "emit_eqns", "monoid", "flat_offset",
-           "PARALLEL_MIN"]
+           "PARALLEL_MIN", "ADAPTIVE_MIN"]
 
-# Threads pay off only on very big loops here: on the 2-core shared machine, with other
-# processes running, (x - mean)/std over 4000x4000 took 52 ms with prange and 40 ms without,
-# selu over 1M 0.68 ms vs 0.62 ms (OpenMP: 8 ms); a launch costs far more than it saves.
+# Loops of at least PARALLEL_MIN elements always use threads. On the 2-core shared machine,
+# with other processes running, (x - mean)/std over 4000x4000 took 52 ms with prange and 40
+# ms without, selu over 1M 0.68 ms vs 0.62 ms (OpenMP: 8 ms); on a quiet one selu over 1M
+# took 308 us with prange, 433 us without. So groups from ADAPTIVE_MIN elements get both
+# variants, and their call site runs the one it measures faster (compiler/cpu.py).
 PARALLEL_MIN = 1 << 25
+ADAPTIVE_MIN = 1 << 20
 
 
 class KernelPlan:
@@ -176,14 +179,17 @@ def emit_eqns(group: FusedGroup, ctx: ScalarCtx, expr_of, names: dict) -> list[s
     return body
 
 
-def generate(group: FusedGroup, in_place=None, order=None, layouts=None) -> KernelPlan:
+def generate(group: FusedGroup, in_place=None, order=None, layouts=None,
+             threads=None) -> KernelPlan:
     """`in_place`: {output Var: input Var} for outputs to be written into the buffer of an
     input the group reads directly (of the group's shape and the output's dtype, laid out in
     the iteration order), at the element just read. The kernel stores through that input's
     own argument, not a second one: LLVM vectorizes a loop only when it can prove its stores
     do not overlap its loads, and two arguments sharing memory fail its run-time check (the
     scalar loop is some 4x slower). `order`, `layouts`: see `collapse`; every array is passed
-    flat in its own memory order."""
+    flat in its own memory order. `threads`: whether the outermost kept loop is a `prange`
+    (None: from PARALLEL_MIN elements); each thread then writes its own outputs, and every
+    reduced value is still summed by one thread in loop order, so the bits do not change."""
     S = group.shape
     red = group.reduction
     arrays, operand, collapsed, red_axes = collapse(group, order, layouts)
@@ -247,8 +253,8 @@ def generate(group: FusedGroup, in_place=None, order=None, layouts=None) -> Kern
         else:
             body.append(f"acc = {combine.format(a='acc', b=val)}")
 
-    parallel = (int(np.prod(sizes, dtype=np.int64)) >= PARALLEL_MIN and k > 0
-                and not reduced[0])
+    big = int(np.prod(sizes, dtype=np.int64)) >= PARALLEL_MIN if threads is None else threads
+    parallel = big and k > 0 and not reduced[0]
 
     def level(c, ind):
         out = [ind + line for line in loads[c]]

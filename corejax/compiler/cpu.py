@@ -13,6 +13,7 @@ import functools
 import os
 import sys
 import threading
+import time
 import warnings
 import weakref
 
@@ -428,6 +429,7 @@ class CpuExecutable:
         self.optimized = run_passes(closed)
         self.steps = partition(self.optimized.jaxpr)
         self.kernels: list = []          # (step, KernelPlan, cache key) for as_text
+        self.thread_sites: dict = {}     # id(step) -> the GemmSite choosing its threads
         self._control_flow: dict = {}    # id(eqn) -> its cond/while/scan callable, for as_text
         self._slots: dict = {}
         self._pool = _BufferPool()
@@ -500,6 +502,7 @@ class CpuExecutable:
             return self._group_on_host(step, template)
         self.kernels.append((step, plan, key))
         sizes = plan.sizes
+        threaded, site = self._threaded_variant(step, plan, in_place, sig)
         # per array argument: (slot, dtype, None or, when the kernel writes an output into it,
         # (the output's slot, the ownership slot of a donated input or None), whether it is
         # stored transposed: passed flat in memory order)
@@ -531,9 +534,42 @@ class CpuExecutable:
                 o = pool.get(s, shape, dt) if pooled else np.empty(shape, dt)
                 env[s] = o.T if t else o
                 args.append(o.reshape(-1))
-            fn(*args)
+            if site is None:
+                fn(*args)
+                return
+            adaptive = blas._adaptive
+            if adaptive is not None and adaptive.sharing:
+                fn(*args)           # several devices' programs share the cores
+                return
+            mode = site.mode()
+            start = time.perf_counter()
+            (threaded if mode == 0 else fn)(*args)
+            site.record(mode, time.perf_counter() - start)
 
         return run
+
+    def _threaded_variant(self, step, plan, in_place, sig):
+        """(the group's kernel with its outer loop on Numba's threads, the call site choosing
+        between it and the one-thread kernel), or (None, None): for groups of ADAPTIVE_MIN
+        to PARALLEL_MIN elements on a machine with cores to spare. Threads win on a quiet
+        machine and lose beside a busy process; the site (`blas.GemmSite`: mode 0 threads,
+        1 one thread) measures both and runs the faster. The same bits either way."""
+        n = int(np.prod(plan.sizes, dtype=np.int64)) if plan.sizes else 0
+        if not codegen.ADAPTIVE_MIN <= n < codegen.PARALLEL_MIN or _cores() < 2:
+            return None, None
+        try:
+            other = codegen.generate(step, in_place, self._order.get(id(step)), self._layout,
+                                     threads=True)
+        except NotImplementedError:
+            return None, None
+        if "prange(" not in other.source:
+            return None, None
+        try:
+            fn, _ = diskcache.load_kernel(other.source, sig)
+        except diskcache.KernelCompileError:
+            return None, None
+        site = self.thread_sites[id(step)] = blas.GemmSite()
+        return fn, site
 
     def _host(self, eqn, template):
         prim, params = eqn.primitive, eqn.params
@@ -763,6 +799,12 @@ class CpuExecutable:
             lines.append(f"\n# kernel k_{key}\n{plan.source}")
         lines += loop_sources
         return "\n".join(lines)
+
+
+@functools.lru_cache(maxsize=None)
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
 
 
 from numba import types as codegen_types  # noqa: E402  (numba's import is the slow part)
