@@ -59,10 +59,11 @@ def _np_name(dt) -> str:
     return "np.bool_" if dt == np.bool_ else f"np.{dt.name}"
 
 
-def monoid(name, dt, select_minmax: bool = False):
+def monoid(name, dt, select_minmax: bool = False, ieee: bool = False):
     """(identity literal, combine template with {a} and {b}) of a reduction monoid.
     `select_minmax` writes integer max/min as conditional expressions (for CUDA, where the
-    two-argument builtins do not compile)."""
+    two-argument builtins do not compile); `ieee` combines float max/min with LLVM's IEEE
+    maximum / minimum (NaN-propagating, -0 below +0, as XLA and the eager impls; CPU)."""
     dt = np.dtype(dt)
     if name == "add":
         return literal(0, dt), "({a} + {b})"
@@ -73,6 +74,8 @@ def monoid(name, dt, select_minmax: bool = False):
     big = np.inf if dt.kind == "f" else (True if dt == np.bool_ else np.iinfo(dt).max)
     small = -np.inf if dt.kind == "f" else (False if dt == np.bool_ else np.iinfo(dt).min)
     init = literal(small if name == "max" else big, dt)
+    if dt.kind == "f" and ieee:
+        return init, ("fmaximum" if name == "max" else "fminimum") + "({a}, {b})"
     if dt.kind == "f":
         return init, ("fmax" if name == "max" else "fmin") + "({a}, {b})"
     if select_minmax:
@@ -239,9 +242,9 @@ def generate(group: FusedGroup, in_place=None, order=None, layouts=None,
     init = combine = None
     if red is not None:
         dt = red.outvars[0].aval.dtype
-        init, combine = monoid(registry.kernel_lowerings[red.primitive][1], dt)
-        if "fmax" in combine or "fmin" in combine:
-            ctx.imports.add("from corejax.compiler.kernel_lib import fmax, fmin")
+        init, combine = monoid(registry.kernel_lowerings[red.primitive][1], dt, ieee=True)
+        if "fmaximum" in combine or "fminimum" in combine:
+            ctx.imports.add("from corejax.compiler.kernel_lib import fmaximum, fminimum")
         while suffix > 0 and reduced[suffix - 1]:
             suffix -= 1
         kept = [c for c in range(k) if not reduced[c]]

@@ -181,10 +181,13 @@ def round_away(x):
 
 @device
 def fmax(x, y):
+    # NaN propagates; -0 is below +0 (XLA's order, as on the CPU): max of two zeros is their sum
     if x != x:
         return x
     if y != y:
         return y
+    if x == 0 and y == 0:
+        return x + y
     return x if x >= y else y
 
 
@@ -194,6 +197,8 @@ def fmin(x, y):
         return x
     if y != y:
         return y
+    if x == 0 and y == 0:
+        return -((-x) + (-y))
     return x if x <= y else y
 
 

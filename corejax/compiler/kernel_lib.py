@@ -224,6 +224,31 @@ def round_away(x):
     return t
 
 
+def _ieee_extremum(name):
+    @intrinsic
+    def extremum(typingctx, x, y):
+        """LLVM's `llvm.maximum` / `llvm.minimum` (IEEE 754-2019 maximum / minimum): NaN if
+        either operand is NaN, -0 ordered below +0, which XLA's max and min (and their
+        reductions) follow; branch-free, so a reduction's loop vectorizes (the branches of
+        `fmax` kept a max over rows scalar: 5.3 ms against np.max's 0.41 ms)."""
+        if x != y or x not in (types.float32, types.float64):
+            return None
+
+        def codegen(context, builder, signature, args):
+            from llvmlite import ir
+            ty = context.get_value_type(signature.return_type)
+            fn = builder.module.declare_intrinsic(f"llvm.{name}", [ty],
+                                                  ir.FunctionType(ty, [ty, ty]))
+            return builder.call(fn, list(args))
+
+        return x(x, y), codegen
+    return extremum
+
+
+fmaximum = _ieee_extremum("maximum")
+fminimum = _ieee_extremum("minimum")
+
+
 @_jit
 def fmax(x, y):
     """lax.max: NaN if either operand is NaN (np.maximum)."""

@@ -105,8 +105,28 @@ def reduce_sum(x, axes=None):
 
 # --- max / min -------------------------------------------------------------------------------
 
-reduce_max_p = _reduction("reduce_max", np.max, ANY, "max")
-reduce_min_p = _reduction("reduce_min", np.min, ANY, "min")
+def _zero_ordered(np_fn, negative):
+    """np.max / np.min with XLA's order of signed zeros (-0 below +0): a maximum that is zero
+    is -0 only where every zero of its slice is (np.max returns whichever zero its loops meet
+    first, in an order that depends on the layout and the SIMD path), a minimum is -0 where
+    any is. NaN propagates as in np.max."""
+    def impl(x, axis):
+        out = np.asarray(np_fn(x, axis=axis))
+        if x.dtype.kind not in "fc" or x.dtype.kind == "c" or not x.size:
+            return out
+        zero = out == 0
+        if not zero.any():
+            return out
+        signed = np.signbit(x) if negative else ~np.signbit(x)
+        found = np.any((x == 0) & signed, axis=axis)
+        if negative:        # min: -0 where the slice holds a -0
+            return np.where(zero, np.where(found, -out.dtype.type(0), out.dtype.type(0)), out)
+        return np.where(zero, np.where(found, out.dtype.type(0), -out.dtype.type(0)), out)
+    return impl
+
+
+reduce_max_p = _reduction("reduce_max", _zero_ordered(np.max, False), ANY, "max")
+reduce_min_p = _reduction("reduce_min", _zero_ordered(np.min, True), ANY, "min")
 
 
 def _chooser_jvp(prim):
