@@ -1,4 +1,4 @@
-"""Max and min, reduced and elementwise, order -0 below +0 and propagate NaN as JAX does
+"""Max and min, reduced, windowed and elementwise, order -0 below +0 and propagate NaN as JAX does
 (XLA's IEEE maximum / minimum), eagerly, jitted and under vmap: golden values recorded from
 JAX by tests/golden/gen_signed_zeros.py (sign bits compared, not only values)."""
 import json
@@ -13,16 +13,14 @@ import corejax.numpy as jnp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "golden"))
-from gen_signed_zeros import CASES  # noqa: E402
+from gen_signed_zeros import CASES, make  # noqa: E402
 
 with open(os.path.join(HERE, "golden", "signed_zeros.json")) as _f:
     GOLDEN = json.load(_f)["cases"]
 
 
 def _fn(name, axis):
-    if name in ("maximum", "minimum"):
-        return lambda x: getattr(jnp, name)(x[0], x[1])
-    return lambda x: getattr(jnp, name)(x, axis=axis)
+    return make(jax, jnp, name, axis)
 
 
 def _same(got, want_reprs, where):

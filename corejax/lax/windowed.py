@@ -30,6 +30,7 @@ from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero, deflinear
 from corejax.lax._factories import ANY, NUMERIC, check_dtype, shape_str
 from corejax.lax.structural import _pad_impl
+from corejax.lax.elementwise import _max_impl, _min_impl
 from corejax.lax.conv import padtype_to_pads
 from corejax.lax._split import over_cores
 
@@ -98,9 +99,28 @@ def _loop():
     every output element combines its window's taps in row-major order, a tap outside the
     operand (padding, or a hole of the base dilation) contributing the identity, starting
     from the first tap's value: tap for tap what the strided views of the NumPy form combine
-    (np.maximum's NaN and tie rules), without a padded copy. Numba, compiled on first use and
+    (lax.max's and lax.min's NaN and signed-zero rules), without a padded copy. Numba, compiled on first use and
     cached on disk; the innermost loop runs over B, contiguous."""
     from numba import njit
+
+    inline = njit(cache=True, nogil=True, error_model="numpy", inline="always")
+
+    @inline
+    def _ieee_max(u, v):
+        # lax.max: NaN propagates, -0 below +0 (the sum of two zeros is their maximum)
+        if u != u or v != v:
+            return u if u != u else v
+        if u == v:
+            return u + v if u == 0 else u
+        return u if u > v else v
+
+    @inline
+    def _ieee_min(u, v):
+        if u != u or v != v:
+            return u if u != u else v
+        if u == v:
+            return -((-u) + (-v)) if u == 0 else u
+        return u if u < v else v
 
     @njit(cache=True, nogil=True, error_model="numpy")
     def window(x, out, kind, init, lo_h, lo_w, kh_, kw_, s_h, s_w, d_h, d_w, l_h, l_w, a0, a1):
@@ -131,11 +151,11 @@ def _loop():
                                     elif kind == 1:
                                         for b in range(b_):
                                             u, v = of[np.uint64(dst + b)], xf[np.uint64(src + b)]
-                                            of[np.uint64(dst + b)] = u if (u >= v or u != u) else v
+                                            of[np.uint64(dst + b)] = _ieee_max(u, v)
                                     else:
                                         for b in range(b_):
                                             u, v = of[np.uint64(dst + b)], xf[np.uint64(src + b)]
-                                            of[np.uint64(dst + b)] = u if (u <= v or u != u) else v
+                                            of[np.uint64(dst + b)] = _ieee_min(u, v)
                                 elif first:
                                     for b in range(b_):
                                         of[np.uint64(dst + b)] = init
@@ -145,11 +165,11 @@ def _loop():
                                 elif kind == 1:
                                     for b in range(b_):
                                         u = of[np.uint64(dst + b)]
-                                        of[np.uint64(dst + b)] = u if (u >= init or u != u) else init
+                                        of[np.uint64(dst + b)] = _ieee_max(u, init)
                                 else:
                                     for b in range(b_):
                                         u = of[np.uint64(dst + b)]
-                                        of[np.uint64(dst + b)] = u if (u <= init or u != u) else init
+                                        of[np.uint64(dst + b)] = _ieee_min(u, init)
                                 first = False
 
     return window
@@ -241,8 +261,19 @@ def _make_reduce_window(kind: str, np_op, accepted):
 
 
 reduce_window_sum_p = _make_reduce_window("sum", np.add, NUMERIC)
-reduce_window_max_p = _make_reduce_window("max", np.maximum, ANY)
-reduce_window_min_p = _make_reduce_window("min", np.minimum, ANY)
+def _ordered(impl):
+    """lax.max / lax.min's impl (XLA's order of signed zeros) as a ufunc-like `op(a, b, out)`."""
+    def op(a, b, out=None):
+        r = impl(a, b)
+        if out is None:
+            return r
+        out[...] = r
+        return out
+    return op
+
+
+reduce_window_max_p = _make_reduce_window("max", _ordered(_max_impl), ANY)
+reduce_window_min_p = _make_reduce_window("min", _ordered(_min_impl), ANY)
 
 
 def _reduce_window_sum_transpose(ct, x, *, window_dimensions, window_strides, padding,

@@ -30,7 +30,20 @@ CASES = {
     "min_columns": ("min", [[-0.0, 0.0, 0.0], [0.0, -0.0, 0.0]], 0),
     "maximum_elementwise": ("maximum", [[-0.0, 0.0, -0.0, 0.0], [0.0, -0.0, -0.0, 0.0]], None),
     "minimum_elementwise": ("minimum", [[-0.0, 0.0, -0.0, 0.0], [0.0, -0.0, -0.0, 0.0]], None),
+    # lax.reduce_window with lax.max / lax.min over windows of 2 (stride 2) along axis 1
+    "window_max": ("window_max", [[-0.0, 0.0, 0.0, -0.0, -0.0, -0.0, NAN, 1.0]], 1),
+    "window_min": ("window_min", [[-0.0, 0.0, 0.0, -0.0, 0.0, 0.0, 2.0, NAN]], 1),
 }
+
+
+def make(jax, jnp, name, axis):
+    """The function a case runs, written once for JAX and corejax."""
+    if name in ("maximum", "minimum"):
+        return lambda x: getattr(jnp, name)(x[0], x[1])
+    if name.startswith("window_"):
+        op, init = (jax.lax.max, -np.inf) if name == "window_max" else (jax.lax.min, np.inf)
+        return lambda x: jax.lax.reduce_window(x, init, op, (1, 2), (1, 2), "VALID")
+    return lambda x: getattr(jnp, name)(x, axis=axis)
 
 
 def main():
@@ -38,9 +51,7 @@ def main():
     import jax.numpy as jnp
 
     def fn(name, axis):
-        if name in ("maximum", "minimum"):
-            return lambda x: getattr(jnp, name)(x[0], x[1])
-        return lambda x: getattr(jnp, name)(x, axis=axis)
+        return make(jax, jnp, name, axis)
 
     out = {}
     for key, (name, rows, axis) in CASES.items():
