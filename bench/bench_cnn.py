@@ -259,12 +259,7 @@ class Side:
         return self._read()
 
     def close(self):
-        self.proc.stdin.close()         # the worker's loop over stdin ends
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        _load.end_worker(self.proc)     # the worker's loop over stdin ends
 
 
 def measure(sides, conditions, steps, turn, untimed, pause):

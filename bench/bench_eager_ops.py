@@ -3,11 +3,14 @@ a notebook runs them: corejax against JAX's eager ops, run in a subprocess with 
 by --jax-python or $JAX_PYTHON (default /work/jaxvenv/bin/python; the project never imports
 JAX). Prints a table of medians (us) and the ratio corejax / JAX; asserts nothing.
 
-    python bench/bench_eager_ops.py [--repeats 15] [--only hypot,clip,...] [--jax-python PY]
-                                    [--load [N]]
+    python bench/bench_eager_ops.py [--repeats 15] [--turn 3] [--pause 0]
+                                    [--only hypot,clip,...] [--jax-python PY] [--load [N]]
 
-The goal (issue #32) is a ratio of at most 1.0 on every row. The machine is shared: each side
-times every op `repeats` times and keeps the median; rerun rows that look off with --only.
+The goal (issue #32) is a ratio of at most 1.0 on every row. The machine is shared and its load
+drifts from second to second: both sides run as persistent worker processes that take turns of
+`turn` timed calls of an op (who goes first alternating, `pause` seconds between turns)
+until each made `repeats`, and each keeps the median, so a ratio compares times from the same
+seconds; rerun rows that look off with --only.
 One row is not on 1M elements: add1_16, `x + 1.0` on 16 float32, where the op's dispatch
 overhead is all there is to time. --load [N] runs N busy-looping processes (bench/_load.py)
 beside both sides, to see how each slows down when another process competes for the cores.
@@ -63,7 +66,7 @@ def cases(jax, jnp, special):
     return out
 
 
-def time_all(which, names, repeats):
+def _frameworks(which):
     if which == "jax":
         import jax
         import jax.numpy as jnp
@@ -73,36 +76,81 @@ def time_all(which, names, repeats):
         import corejax as jax
         import corejax.numpy as jnp
         import corejax.scipy.special as special
-    thunks = cases(jax, jnp, special)
-    out = {}
-    for name in names:
+    return jax, jnp, special
+
+
+def worker(which):
+    """One framework's process: answers each 'NAME K' line from stdin with the times (seconds,
+    a JSON list) of K calls of the op; an op's first request first calls it once untimed
+    (compiles / loads kernels, warms caches). Protocol lines go to a private copy of stdout;
+    the process's own stdout goes to stderr, so that nothing a library prints mixes in."""
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    thunks = cases(*_frameworks(which))
+    warm = set()
+    proto.write("ready\n")
+    for line in sys.stdin:
+        name, k = line.split()
         f = thunks[name]
-        f().block_until_ready()         # compiles / loads kernels, warms caches
+        if name not in warm:
+            f().block_until_ready()
+            warm.add(name)
         times = []
-        for _ in range(repeats):
+        for _ in range(int(k)):
             t = time.perf_counter()
             f().block_until_ready()
             times.append(time.perf_counter() - t)
-        out[name] = float(np.median(times) * 1e6)
-    return out
+        proto.write(json.dumps(times) + "\n")
+
+
+class Side:
+    """The driver's handle on one framework's worker process."""
+
+    def __init__(self, which, python):
+        self.which = which
+        self.proc = subprocess.Popen([python, os.path.abspath(__file__), "--side", which],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True,
+                                     env=dict(os.environ, JAX_PLATFORMS="cpu"))
+        self._read()
+
+    def _read(self):
+        line = self.proc.stdout.readline()
+        if not line:                    # the worker died: its stderr says why
+            raise RuntimeError(f"{self.which} worker exited ({self.proc.wait()}):\n"
+                               + self.proc.stderr.read()[-2000:])
+        return json.loads(line) if line.strip() != "ready" else None
+
+    def times(self, name, k):
+        self.proc.stdin.write(f"{name} {k}\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self):
+        _load.end_worker(self.proc)     # the worker's loop over stdin ends
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--repeats", type=int, default=15, help="timed calls per op and side")
+    ap.add_argument("--turn", type=int, default=3, help="timed calls per turn")
+    ap.add_argument("--pause", type=float, default=0.0,
+                    help="seconds between turns (XLA's idle threads spin a while after its "
+                         "turn; but this VM's cores also slow down when idle: a pause of 50 ms "
+                         "made every op's next calls 1.5-2x slower on both sides)")
     ap.add_argument("--only", default="", help="comma-separated op names (default: all)")
     ap.add_argument("--jax-python", default=os.environ.get("JAX_PYTHON",
                                                            "/work/jaxvenv/bin/python"))
     ap.add_argument("--side", choices=["corejax", "jax"], help=argparse.SUPPRESS)
     _load.add_load_argument(ap, "both sides")
     args = ap.parse_args()
+    if args.side:       # a worker
+        worker(args.side)
+        return
     names = [s for s in args.only.split(",") if s] or ALL
     unknown = sorted(set(names) - set(ALL))
     if unknown:
         ap.error(f"unknown ops {unknown}; known: {', '.join(ALL)}")
-    if args.side:       # a worker: print the medians as JSON
-        print(json.dumps(time_all(args.side, names, args.repeats)))
-        return
     print(_load.describe(args.load))
     with _load.busy(args.load):
         theirs, ours = measure(args, names)
@@ -111,19 +159,33 @@ def main():
 
 
 def measure(args, names):
-    """JAX's medians (in a subprocess; {} without it), then corejax's."""
-    theirs = {}
+    """Medians (us) of JAX's (in its own interpreter; {} without it) and corejax's calls of
+    each op: the two workers take turns of `turn` calls, the first to go alternating, until
+    each has made `repeats` calls, so that both sides' times come from the same seconds."""
+    sides = {"corejax": Side("corejax", sys.executable)}
     if os.path.exists(args.jax_python):
-        proc = subprocess.run([args.jax_python, os.path.abspath(__file__), "--side", "jax",
-                               "--repeats", str(args.repeats), "--only", ",".join(names)],
-                              capture_output=True, text=True)
-        if proc.returncode == 0:
-            theirs = json.loads(proc.stdout.strip().splitlines()[-1])
-        else:
-            print(f"jax side failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
+        try:
+            sides["jax"] = Side("jax", args.jax_python)
+        except RuntimeError as e:
+            print(f"jax side failed: {e}", file=sys.stderr)
     else:
         print(f"jax: {args.jax_python} not found (set --jax-python / JAX_PYTHON); no ratios")
-    return theirs, time_all("corejax", names, args.repeats)
+    out = {s: {} for s in ("corejax", "jax")}
+    try:
+        for name in names:
+            times = {s: [] for s in sides}
+            order = list(sides)
+            for r, done in enumerate(range(0, args.repeats, args.turn)):
+                k = min(args.turn, args.repeats - done)
+                for s in (order if r % 2 == 0 else order[::-1]):
+                    time.sleep(args.pause)
+                    times[s] += sides[s].times(name, k)
+            for s, t in times.items():
+                out[s][name] = float(np.median(t) * 1e6)
+    finally:
+        for side in sides.values():
+            side.close()
+    return out["jax"], out["corejax"]
 
 
 def report(names, ours, theirs):

@@ -203,7 +203,9 @@ def test_every_decorated_function_is_compared():
 @pytest.mark.parametrize("dt", [np.float32, np.float16, np.complex64, np.int32],
                          ids=["f32", "f16", "c64", "i32"])
 def test_variance_squared_deviations(fusing, dt):
-    # var / std fuse their squared deviations (the sums stay op by op)
+    # var / std fuse their squared deviations (the sums stay op by op), or, reducing a real
+    # array whole (float32 here, f16 and ints computed in float32), sum them in one pass
+    # (sum_of_squared_deviations: no program)
     rng = np.random.default_rng(4)
     base = np.concatenate([specials(np.dtype(np.float32))[:-4], rng.standard_normal(190)])
     x = (base.reshape(10, 21) * (1 + 1j if np.dtype(dt).kind == "c" else 1)).astype(dt)
@@ -211,9 +213,126 @@ def test_variance_squared_deviations(fusing, dt):
     mask = jnp.asarray(rng.random((10, 21)) > 0.3)
     for kwargs in ({}, {"axis": 0}, {"axis": 1, "ddof": 1, "keepdims": True},
                    {"axis": (0, 1), "where": mask}, {"dtype": jnp.float32}):
+        one_pass = "axis" not in kwargs and (dt != np.complex64 or "dtype" in kwargs)
         for f in (jnp.var, jnp.std):
-            assert_same(fused(fusing, f, x, **kwargs), op_by_op(f, x, **kwargs))
+            expected = op_by_op(f, x, **kwargs)
+            if one_pass:
+                for _ in range(2):
+                    assert_same(f(x, **kwargs), expected)
+            else:
+                assert_same(fused(fusing, f, x, **kwargs), expected)
     assert set(fusing) == {"_squared_deviations"}
+
+
+def _count_one_passes(monkeypatch, module, name):
+    """Replaces module.name (an _eager_fusion one-pass hook) by a wrapper recording, per
+    call, whether the one pass ran (returned a value); returns that list."""
+    calls = []
+    one_pass = getattr(_eager_fusion, name)
+
+    def counting(*args):
+        out = one_pass(*args)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(module, name, counting)
+    return calls
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["f32", "f64"])
+def test_one_pass_variance_has_the_op_by_op_bits(fusing, split, dt, monkeypatch):
+    from corejax.numpy import _reductions
+    calls = _count_one_passes(monkeypatch, _reductions, "sum_of_squared_deviations")
+    rng = np.random.default_rng(8)
+    sp = specials(np.dtype(dt))
+    for n in (1, 7, 129, 1000, 40_001, 300_000):
+        for case in range(4):
+            x = (rng.standard_normal(n) * 10 ** rng.uniform(-20, 20)).astype(dt)
+            if case == 1:
+                x[rng.integers(0, n, 3)] = rng.choice(sp, 3)     # inf, NaN, -0.0, ...
+            if case == 2:
+                x = np.full(n, rng.choice(sp), dt)
+            if case == 3:
+                x = x.reshape(-1, 1) if n % 2 else x.reshape(2, -1)
+            a = jnp.asarray(x)
+            for kwargs in ({}, {"ddof": 1}, {"keepdims": True}):
+                for f in (jnp.var, jnp.std):
+                    assert_same(f(a, **kwargs), op_by_op(f, a, **kwargs))
+    # every call took the one pass (and every op-by-op call, with MIN_SIZE out of reach, not)
+    assert calls and all(calls[0::2]) and not any(calls[1::2])
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["f32", "f64"])
+def test_one_pass_nansum_has_the_op_by_op_bits(fusing, split, dt, monkeypatch):
+    from corejax.numpy import _nan
+    calls = _count_one_passes(monkeypatch, _nan, "nan_to_zero_sum")
+    rng = np.random.default_rng(9)
+    for n in (1, 7, 129, 1000, 40_001, 300_000):
+        for case in range(4):
+            x = (rng.standard_normal(n) * 10 ** rng.uniform(-20, 20)).astype(dt)
+            x[rng.integers(0, n, max(1, n // 50))] = np.nan
+            if case == 1:
+                x[rng.integers(0, n, 2)] = rng.choice([np.inf, -np.inf, -0.0], 2)
+            if case == 2:
+                x = np.where(rng.random(n) < 0.5, np.nan, -0.0).astype(dt)
+            if case == 3:
+                x = x.reshape(-1, 1) if n % 2 else x.reshape(2, -1)
+            a = jnp.asarray(x)
+            for kwargs in ({}, {"keepdims": True}):
+                assert_same(jnp.nansum(a, **kwargs), op_by_op(jnp.nansum, a, **kwargs))
+    assert calls and all(calls[0::2]) and not any(calls[1::2])
+    # other arguments: the composition
+    x = jnp.asarray(np.array([[1.0, np.nan], [3.0, 4.0]] * 20, dt))
+    for kwargs in ({"axis": 0}, {"initial": 2.0}, {"where": x > 1}, {"dtype": np.float64}):
+        calls.clear()
+        assert_same(jnp.nansum(x, **kwargs), op_by_op(jnp.nansum, x, **kwargs))
+        assert calls == []
+
+
+# --- flat loops split over threads ---------------------------------------------------------------
+
+@pytest.fixture
+def flat_loops(monkeypatch):
+    """Records each program's flat loop (None: run by its jit)."""
+    built = []
+    make = _eager_fusion._flat_loop
+
+    def recording(composed, leaves):
+        loop = make(composed, leaves)
+        built.append((composed.__name__, loop is not None))
+        return loop
+
+    monkeypatch.setattr(_eager_fusion, "_flat_loop", recording)
+    return built
+
+
+def test_elementwise_programs_run_as_flat_loops(fusing, flat_loops):
+    x, y = operands(np.dtype(np.float32), 2, np.random.default_rng(6))
+    for f, args in ((jnp.hypot, (x, y)), (jnp.log2, (x,)), (jnp.copysign, (x, 2.0)),
+                    (jnp.heaviside, (x, 0.5)), (jnp.clip, (x, -1, 2.5)), (jnp.isinf, (x,)),
+                    (jnp.divmod, (x, y))):
+        assert_same(fused(fusing, f, *args), op_by_op(f, *args))
+    # var's squared deviations along an axis broadcast a (1, n)-shaped mean: run by jit
+    x2 = x.reshape(2, -1)
+    assert_same(fused(fusing, jnp.var, x2, axis=0), op_by_op(jnp.var, x2, axis=0))
+    assert dict(flat_loops) == {"hypot": True, "log2": True, "copysign": True,
+                                "heaviside": True, "clip": True, "isinf": True,
+                                "divmod": True, "_squared_deviations": False}
+
+
+@pytest.fixture
+def split(monkeypatch):
+    """Every loop of 256 elements or more split over threads, as if four cores were there and
+    splitting paid."""
+    from corejax.compiler import eager_kernels
+    monkeypatch.setattr(eager_kernels, "_helpers", lambda: 2)
+    monkeypatch.setattr(eager_kernels, "split_cores", lambda key, n: 4 if n >= 256 else 1)
+
+
+@pytest.mark.parametrize("name,dt,kwargs", case_params(
+    lambda dts: [d for d in dts if d in (np.float32, np.int32)]))
+def test_split_programs_give_the_op_by_op_bits(fusing, split, name, dt, kwargs):
+    check_bits(fusing, name, dt, kwargs)
 
 
 # --- Python scalar operands -------------------------------------------------------------------

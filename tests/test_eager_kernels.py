@@ -11,6 +11,7 @@ conformance suite's job: tests/conformance, which runs every case eagerly too.)
 import inspect
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -247,6 +248,7 @@ def test_fast_float_loops_have_the_numpy_impls_bits(dt):
         for prim in (lax.max_p, lax.min_p, lax.nextafter_p):
             assert _exact(_fast(prim.name, [x, y]), prim.impl(x, y)), prim.name
         assert _exact(_fast("sign", [x]), lax.sign_p.impl(x))
+        assert _exact(_fast("sqrt", [x]), lax.sqrt_p.impl(x))
         assert _exact(_fast("round", [x], dict(rounding_method=0)),
                       lax.round_p.impl(x, rounding_method=0))
         halves = np.round(y * dt(64)) / dt(2)            # ties, +-0.5, +-1.5, ...
@@ -321,3 +323,176 @@ def test_fast_loops_leave_small_and_other_operands_to_numpy():
     x = np.random.default_rng(0).standard_normal((256, 130)).astype(np.float32)
     for a, b in ((x, x[::-1]), (x.T, x.T[::-1]), (x[:, :1] + 0 * x, x)):
         assert _exact(lax.max(jnp.asarray(a), jnp.asarray(b)), lax.max_p.impl(a, b))
+
+
+# --- loops split over threads ------------------------------------------------------------------
+
+@pytest.fixture
+def split_everything(monkeypatch):
+    """Every loop of 4096 elements or more split as if four cores were there and splitting
+    paid, whatever the machine; at least one helper thread even on one core."""
+    helpers = max(1, eager_kernels._helpers())
+    monkeypatch.setattr(eager_kernels, "_helpers", lambda: helpers)
+    monkeypatch.setattr(eager_kernels, "split_cores", lambda key, n: 4 if n >= 4096 else 1)
+    return helpers
+
+
+def test_parts_cut_at_multiples_of_64_and_cover_the_range():
+    for n in (1 << 13, 5000 * 8, 1 << 17, 1_000_003):
+        for cores in (2, 3, 4):
+            b = eager_kernels.parts(n, cores)
+            assert b[0] == 0 and b[-1] == n and b == sorted(b) and len(b) > 2
+            assert all(x % 64 == 0 for x in b[1:-1])
+    assert eager_kernels.parts(1 << 20, 1) == [0, 1 << 20]
+
+
+def test_loops_split_when_long_and_splitting_has_paid(monkeypatch):
+    monkeypatch.setattr(eager_kernels, "_timings", {})
+    monkeypatch.setattr(eager_kernels, "_helpers", lambda: 3)
+    n = 1 << 20
+    assert eager_kernels.split_cores("k", n) == 1              # never timed
+    eager_kernels.timed("k", n, 1, lambda: None)               # a fast loop
+    assert eager_kernels.split_cores("k", n) == 1
+    eager_kernels._timings["k"] = [1e-9, None, 0, 1, 0]         # slow, but timed once only
+    assert eager_kernels.split_cores("k", n) == 1
+    eager_kernels._timings["k"] = [1e-9, None, 0, 2, 0]         # 1 ms predicted
+    assert eager_kernels.split_cores("k", n) == 4               # not split twice yet: try
+    assert eager_kernels.split_cores("k", eager_kernels.SPLIT_MIN - 1) == 1
+    eager_kernels._timings["k"] = [1e-9, 2e-9, 0, 2, 2]         # a busy machine: split slower
+    choices = [eager_kernels.split_cores("k", n) for _ in range(2 * eager_kernels.EXPLORE)]
+    assert choices.count(4) == 2 and choices.count(1) == 2 * eager_kernels.EXPLORE - 2
+    eager_kernels._timings["k"] = [1e-9, 0.85e-9, 0, 2, 2]      # split hardly faster
+    assert eager_kernels.split_cores("k", n) == 1
+    eager_kernels._timings["k"] = [1e-9, 0.6e-9, 0, 2, 2]       # free cores: split faster
+    choices = [eager_kernels.split_cores("k", n) for _ in range(2 * eager_kernels.EXPLORE)]
+    assert choices.count(1) == 2
+    # the times count from each way's second call on, the fastest of three, then a moving
+    # average, a preempted call counting at most twice the average
+    eager_kernels._timings["k"] = [1e-9, None, 0, 4, 0]
+    eager_kernels.timed("k", n, 4, lambda: time.sleep(0.01))   # (a first split: threads start)
+    eager_kernels.timed("k", n, 4, lambda: None)
+    fast = eager_kernels._timings["k"][1]
+    assert fast < 1e-9
+    eager_kernels.timed("k", n, 4, lambda: time.sleep(0.01))
+    assert eager_kernels._timings["k"][1] == fast
+    eager_kernels.timed("k", n, 1, lambda: time.sleep(0.05))
+    assert eager_kernels._timings["k"][0] == pytest.approx(0.75e-9 + 0.25 * 2e-9)
+
+
+def test_run_parts_runs_every_part_once_and_reraises(split_everything):
+    seen = []
+    eager_kernels.run_parts(lambda lo, hi: seen.append((lo, hi)), [0, 3, 5, 9, 12])
+    assert sorted(seen) == [(0, 3), (3, 5), (5, 9), (9, 12)]
+
+    def fail(lo, hi):
+        if lo == 5:
+            raise ValueError("part 5")
+    with pytest.raises(ValueError, match="part 5"):
+        eager_kernels.run_parts(fail, [0, 3, 5, 9, 12])
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sinh", "pow", "atan2"])
+def test_split_kernels_give_the_unsplit_bits(split_everything, name):
+    rng = np.random.default_rng(7)
+    n = 5_001
+    x = operands(np.float32, n, rng, moderate=False)
+    y = rng.permutation(operands(np.float32, n, rng, moderate=False))
+    prim = getattr(lax, f"{name}_p")
+    args = [x, y] if name in ("pow", "atan2") else [x]
+    split = eager_kernels.evaluate(prim, args, {})
+    with eager_kernels_unsplit():
+        whole = eager_kernels.evaluate(prim, args, {})
+    assert _exact(split, whole)
+    # FAST loops too, a broadcast scalar operand included
+    b = np.broadcast_to(np.float32(0.5), x.shape)
+    assert _exact(_fast("max", [x, b]), lax.max_p.impl(x, b))
+    assert _exact(_fast("select_n", [x > y, x, y]), lax.select_n_p.impl(x > y, x, y))
+
+
+def test_helper_threads_under_concurrent_callers():
+    """Two Python threads splitting loops at once, many times: every part runs exactly once,
+    and each call returns only after its parts are done."""
+    import threading
+    from corejax.compiler import eager_threads
+    errors = []
+
+    def caller(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(300):
+            k = int(rng.integers(2, 9))
+            bounds = list(range(k + 1))
+            runs = [0] * k
+
+            def task(lo, hi):
+                if rng.random() < 0.1:
+                    time.sleep(1e-4)
+                runs[lo] += 1
+            eager_threads.run_parts(task, bounds, 2)
+            if runs != [1] * k:
+                errors.append(runs)
+
+    threads = [threading.Thread(target=caller, args=(s,)) for s in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+
+
+class eager_kernels_unsplit:
+    def __enter__(self):
+        self.saved = eager_kernels.split_cores
+        eager_kernels.split_cores = lambda key, n: 1
+
+    def __exit__(self, *exc):
+        eager_kernels.split_cores = self.saved
+
+
+# --- NumPy's pairwise sum, compiled (compiler/eager_sums.py) ---------------------------------
+
+def _sum_cases(dt, rng):
+    for n in [*range(1, 300), 511, 512, 513, 1000, 1023, 1024, 1025, 4097, 8191, 8192, 8193,
+              9000, 16383, 16384, 16385, 65537, 100_003]:
+        scale = rng.choice([1.0, 1e3, 1e-3, 1e30], n)
+        yield (rng.standard_normal(n) * scale).astype(dt)
+    yield np.full(300, -0.0, dt)                     # NumPy's sum of -0.0s is +0.0
+    yield np.array([1e30, 1.0, -1e30] * 400, dt)    # cancellation: the order shows
+    yield np.array([np.inf, -np.inf] * 200, dt)
+    yield np.array([1.0] * 199 + [np.nan] + [2.0] * 100, dt)
+    yield np.full(1 << 20, 0.1, dt)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["f32", "f64"])
+def test_pairwise_sum_has_numpys_bits_on_any_number_of_threads(dt, split_everything):
+    from corejax.compiler import eager_sums
+    rng = np.random.default_rng(11)
+    for a in _sum_cases(dt, rng):
+        with np.errstate(all="ignore"):
+            want = np.add.reduce(a)
+        for parts in (1, 2, 3, 4):
+            got = eager_sums.pairwise_sum(a, parts, eager_kernels.run_parts)
+            assert type(got) is type(want) and _exact(got, want), (a.size, parts, got, want)
+
+
+def test_eager_sums_run_the_compiled_pairwise_sum(split_everything):
+    from corejax.compiler import eager_sums
+    rng = np.random.default_rng(12)
+    real = eager_sums.pairwise_sum
+    calls = []
+    try:
+        eager_sums.pairwise_sum = lambda *a: calls.append(a[0].shape) or real(*a)
+        for shape, axis, compiled in (((1 << 17,), None, True), ((300, 301), None, True),
+                                      ((3, 70, 200), None, True), ((300, 301), (0, 1), True),
+                                      ((400, 300), 1, False), ((300, 401), 0, False)):
+            x = rng.standard_normal(shape).astype(np.float32)
+            for a in ((x, x.T) if x.ndim > 1 else (x,)):    # transposed: NumPy's own path
+                del calls[:]
+                got = jnp.sum(jnp.asarray(a), axis=axis)
+                assert _exact(got, np.sum(a, axis=axis)), (shape, axis)
+                assert calls == ([(a.size,)] if compiled and a is x else []), (shape, axis)
+                # mean is that sum times 1 / count
+                count = a.size // np.asarray(got).size
+                assert _exact(jnp.mean(jnp.asarray(a), axis=axis),
+                              np.asarray(got) * np.float32(1 / count))
+    finally:
+        eager_sums.pairwise_sum = real

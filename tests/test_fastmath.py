@@ -130,6 +130,9 @@ REFERENCES_F32 = {
     fm.erf_inv_f32: lambda x: _erf_inv_np(x.astype(np.float64)),
     fm.sin_f32: np.sin,
     fm.cos_f32: np.cos,
+    fm.sinh_f32: np.sinh,
+    fm.cosh_f32: np.cosh,
+    fm.asinh_f32: np.arcsinh,
 }
 
 
@@ -237,6 +240,14 @@ SPECIAL = [
     (fm.sin_f32, [(np.inf, np.nan), (-np.inf, np.nan), (np.nan, np.nan), (-0.0, -0.0),
                   (1e-45, 1e-45)]),
     (fm.cos_f32, [(np.inf, np.nan), (np.nan, np.nan), (-0.0, 1.0), (1e-45, 1.0)]),
+    (fm.sinh_f32, [(np.inf, np.inf), (-np.inf, -np.inf), (np.nan, np.nan), (-0.0, -0.0),
+                   (0.0, 0.0), (1e-45, 1e-45), (-1e-45, -1e-45), (89.41, 3.3825267e38),
+                   (89.42, np.inf), (-89.42, -np.inf)]),
+    (fm.cosh_f32, [(np.inf, np.inf), (-np.inf, np.inf), (np.nan, np.nan), (-0.0, 1.0),
+                   (0.0, 1.0), (1e-45, 1.0), (-89.41, 3.3825267e38), (89.42, np.inf)]),
+    (fm.asinh_f32, [(np.inf, np.inf), (-np.inf, -np.inf), (np.nan, np.nan), (-0.0, -0.0),
+                    (0.0, 0.0), (1e-45, 1e-45), (-1e-45, -1e-45),
+                    (3.4028235e38, 89.415985), (-3.4028235e38, -89.415985)]),
     (fm.exp_f64, [(np.inf, np.inf), (-np.inf, 0.0), (np.nan, np.nan), (709.8, np.inf),
                   (-746.0, 0.0), (5e-324, 1.0)]),
     (fm.expm1_f64, [(-np.inf, -1.0), (-0.0, -0.0), (5e-324, 5e-324), (-50.0, -1.0)]),

@@ -13,10 +13,11 @@ constant folding under jit (compiler/passes.py) evaluates them the same way.
 impl; arithmetic, comparisons, sqrt, floor/ceil/round, rem, nextafter, max/min stay on NumPy
 (IEEE-exact on both sides, and NumPy runs them on broadcast views without copying), as do the
 special functions of lax/special.py, whose impl already runs the same compiled scalar code.
-(`FAST`, at the end of this module, lists primitives whose NumPy impl is slow on large
-operands: those run compiled loops with the NumPy impl's own bits above FAST_MIN_SIZE.)
-tests/test_eager_kernels.py checks eager == jit bit for bit for every float elementwise
-primitive, listed here or not.
+(`FAST`, further down, lists primitives whose NumPy impl is slow on large operands: those run
+compiled loops with the NumPy impl's own bits above FAST_MIN_SIZE; `REDUCTIONS`, at the end,
+the float sums that run NumPy's pairwise order compiled, compiler/eager_sums.py.) Long loops
+are split over the cores other processes leave free (`call_split`). tests/test_eager_kernels.py
+checks eager == jit bit for bit for every float elementwise primitive, listed here or not.
 
 Kernels are built on first use per (primitive, dtype, params) and cached on disk like jit's
 (compiler/diskcache.py: a new process loads machine code instead of compiling); Numba is imported
@@ -27,6 +28,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import time
 
 import numpy as np
 
@@ -83,9 +86,11 @@ def runner(primitive):
     """`run(values, params) -> ndarray | None` evaluating `primitive` on NumPy operands with
     its compiled scalar code, None where it does not apply (another dtype, mismatched operands:
     the NumPy impl then runs, and raises the primitive's own errors); None for a primitive
-    outside PRIMITIVES and FAST."""
+    outside PRIMITIVES, FAST and REDUCTIONS."""
     if primitive.name in FAST:
         return _fast_runner(primitive.name)
+    if primitive.name in REDUCTIONS:
+        return REDUCTIONS[primitive.name]
     if primitive.name not in PRIMITIVES or primitive not in registry.elementwise_lowerings:
         return None
     kernels: dict = {}
@@ -107,10 +112,132 @@ def runner(primitive):
             built = kernels[key] = _build(primitive, dt, len(values), params)
         fn, out_dtype = built
         out = np.empty(v0.shape, out_dtype)
-        fn(v0.size, *[v.ravel() for v in values], out.reshape(-1))
+        call_split(fn, v0.size, [v.ravel() for v in values], None, [out.reshape(-1)])
         return out
 
     return run
+
+
+# --- splitting a loop over threads ------------------------------------------------------------
+#
+# XLA runs a large elementwise op on all of the machine's cores; so do these kernels (compiled
+# nogil), where that pays: a flat loop is cut into PARTS_PER_CORE contiguous parts per core (at
+# multiples of 64 elements), and this thread and the helpers (compiler/eager_threads.py: they
+# spin a millisecond for work before they sleep, as XLA's do) take parts in turn until none is
+# left. Each element is computed by the same code wherever it lands, so results do not depend
+# on the split. A helper that gets a core late leaves its parts to this thread, which never
+# waits for a helper that has not started a part.
+#
+# "Where that pays" is measured, per kernel: the time per element of its unsplit and of its
+# split calls (moving averages). A loop predicted to take less than SPLIT_MIN_SECONDS unsplit
+# never splits (a hand-off costs 20-110 us on the shared 2-core machine); a longer one splits
+# when its split calls have been faster by the factor SPLIT_GAIN (memory-bound loops such as
+# clip's gain little, and lose under load), and every EXPLORE-th call tries the other way, so
+# the choice follows the machine's load. Measured there (1M float32, medians, one thread /
+# split, both cores free): exp 385 / 329 us, hypot's loop 619 / 462 us, sqrt 230 / 232 us,
+# the pairwise sum 103 / 154 us; with other processes keeping both cores busy a split only
+# cost (exp 366 / 389-416 us), and this sees it.
+
+SPLIT_MIN = 1 << 16             # elements: below, never split (nor timed)
+SPLIT_MIN_SECONDS = 250e-6      # predicted time of the unsplit loop from which it may split
+SPLIT_GAIN = 0.8                # split calls must have been this much faster
+PARTS_PER_CORE = 2
+EXPLORE = 8
+_timings: dict = {}             # kernel -> [unsplit s/element, split s/element, calls,
+                                #            unsplit samples, split samples]
+
+
+@functools.lru_cache(maxsize=None)
+def _helpers() -> int:
+    """The number of helper threads: one fewer than the usable cores, at most 3."""
+    return min(_cores(), 4) - 1
+
+
+def split_cores(key, n: int) -> int:
+    """How many cores a loop of n elements of kernel `key` should use now (see above): 1 below
+    SPLIT_MIN elements, where it is predicted shorter than SPLIT_MIN_SECONDS (or was timed
+    fewer than twice), without helper threads, or where split calls have not been faster by
+    the factor SPLIT_GAIN (but on every EXPLORE-th call); else all the helpers' and this
+    thread's."""
+    if n < SPLIT_MIN:
+        return 1
+    t = _timings.get(key)
+    if t is None or t[3] < 2 or n * t[0] < SPLIT_MIN_SECONDS:
+        return 1
+    helpers = _helpers()
+    if helpers < 1:
+        return 1
+    t[2] += 1
+    split = t[4] < 2 or t[1] < SPLIT_GAIN * t[0]
+    if t[2] % EXPLORE == 0:
+        split = not split
+    return helpers + 1 if split else 1
+
+
+def timed(key, n: int, cores: int, call):
+    """call() (a loop of n elements of kernel `key` on `cores` cores), its time recorded per
+    way: from its second call on (the first may load code or start threads), the fastest of
+    three, then a moving average, a preempted call counting as at most twice the average."""
+    if n < SPLIT_MIN:
+        return call()
+    start = time.perf_counter()
+    out = call()
+    per = (time.perf_counter() - start) / n
+    t = _timings.get(key)
+    if t is None:
+        t = _timings[key] = [None, None, 0, 0, 0]
+    i = 0 if cores < 2 else 1
+    seen = t[i + 3]
+    if seen < 2:
+        t[i] = per
+    elif seen < 4:              # (the fastest of the first few: a start without outliers)
+        t[i] = min(t[i], per)
+    else:
+        t[i] = 0.75 * t[i] + 0.25 * min(per, 2 * t[i])
+    t[i + 3] += 1
+    return out
+
+
+def parts(n: int, cores: int) -> list:
+    """Bounds [b0, b1, ..., bk] cutting range(n) into PARTS_PER_CORE parts per core (k = 1 for
+    one core), interior bounds at multiples of 64."""
+    if cores < 2:
+        return [0, n]
+    k = min(PARTS_PER_CORE * cores, max(1, n // 4096))
+    return [0] + [(n * i // k) & ~63 for i in range(1, k)] + [n]
+
+
+@functools.lru_cache(maxsize=None)
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+
+
+def run_parts(task, bounds) -> None:
+    """task(lo, hi) over each part [bounds[i], bounds[i+1]), parts taken in turn by this thread
+    and the helper threads (compiler/eager_threads.py); returns when all are done (re-raising
+    the first exception)."""
+    if len(bounds) == 2:
+        task(bounds[0], bounds[1])
+        return
+    from corejax.compiler import eager_threads
+    eager_threads.run_parts(task, bounds, _helpers())
+
+
+def call_split(fn, n, flat, scalar, outs) -> None:
+    """fn(n, *flat, *outs) for a one-loop kernel over flat operands (those marked in `scalar`
+    are one element, read whole by every part) and flat outputs, split over the cores
+    `split_cores` gives."""
+    cores = split_cores(fn, n)
+    if cores < 2:
+        timed(fn, n, 1, lambda: fn(n, *flat, *outs))
+        return
+
+    def task(lo, hi):
+        fn(hi - lo, *[a if scalar is not None and scalar[j] else a[lo:hi]
+                      for j, a in enumerate(flat)], *[o[lo:hi] for o in outs])
+
+    timed(fn, n, cores, lambda: run_parts(task, parts(n, cores)))
 
 
 def evaluate(primitive, values, params):
@@ -132,7 +259,8 @@ def install() -> None:
 # Some primitives' NumPy impls are slow on large operands for reasons that have nothing to do
 # with their arithmetic: np.where branches per element (select_n with a random predicate: 10 ms
 # on 1M float32, and max / min order signed zeros with it), NumPy's float16 conversion, fmod
-# and nextafter are scalar software loops, integer division detours through float64 arrays.
+# and nextafter are scalar software loops, integer division detours through float64 arrays,
+# float32 sqrt runs at half the speed of the machine's vector sqrt (1M: 362 us, 180 us).
 # Above FAST_MIN_SIZE elements their eager evaluation runs a compiled loop that computes the
 # NumPy impl's own bits (not the lowering's where the two differ: eager results stay what they
 # were; tests/test_eager_kernels.py checks every one against its NumPy impl bit for bit).
@@ -188,6 +316,15 @@ def _fast_sign(dts, params):
         return [f"v0 = {_lit(1, dt)} if x0 > 0 else {_lit(0, dt)}"], dt, dt
     rest = "x0" if dt.kind == "f" else _lit(0, dt)
     return [f"v0 = {_lit(1, dt)} if x0 > 0 else ({_lit(-1, dt)} if x0 < 0 else {rest})"], dt, dt
+
+
+def _fast_sqrt(dts, params):
+    # IEEE sqrt (one vector instruction, as NumPy's float32 / float64 sqrt: the same bits, the
+    # machine's NaN for negative operands included), which NumPy's loop runs at half the speed
+    dt = dts[0]
+    if dt not in (_F32, _F64):
+        return None
+    return [f"v0 = np.{dt.name}(math.sqrt(x0))"], dt, dt
 
 
 def _fast_round(dts, params):
@@ -310,7 +447,7 @@ def _hardware_f16() -> bool:
 FAST = {
     "select_n": _fast_select_n, "max": _fast_max_min(True), "min": _fast_max_min(False),
     "sign": _fast_sign, "round": _fast_round, "nextafter": _fast_nextafter, "div": _fast_div, "rem": _fast_rem,
-    "convert_element_type": _fast_convert,
+    "convert_element_type": _fast_convert, "sqrt": _fast_sqrt,
 }
 
 
@@ -384,7 +521,36 @@ def _fast_runner(name):
             return None
         fn, out_dtype, out_view = built
         out = np.empty(shape, out_dtype)
-        fn(n, *flat, out.reshape(-1).view(out_view))
+        call_split(fn, n, flat, scalar, [out.reshape(-1).view(out_view)])
         return out
 
     return run
+
+
+# --- reductions with the NumPy impl's bits ----------------------------------------------------
+#
+# A float sum reduced over every axis of a C-contiguous array of at least FAST_MIN_SIZE
+# elements: NumPy's pairwise order, vectorized and split over the free cores
+# (compiler/eager_sums.py), the same bits as np.sum. Other sums run the NumPy impl.
+
+def _reduce_sum(values, params):
+    (x,) = values
+    if x.dtype not in (_F32, _F64) or x.size < FAST_MIN_SIZE or not x.flags.c_contiguous or \
+            tuple(params.get("axes", ())) != tuple(range(x.ndim)):
+        return None
+    return np.asarray(pairwise_sum(x.reshape(-1)))
+
+
+def pairwise_sum(flat: np.ndarray, center=None, nan_to_zero: bool = False):
+    """np.add.reduce(flat) (with `center`, of (flat - center)**2, with `nan_to_zero`, of flat
+    with NaNs as 0, as those arrays would hold them) for a 1-D C-contiguous float32 / float64
+    array, bit for bit: compiler/eager_sums.py, on the cores `split_cores` gives."""
+    from corejax.compiler import eager_sums
+    key = ("pairwise_sum", flat.dtype, center is None, nan_to_zero)
+    cores = split_cores(key, flat.size)
+    return timed(key, flat.size, cores, lambda: eager_sums.pairwise_sum(
+        flat, cores, run_parts if cores > 1 else None, center, nan_to_zero))
+
+
+REDUCTIONS = {"reduce_sum": _reduce_sum}
+

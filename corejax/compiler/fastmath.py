@@ -7,7 +7,8 @@ intrinsics that have vector forms (rint, floor, fabs, fma), so a loop that calls
 
 What there is (``FAST_UNARY``, ``FAST_BINARY``; accuracy in ``ULP_BOUNDS``):
 - float32: exp, exp2, expm1, log, log2, log10, log1p, tanh, logistic, softplus (log(1 + e**x),
-  a composite, not a lax primitive), erf, erfc, sin, cos; pow (binary, computed in float64).
+  a composite, not a lax primitive), erf, erfc, sin, cos, sinh, cosh, asinh; pow (binary,
+  computed in float64).
 - float64: exp, expm1, log, log1p, tanh, logistic, softplus.
 - Everything else (float64 erf/erfc/sin/cos/log2/log10/pow, tan, atan, ...) has no entry:
   the code generator falls back to ``math.*`` (scalar, correct, slow).
@@ -406,6 +407,64 @@ def tanh_f32(x):
     return x if x == _ZERO else y              # tanh(-0) = -0
 
 
+# sinh(x) = x + x^3 * S(x^2) on |x| < 1: Taylor's coefficients 1/3!, 1/5!, ..., 1/13! (the
+# next term, x^15/15!, is below 2^-40 relative there)
+_SINH_S = _coeffs32(1 / 6227020800, 1 / 39916800, 1 / 362880, 1 / 5040, 1 / 120, 1 / 6)
+_ASINH_BIG = f32(1.8446743e19)       # sqrt of the largest float32: a * a overflows above
+
+
+@_jit
+def _exp_half_f32(a):
+    """e**a / 2 for a >= 0 (nan passes through; <= 1 ulp): exp_f32 with the exponent one
+    lower, so that it is finite up to sinh's and cosh's overflow threshold (89.4159...)."""
+    ac = f32(90.0) if not a < f32(90.0) else a
+    kf = _rint(ac * _LOG2E)
+    r = ac - kf * _LN2_HI - kf * _LN2_LO
+    y = _scale_pow2_f32(_exp_poly_f32(r), kf - _ONE)
+    return y if a == a else a
+
+
+@_jit
+def _with_sign_of(y, x):
+    """y (>= 0 or nan) with x's sign bit."""
+    return i32_as_f32(f32_as_i32(y) | (f32_as_i32(x) & np.int32(-2147483648)))
+
+
+@_jit
+def sinh_f32(x):
+    """Hyperbolic sine for float32 (<= 2 ulp): x + x^3 S(x^2) below 1 in magnitude, else
+    h - 1/(4h) with h = e**|x| / 2 (no cancellation to speak of there: 1/(4h^2) <= 0.14)."""
+    x = f32(x)
+    a = abs(x)
+    t = x * x
+    small = x + x * (t * _horner(t, _SINH_S))
+    h = _exp_half_f32(a)
+    large = _with_sign_of(h - f32(0.25) / h, x)
+    return small if a < _ONE else large
+
+
+@_jit
+def cosh_f32(x):
+    """Hyperbolic cosine for float32 (<= 1.5 ulp): h + 1/(4h) with h = e**|x| / 2 (two
+    positive terms; 1/(4h) is below h's rounding past |x| = 9)."""
+    h = _exp_half_f32(abs(f32(x)))
+    return h + f32(0.25) / h
+
+
+@_jit
+def asinh_f32(x):
+    """Inverse hyperbolic sine for float32 (<= 2 ulp), as XLA's expansion: with a = |x|,
+    log1p(a + a^2 / (1 + sqrt(1 + a^2))), or log(a) + log(2) where a^2 would overflow (here
+    log1p(a) + log(2): 1 + a rounds to a there), with x's sign."""
+    x = f32(x)
+    a = abs(x)
+    big = a >= _ASINH_BIG
+    t = a * a
+    s = a if big else a + t / (_ONE + math.sqrt(_ONE + t))
+    y = log1p_f32(s) + (_LN2 if big else _ZERO)
+    return _with_sign_of(y, x)
+
+
 @_jit
 def _ratio_one_plus(n, e, one):
     """n / (one + e) for 0 <= e <= 1 with the rounding of one + e and of the quotient corrected
@@ -777,6 +836,9 @@ FAST_UNARY = {
     ("erf_inv", "float32"): erf_inv_f32,
     ("sin", "float32"): sin_f32,
     ("cos", "float32"): cos_f32,
+    ("sinh", "float32"): sinh_f32,
+    ("cosh", "float32"): cosh_f32,
+    ("asinh", "float32"): asinh_f32,
     ("exp", "float64"): exp_f64,
     ("expm1", "float64"): expm1_f64,
     ("log", "float64"): log_f64,
@@ -797,12 +859,13 @@ FAST_BINARY = {
 # erf_inv 63.8 (XLA's algorithm: near +-1, x*x rounds before log1p; 6 ulp at the 99.9th percentile);
 # pow_f32 0.50 on 600k (x, y) pairs; float64 on 5M random inputs plus the tests' bit-pattern
 # grid, against 80-bit long double: exp 0.76, expm1 1.15, log 0.78, log1p 1.35, tanh 2.37,
-# logistic 1.44, softplus 1.66.
+# logistic 1.44, softplus 1.66; float32 sinh 1.53, cosh 1.12, asinh 1.58 over
+# tests/test_fastmath.py's inputs (every 4096th bit pattern, twice, and 300,000 random ones).
 ULP_BOUNDS = {
     exp_f32: 1, exp2_f32: 1, expm1_f32: 2, log_f32: 1, log2_f32: 1.5, log10_f32: 1.5, log1p_f32: 2,
     tanh_f32: 2, logistic_f32: 2, softplus_f32: 2, erf_f32: 2, erfc_f32: 4, erf_inv_f32: 64,
     pow_f32: 1,
-    sin_f32: 1, cos_f32: 1,
+    sin_f32: 1, cos_f32: 1, sinh_f32: 2, cosh_f32: 1.5, asinh_f32: 2,
     exp_f64: 1, expm1_f64: 1.5, log_f64: 1, log1p_f64: 2, tanh_f64: 3, logistic_f64: 2,
     softplus_f64: 2,
 }

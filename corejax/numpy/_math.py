@@ -38,9 +38,13 @@ def _const(value, dt):
 
 @fuse_eagerly(1)
 def log2(x, /):
-    """Base-2 logarithm, as log(x) / log(2)."""
+    """Base-2 logarithm, as log(x) / log(2); float32 and float64 as log(x) times 1 / log(2)
+    (rounded to x's dtype), the product XLA turns JAX's division by the constant into."""
     (x,) = _strong_inexact("log2", x)
-    return lax.div(lax.log(x), lax.log(_const(2, get_aval(x).dtype)))
+    dt = get_aval(x).dtype
+    if dt in (np.float32, np.float64):
+        return lax.mul(lax.log(x), _const(1 / math.log(2), dt))
+    return lax.div(lax.log(x), lax.log(_const(2, dt)))
 
 
 @fuse_eagerly(1)

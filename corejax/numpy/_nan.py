@@ -9,6 +9,7 @@ from corejax import dtypes, lax
 from corejax.core import get_aval
 from corejax.numpy import _reductions as red
 from corejax.numpy._core import asarray, canonicalize_axes, check_arraylike
+from corejax.numpy._eager_fusion import nan_to_zero_sum
 from corejax.numpy._ufuncs import isnan, where as _select  # `where` is also a parameter
 
 __all__ = []
@@ -29,6 +30,11 @@ def _has_nan(a):
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Sum treating NaN as zero."""
     check_arraylike("nansum", a)
+    if axis is None and dtype is None and out is None and initial is None and where is None:
+        # (eagerly, on a large float array: one pass, no NaN-free copy, the same bits)
+        total = nan_to_zero_sum(a, keepdims)
+        if total is not None:
+            return total
     return red.sum(_replace_nan(a, 0), axis, dtype, out, keepdims, initial, where)
 
 

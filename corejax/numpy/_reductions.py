@@ -9,7 +9,7 @@ from corejax import core, dtypes, lax
 from corejax.core import get_aval
 from corejax.numpy._core import (asarray, canonicalize_axes, canonicalize_axis,
                                  check_arraylike)
-from corejax.numpy._eager_fusion import fuse_eagerly
+from corejax.numpy._eager_fusion import fuse_eagerly, sum_of_squared_deviations
 from corejax.numpy._ufuncs import reciprocal_dtypes
 
 __all__ = []
@@ -162,9 +162,12 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     a, shape, axes, result_dt = _inexact_operand("var", a, axis, dtype)
     dt = _upcast_f16(result_dt)
     a = lax.convert_element_type(a, dt)
-    squares = _squared_deviations(a, mean(a, axes, keepdims=True, where=where))
+    m = mean(a, axes, keepdims=True, where=where)
     dt = dtypes.real_dtype(dt)      # the variance of complex data is real
-    total = sum(squares, axes, keepdims=keepdims, where=where)
+    # (eagerly, on a large array reduced whole: one pass, no squares' array, the same bits)
+    total = None if where is not None else sum_of_squared_deviations(a, m, axes, keepdims)
+    if total is None:
+        total = sum(_squared_deviations(a, m), axes, keepdims=keepdims, where=where)
     if where is None:
         out = _div_by_count(total, _count(shape, axes) - ddof, dt)
     else:
