@@ -82,7 +82,6 @@ def stop(procs: list, grace: float = 1.0) -> None:
             p.wait()
 
 
-@contextlib.contextmanager
 def end_worker(proc, timeout: float = 10.0) -> None:
     """Ends a benchmark's worker process that loops over its stdin: closes the stdin, waits,
     and kills it after `timeout` seconds."""
@@ -94,6 +93,7 @@ def end_worker(proc, timeout: float = 10.0) -> None:
         proc.wait()
 
 
+@contextlib.contextmanager
 def busy(n: int = 1, settle: float = SETTLE):
     """Runs n busy-looping processes for the duration of the block (none when n == 0) and
     yields their list. They are stopped when the block exits, however it exits; SIGTERM to

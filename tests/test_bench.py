@@ -42,3 +42,23 @@ def test_interleaved_epochs_train_every_batch_once_and_time_all_but_each_turns_f
     with pytest.raises(ValueError, match="no batch"):
         bench_mnist.run_interleaved({"a": framework("a", 1.0)}, 7, 1, turn=7, pause=0.0,
                                     untimed=7)
+
+
+def test_load_processes_start_and_stop_with_the_block():
+    """bench/_load.py's busy(n) (every benchmark's --load) runs n busy processes for exactly
+    the duration of its `with` block, and end_worker ends a stdin-driven worker."""
+    import subprocess
+    import sys
+    spec = importlib.util.spec_from_file_location("_load", os.path.join(ROOT, "bench",
+                                                                         "_load.py"))
+    load = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(load)
+    with load.busy(0) as procs:
+        assert procs == []
+    with load.busy(1, settle=0.0) as procs:
+        assert len(procs) == 1 and procs[0].poll() is None
+    assert procs[0].poll() is not None
+    worker = subprocess.Popen([sys.executable, "-c", "import sys\nfor _ in sys.stdin: pass"],
+                              stdin=subprocess.PIPE, text=True)
+    load.end_worker(worker)
+    assert worker.returncode == 0
