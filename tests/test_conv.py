@@ -613,3 +613,35 @@ def test_reduce_window_property_sweep(ndim, data):
     _, ty = corejax.jvp(f, (x,), (t,))
     lhs, rhs = float(np.sum(np.asarray(ty) * ct)), float(np.sum(np.asarray(gx) * t))
     assert abs(lhs - rhs) <= 1e-4 * (1 + abs(lhs))
+
+
+def test_kernel_gradient_reads_the_forward_gather_under_jit(rng, monkeypatch):
+    """In one compiled program the kernel gradient's gathered windows are the forward
+    convolution's, element for element: they are gathered once per call (for a second call
+    with other inputs, again), and the gradients keep the eager bits."""
+    from corejax.lax import _conv_gemm
+    gathers = []
+    real = _conv_gemm.over_cores
+
+    def counting(kernel, src, out, args):
+        if kernel is _conv_gemm._kernels()[0]:
+            gathers.append(out.shape)
+        return real(kernel, src, out, args)
+
+    monkeypatch.setattr(_conv_gemm, "over_cores", counting)
+    w = rng.standard_normal((3, 3, 5, 7)).astype(np.float32)
+
+    def loss(x, w):
+        y = conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO",
+                                                                           "NHWC"))
+        return jnp.sum(jnp.tanh(y) ** 2)
+    g = corejax.jit(corejax.grad(loss, argnums=(0, 1)))
+    for seed in range(2):
+        x = np.random.default_rng(seed).standard_normal((6, 9, 8, 5)).astype(np.float32)
+        gathers.clear()
+        compiled = g(x, w)
+        assert len(gathers) == 1, gathers          # the kernel gradient reused it
+        eager = corejax.grad(loss, argnums=(0, 1))(x, w)
+        assert len(gathers) == 3                    # eagerly: forward and kernel gradient
+        for a, b in zip(compiled, eager):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

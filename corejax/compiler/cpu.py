@@ -643,9 +643,32 @@ class CpuExecutable:
         def scratch(shape, dtype):
             return buffer(scratch_key, shape, dtype)
 
+        gathers_slot = self._slot(("conv gathers",), template)
+
+        def gathered(env):
+            """A form's gathered matrix, made once per call of the program for each source
+            array and geometry: a kernel gradient reads its forward convolution's. Entries
+            hold their source array, so its memory is not another array's while they live
+            (they die with the call's env)."""
+            def get(src, shape, dtype, args, fill):
+                cache = env[gathers_slot]
+                if cache is None:
+                    cache = env[gathers_slot] = {}
+                key = (src.__array_interface__["data"][0], src.shape, src.strides,
+                       tuple(shape), np.dtype(dtype).str, tuple(args))
+                hit = cache.get(key)
+                if hit is not None and hit[0].dtype == src.dtype:
+                    return hit[1]
+                buf = fill()
+                for k in [k for k, (_, b) in cache.items() if b is buf]:
+                    del cache[k]            # that buffer holds this gather now
+                cache[key] = (src, buf)
+                return buf
+            return get
+
         def run(env):
             args = [env[s] if s is not None else c for s, c in getters]
-            form = form_of(*args, scratch, **params)
+            form = form_of(*args, scratch, gathered=gathered(env), **params)
             if form is None:
                 out = to_numpy(prim.impl(*args, **params))
             else:

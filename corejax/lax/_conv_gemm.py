@@ -122,11 +122,14 @@ def _dilated(n: int, d: int) -> int:
 
 def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, rhs_dilation,
               dimension_numbers, feature_group_count, batch_group_count, precision=None,
-              preferred_element_type=None):
+              preferred_element_type=None, gathered=None):
     """(a, b, finish) with the convolution equal to finish(a @ b), a and b 2-D matrices BLAS
     reads in place (the first gathered into `scratch(shape, dtype)`'s buffer, np.empty by
     default), finish giving the output in its dimension numbers' layout; or None where the
-    general impl runs instead (see the module docstring)."""
+    general impl runs instead (see the module docstring). `gathered(src, shape, dtype, args,
+    fill)`, where given, returns the gathered buffer: `fill(buffer)` writes it, and a caller
+    that already holds the same gather of the same array (a forward convolution's windows,
+    which its kernel gradient gathers again) may return that instead."""
     dt = lhs.dtype
     if feature_group_count != 1 or batch_group_count != 1 or rhs.dtype != dt \
             or dt.char not in "fdFD" or lhs.ndim not in (3, 4) or \
@@ -151,6 +154,14 @@ def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, 
         return None
     scratch = scratch or np.empty
     rows, tap_sum = _kernels()
+
+    def gather(src, shape, args):
+        def fill(buf):
+            over_cores(rows, src, buf, args)
+            return buf
+        if gathered is not None:
+            return gathered(src, shape, dt, args, lambda: fill(scratch(shape, dt)))
+        return fill(scratch(shape, dt))
     args = (pads[0][0], pads[1][0], strides[0], strides[1], rdil[0], rdil[1], ldil[0], ldil[1])
     # which axis of the input is the inner one (a unit axis counts as innermost)
     batch_inner = n == 1 or (c > 1 and lhs_spec[0] > lhs_spec[1])
@@ -171,18 +182,17 @@ def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, 
             return out if out.flags.c_contiguous else np.ascontiguousarray(out)
         return _matrix(a), _matrix(b), finish_taps
     if not batch_inner:
-        a6 = scratch((n, ph, pw, kh, kw, c), dt)
-        over_cores(rows, x.transpose(0, 2, 3, 1), a6, args)
+        a6 = gather(x.transpose(0, 2, 3, 1), (n, ph, pw, kh, kw, c), args)
         a = a6.reshape(n * ph * pw, kh * kw * c)
         b = w.transpose(2, 3, 1, 0).reshape(kh * kw * c, o)
         to_logical = lambda p: p.reshape(n, ph, pw, o).transpose(0, 3, 1, 2)
     else:
-        a6 = scratch((c, kh, kw, ph, pw, n), dt)
         # the same gather, with the batch axis as its channels, written in the buffer's own
         # order: the kernel's taps stand where the gather has its output positions, and the
-        # outputs where it has its taps (their strides and dilations trade places)
+        # outputs where it has its taps (their strides and dilations trade places). For a
+        # kernel gradient this is the forward convolution's gather, element for element.
         swapped = args[:2] + args[4:6] + args[2:4] + args[6:]
-        over_cores(rows, x.transpose(1, 2, 3, 0), a6, swapped)
+        a6 = gather(x.transpose(1, 2, 3, 0), (c, kh, kw, ph, pw, n), swapped)
         a = a6.reshape(c * kh * kw, ph * pw * n).T
         b = w.transpose(1, 2, 3, 0).reshape(c * kh * kw, o)
         to_logical = lambda p: p.reshape(ph, pw, n, o).transpose(2, 3, 0, 1)
