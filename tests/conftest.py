@@ -1,4 +1,5 @@
 import contextlib
+import importlib.util
 import os
 
 import numpy as np
@@ -31,6 +32,30 @@ def mnist_dir():
     if not os.path.isdir(path):
         pytest.skip(f"MNIST folder not found at {path}; set COREJAX_DATA_DIR")
     return path
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def load_bench(name):
+    """bench/<name>.py as a module (the benchmarks are scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "bench",
+                                                                     name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def cache_dir(tmp_path):
+    """A fresh kernel cache for one test (kernels compiled in this process, whose Numba
+    dispatchers keep their assembly: none is kept for code loaded from a disk cache)."""
+    prev = corejax.config.cache_dir
+    corejax.config.update("cache_dir", str(tmp_path))
+    try:
+        yield tmp_path
+    finally:
+        corejax.config.update("cache_dir", prev)
 
 
 @pytest.fixture

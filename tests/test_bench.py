@@ -1,20 +1,14 @@
 """bench/bench_mnist.py's interleaved timing, on stand-in frameworks and a stand-in clock."""
-import importlib.util
-import os
 import types
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import load_bench
 
 
 @pytest.fixture
 def bench_mnist():
-    spec = importlib.util.spec_from_file_location(
-        "bench_mnist", os.path.join(ROOT, "bench", "bench_mnist.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("bench_mnist")
 
 
 def test_interleaved_epochs_train_every_batch_once_and_time_all_but_each_turns_first(
@@ -49,10 +43,7 @@ def test_load_processes_start_and_stop_with_the_block():
     the duration of its `with` block, and end_worker ends a stdin-driven worker."""
     import subprocess
     import sys
-    spec = importlib.util.spec_from_file_location("_load", os.path.join(ROOT, "bench",
-                                                                         "_load.py"))
-    load = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(load)
+    load = load_bench("_load")
     with load.busy(0) as procs:
         assert procs == []
     with load.busy(1, settle=0.0) as procs:

@@ -12,6 +12,7 @@ import pytest
 import corejax as jax
 import corejax.numpy as jnp
 from corejax import lax
+from corejax._machine import usable_cores
 from corejax.compiler import compile_jaxpr, kernel_stats, diskcache
 from corejax.compiler import passes
 from corejax.compiler.fusion import FusedGroup, HostStep, partition
@@ -274,16 +275,6 @@ def test_corrupted_cache_entry_is_rebuilt(tmp_path):
         [4 * (3 * np.e - 1)] * 3, rel=1e-5)
     fourth = _child(tmp_path)                 # the rebuilt entry is valid again
     assert fourth["kernels_compiled"] == 0
-
-
-@pytest.fixture
-def cache_dir(tmp_path):
-    prev = jax.config.cache_dir
-    jax.config.update("cache_dir", str(tmp_path))
-    try:
-        yield tmp_path
-    finally:
-        jax.config.update("cache_dir", prev)
 
 
 def test_corrupted_source_is_rebuilt_in_process(cache_dir):
@@ -874,7 +865,7 @@ def test_big_groups_choose_threads_by_measurement_with_the_same_bits():
     x = x.astype(np.float32)
     closed = jax.make_jaxpr(f)(x)
     exe = compile_jaxpr(closed, "cpu")
-    if (os.cpu_count() or 1) < 2:
+    if usable_cores() < 2:
         assert not exe.thread_sites
         return
     assert len(exe.thread_sites) >= 1

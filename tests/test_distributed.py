@@ -257,3 +257,31 @@ def test_ctrl_c_to_mpiexec_leaves_a_checkpoint_to_resume(tmp_path):
     # 128 steps of Adam from sums taken in other orders (2, then 3 processes) drift apart by
     # up to ~5e-6 in a few elements (measured; 32 steps stay within 1e-6)
     _close(_params(run_dir), _params(one_dir), atol=2e-5)
+
+
+def test_ctrl_c_during_evaluation_stops_every_process_at_the_epoch_end(tmp_path):
+    """A signal that lands after an epoch's last step, while process 0 evaluates, is not lost:
+    the processes agree on it at the end of the epoch and stop there (exit 130, a checkpoint
+    at the epoch's last step), instead of at some step of the next epoch or not at all."""
+    _mpiexec()
+    env = dict(os.environ, COREJAX_NUM_CPU_DEVICES="1", OPENBLAS_NUM_THREADS="1",
+               OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    # 32 steps an epoch, then an evaluation of 14000 examples in calls of 10: seconds long
+    args = _train_args(tmp_path, "--set", "train.eval_batch_size=10", "--set",
+                       "data.test_limit=10000", "--set", "train.epochs=3")   # (the last wins)
+    proc = subprocess.Popen([_mpiexec(), "-n", "2", sys.executable, *args], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    for line in proc.stdout:                    # "Epoch 0 in ..." comes before the evaluation
+        seen.append(line)
+        if line.startswith("Epoch 0 in"):
+            break
+    assert proc.poll() is None, "".join(seen)[-3000:]
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    out = "".join(seen) + out
+    assert proc.returncode == 130, out[-3000:]
+    stopped = re.search(r"interrupted; checkpoint .* at step (\d+); continue with --resume", out)
+    assert stopped and int(stopped.group(1)) == 32, out[-3000:]
+    assert "Epoch 1 in" not in out

@@ -4,7 +4,6 @@ kernels jit actually builds, by bench/bench_jit.py's `kernel_vectors` (the table
 uses the same). On an x86 host with AVX-512F the arithmetic is on zmm registers (or ymm where
 LLVM prefers 256-bit vectors, as on Intel's AVX-512 parts), with AVX2 on ymm, else on packed
 xmm; a kernel compiled scalar (vmulss/vaddss on xmm) fails. Other architectures: skipped."""
-import importlib.util
 import json
 import os
 import subprocess
@@ -17,19 +16,9 @@ import pytest
 import corejax as jax
 import corejax.numpy as jnp
 from corejax.compiler import codegen
+from conftest import ROOT, load_bench
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _bench_jit():
-    spec = importlib.util.spec_from_file_location(
-        "bench_jit", os.path.join(ROOT, "bench", "bench_jit.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench_jit = _bench_jit()
+bench_jit = load_bench("bench_jit")
 ISA = bench_jit.host_isa()
 pytestmark = pytest.mark.skipif(not ISA["x86"], reason="reads x86 vector registers "
                                 "(xmm/ymm/zmm) in the kernels' machine code")
@@ -42,18 +31,6 @@ ALPHA, SCALE = 1.6732632423543772, 1.0507009873554805
 
 def selu(x):
     return SCALE * jnp.where(x > 0, x, ALPHA * jnp.exp(x) - ALPHA)
-
-
-@pytest.fixture
-def cache_dir(tmp_path):
-    """A fresh kernel cache: kernels are compiled in this process, whose dispatchers keep
-    their assembly (Numba keeps none for code loaded from its disk cache)."""
-    prev = jax.config.cache_dir
-    jax.config.update("cache_dir", str(tmp_path))
-    try:
-        yield tmp_path
-    finally:
-        jax.config.update("cache_dir", prev)
 
 
 def kernels_of(f, *args):

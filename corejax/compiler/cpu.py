@@ -20,6 +20,7 @@ import weakref
 import numpy as np
 
 from corejax import core, dtypes
+from corejax._machine import usable_cores
 from corejax.array import Array, _Deleted, _NanChecks, to_numpy
 from corejax.core import Literal, Var
 from corejax.compiler import blas, codegen, diskcache, registry
@@ -555,7 +556,7 @@ class CpuExecutable:
         machine and lose beside a busy process; the site (`blas.GemmSite`: mode 0 threads,
         1 one thread) measures both and runs the faster. The same bits either way."""
         n = int(np.prod(plan.sizes, dtype=np.int64)) if plan.sizes else 0
-        if not codegen.ADAPTIVE_MIN <= n < codegen.PARALLEL_MIN or _cores() < 2:
+        if not codegen.ADAPTIVE_MIN <= n < codegen.PARALLEL_MIN or usable_cores() < 2:
             return None, None
         try:
             other = codegen.generate(step, in_place, self._order.get(id(step)), self._layout,
@@ -822,12 +823,6 @@ class CpuExecutable:
             lines.append(f"\n# kernel k_{key}\n{plan.source}")
         lines += loop_sources
         return "\n".join(lines)
-
-
-@functools.lru_cache(maxsize=None)
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
-        (os.cpu_count() or 1)
 
 
 from numba import types as codegen_types  # noqa: E402  (numba's import is the slow part)

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import time
 
 import numpy as np
 
 from corejax import array
+from corejax._machine import usable_cores
 from corejax.compiler import registry
 from corejax.core import ShapedArray
 
@@ -150,7 +150,7 @@ _timings: dict = {}             # kernel -> [unsplit s/element, split s/element,
 @functools.lru_cache(maxsize=None)
 def _helpers() -> int:
     """The number of helper threads: one fewer than the usable cores, at most 3."""
-    return min(_cores(), 4) - 1
+    return min(usable_cores(), 4) - 1
 
 
 def split_cores(key, n: int) -> int:
@@ -205,12 +205,6 @@ def parts(n: int, cores: int) -> list:
         return [0, n]
     k = min(PARTS_PER_CORE * cores, max(1, n // 4096))
     return [0] + [(n * i // k) & ~63 for i in range(1, k)] + [n]
-
-
-@functools.lru_cache(maxsize=None)
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
-        (os.cpu_count() or 1)
 
 
 def run_parts(task, bounds) -> None:

@@ -388,7 +388,7 @@ def scan_products(closed: ClosedJaxpr) -> ClosedJaxpr:
 
 def _rewrite_views(body: ClosedJaxpr, nc: int, nk: int):
     """(the body returning, in place of each stacked transpose of a per-step value, that
-    value; {output index: the transpose's permutation}), or None; memoized per body."""
+    value; {output index: that transpose equation}), or None; memoized per body."""
     per = _memo.setdefault(body, {})
     key = ("views", nc, nk)
     if key in per:
@@ -397,19 +397,19 @@ def _rewrite_views(body: ClosedJaxpr, nc: int, nk: int):
     consts = set(j.invars[:nc])
     producer = {v: e for e in j.eqns for v in e.outvars}
     outvars = list(j.outvars)
-    perms: dict = {}
+    moved: dict = {}
     for i in range(nk, len(outvars)):
         e = producer.get(outvars[i]) if type(outvars[i]) is Var else None
         if e is None or e.primitive.name != "transpose" or type(e.invars[0]) is not Var \
                 or e.invars[0] in consts:
             continue
         outvars[i] = e.invars[0]
-        perms[i - nk] = tuple(e.params["permutation"])
+        moved[i - nk] = e
     out = None
-    if perms:
+    if moved:
         new = ClosedJaxpr(Jaxpr(j.constvars, j.invars, _body_dce(j.eqns, outvars), outvars,
                                 j.debug_info), body.consts)
-        out = (new, perms)
+        out = (new, moved)
     per[key] = out
     return out
 
@@ -430,18 +430,15 @@ def scan_views(closed: ClosedJaxpr) -> ClosedJaxpr:
             eqns.append(eqn)
             continue
         changed = True
-        new_body, perms = found
+        new_body, moved = found
         nk = p["num_carry"]
         outvars = list(eqn.outvars)
         after = []
-        for i, perm in perms.items():
-            v = new_body.jaxpr.outvars[nk + i]
-            stacked = _stacked(v, p["length"])
-            t = next(e for e in p["jaxpr"].jaxpr.eqns if e.outvars[0] is
-                     p["jaxpr"].jaxpr.outvars[nk + i])
+        for i, t in moved.items():
+            stacked = _stacked(t.invars[0], p["length"])
+            perm = (0,) + tuple(d + 1 for d in t.params["permutation"])
             after.append(t._replace(invars=[stacked], outvars=[outvars[nk + i]],
-                                    params={**t.params, "permutation":
-                                            (0,) + tuple(d + 1 for d in perm)}))
+                                    params={**t.params, "permutation": perm}))
             outvars[nk + i] = stacked
         eqns.append(eqn._replace(outvars=outvars, params={**p, "jaxpr": new_body}))
         eqns.extend(after)

@@ -7,7 +7,8 @@ threads ran it.
 from __future__ import annotations
 
 import functools
-import os
+
+from corejax._machine import usable_cores
 
 __all__ = ["SPLIT_MIN", "over_cores"]
 
@@ -21,9 +22,7 @@ SPLIT_MIN = 1 << 20
 @functools.lru_cache(maxsize=None)
 def _helpers():
     from concurrent.futures import ThreadPoolExecutor
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
-        (os.cpu_count() or 1)
-    n = min(cores, 4) - 1
+    n = min(usable_cores(), 4) - 1
     return (ThreadPoolExecutor(n, thread_name_prefix="corejax-lax") if n > 0 else None), n
 
 

@@ -112,16 +112,14 @@ def _zero_ordered(np_fn, negative):
     any is. NaN propagates as in np.max."""
     def impl(x, axis):
         out = np.asarray(np_fn(x, axis=axis))
-        if x.dtype.kind not in "fc" or x.dtype.kind == "c" or not x.size:
+        if x.dtype.kind != "f" or not x.size:
             return out
         zero = out == 0
         if not zero.any():
             return out
-        signed = np.signbit(x) if negative else ~np.signbit(x)
-        found = np.any((x == 0) & signed, axis=axis)
-        if negative:        # min: -0 where the slice holds a -0
-            return np.where(zero, np.where(found, -out.dtype.type(0), out.dtype.type(0)), out)
-        return np.where(zero, np.where(found, out.dtype.type(0), -out.dtype.type(0)), out)
+        # min: -0 where the slice holds a -0; max: -0 unless it holds a +0
+        holds = np.any((x == 0) & (np.signbit(x) == negative), axis=axis)
+        return np.where(zero, np.where(holds == negative, -0.0, 0.0).astype(out.dtype), out)
     return impl
 
 
