@@ -339,14 +339,24 @@ def hot_loops(asm: str) -> list:
 
 
 def kernel_vectors(executable) -> list:
-    """Per fused kernel: {key, width, counts, parallel (its outer loop over Numba's threads),
-    how (see kernel_asm)}; width and counts are those of its hot loops (hot_loops), or of the
-    whole function when it has no loop."""
+    """Per fused kernel: {key, width, counts, parallel (its outer loop over Numba's threads,
+    or in parts over corejax's helper threads where its call site now chooses them), how (see
+    kernel_asm)}; width and counts are those of its hot loops (hot_loops), or of the whole
+    function when it has no loop."""
     out = []
+    import numba
+    from corejax._machine import usable_cores
+    sites = getattr(executable, "thread_sites", {})
+    split = {key for step, _, key in getattr(executable, "kernels", ())
+             if id(step) in sites and sites[id(step)].seconds[0] > 0
+             and sites[id(step)].choice() == 0}
     for key, asm, how, plan in kernel_asm(executable):
         counts = vector_counts("\n".join(hot_loops(asm)) or asm)
+        prange = "parallel=True" in plan.source
         out.append({"key": key, "width": vector_width(counts), "counts": counts, "how": how,
-                    "parallel": "parallel=True" in plan.source})
+                    "parallel": prange or key in split,
+                    "threads": numba.get_num_threads() if prange else
+                    min(usable_cores(), 4) if key in split else 1})
     return out
 
 
@@ -360,9 +370,7 @@ def vectors_of(f, *args) -> str:
         return f"? ({type(e).__name__})"
     if not ks:
         return "-"
-    import numba
-    return ",".join(k["width"] + (f" x{numba.get_num_threads()}T" if k["parallel"] else "")
-                    for k in ks)
+    return ",".join(k["width"] + (f" x{k['threads']}T" if k["parallel"] else "") for k in ks)
 
 
 # --- elementwise at memory speed -------------------------------------------------------------
@@ -436,6 +444,7 @@ def bench_elementwise(quick, jax_python, rounds):
             row["copy2"].append(timeit(lambda: copy2(src, dst), repeats=reps))
             del dst
     for row in rows:
+        row["vectors"] = vectors_of(f, inputs[row["n"]])   # the threads its call site chose
         for k in ("cj", "jax", "copy1", "copy2"):
             row[k] = statistics.median(row[k]) if row[k] else None
         if row["jax"] is None and row["n"] == 1_000_000:
@@ -475,7 +484,7 @@ def print_elementwise(rows, rounds):
           "prange copy loop on all\nNumba threads; of copy: corejax's GB/s / the faster "
           "copy's at the same size; vectors: the registers the\nfused kernel's hot loop "
           "computes on (zmm AVX-512, ymm AVX2, xmm 128-bit packed, or scalar), xNT: its\n"
-          "outer loop on N threads.")
+          "outer loop on N threads (as its call site chose after the timings).")
 
 
 # --- compile time (fresh processes) ----------------------------------------------------------

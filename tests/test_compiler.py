@@ -106,6 +106,63 @@ def test_add_zero_kept_for_float_signed_zero():
     assert "add" not in prims(passes.run_passes(closed_i))
 
 
+def _same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), (a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_sums_of_zero_pads_that_tile_an_axis_become_one_concatenation(dtype):
+    # The gradient of split pieces is a zero pad per piece, summed (add_any); as a
+    # concatenation it keeps the sum's bits, signed zeros included (-0.0 + 0.0 is +0.0).
+    widths = (2, 1, 3, 2)
+    if dtype == np.float32:
+        def f(x):
+            a, b, c, d = jnp.split(x, [2, 3, 6], axis=1)
+            return a * 2, b * 3, c, d * -1
+
+        def summed(x, *cot):
+            return jax.vjp(f, x)[1](cot)[0]
+    else:
+        def summed(x, *pieces):     # the same sum written with add
+            offsets = np.cumsum((0,) + widths)
+            return functools.reduce(lambda s, t: s + t, [
+                lax.pad(p, dtype(0), ((0, 0, 0), (int(lo), 8 - int(lo) - w, 0)))
+                for p, lo, w in zip(pieces, offsets, widths)])
+
+    x = np.arange(-8, 16).reshape(3, 8).astype(dtype)
+    cot = [(np.where(np.arange(3 * n).reshape(3, n) % 2, -0.0, 1.5) * (i + 1)).astype(dtype)
+           for i, n in enumerate(widths)]
+    closed = staged(summed, x, *cot)
+    out = passes.run_passes(closed)
+    assert "concatenate" in prims(out) and "pad" not in prims(out), prims(out)
+    want = compile_jaxpr(closed, "reference")(x, *cot)[0]
+    _same_bits(compile_jaxpr(closed, "cpu")(x, *cot)[0], want)
+    _same_bits(jax.jit(summed)(x, *cot), want)
+    if dtype == np.float32:     # the pieces hold -0.0; the sum has +0.0 there
+        want = np.asarray(want)
+        assert (want == 0).sum() > 3 and not np.signbit(want[want == 0]).any()
+
+
+def test_sums_of_zero_pads_with_gaps_or_overlaps_stay_sums():
+    x = np.arange(24.0, dtype=np.float32).reshape(3, 8)
+
+    def gap(x):     # pieces cover columns 0-1 and 4-7: columns 2-3 stay zero
+        return jnp.pad(x[:, :2], ((0, 0), (0, 6))) + jnp.pad(x[:, 4:], ((0, 0), (4, 0)))
+
+    def overlap(x):     # columns 2-3 are in both pieces
+        return jnp.pad(x[:, :4], ((0, 0), (0, 4))) + jnp.pad(x[:, 2:], ((0, 0), (2, 0)))
+
+    def two_axes(x):
+        return jnp.pad(x[:1, :4], ((0, 2), (0, 4))) + jnp.pad(x[1:, 4:], ((1, 0), (4, 0)))
+
+    for f in (gap, overlap, two_axes):
+        out = passes.run_passes(staged(f, x))
+        assert "concatenate" not in prims(out), (f.__name__, prims(out))
+        _same_bits(jax.jit(f)(x), f(x))
+
+
 def test_constant_folding():
     def f(x):
         c = jnp.exp(jnp.float32(2.0)) * 3.0
@@ -852,17 +909,19 @@ def test_host_evaluated_group_keeps_a_transposed_layout(monkeypatch):
     run_both(closed, a, b, c)
 
 
-def test_big_groups_choose_threads_by_measurement_with_the_same_bits():
-    """A group of ADAPTIVE_MIN elements or more gets a second kernel whose outer loop runs on
-    Numba's threads; its call site runs whichever it measures faster. Both write the same
-    bits, including a row reduction (each row still summed by one thread, in order)."""
+@pytest.mark.parametrize("rows", [1024, 3, 0])
+def test_big_groups_choose_threads_by_measurement_with_the_same_bits(rows):
+    """A group of ADAPTIVE_MIN elements or more gets a second kernel over a part of its outer
+    loop, run in parts by this thread and helper threads; its call site runs whichever way it
+    measures faster. Both write the same bits, including a row reduction (each row still
+    summed by one thread, in order). rows=0: one dimension, cut at 64-element multiples."""
     from corejax.compiler import codegen
 
     def f(x):
         y = 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)
-        return y, jnp.sum(y * y, axis=1)
-    x = np.random.default_rng(3).standard_normal((1024, codegen.ADAPTIVE_MIN // 1024 + 3))
-    x = x.astype(np.float32)
+        return (y, jnp.sum(y * y, axis=1)) if x.ndim == 2 else (y, y * y)
+    shape = (rows, codegen.ADAPTIVE_MIN // rows + 3) if rows else (codegen.ADAPTIVE_MIN + 37,)
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
     closed = jax.make_jaxpr(f)(x)
     exe = compile_jaxpr(closed, "cpu")
     if usable_cores() < 2:
@@ -883,5 +942,5 @@ def test_big_groups_choose_threads_by_measurement_with_the_same_bits():
     np.testing.assert_allclose(results[0][0], np.asarray(want[0]), rtol=1e-6)
     np.testing.assert_allclose(results[0][1], np.asarray(want[1]), rtol=1e-5)
     # groups below the threshold get no second kernel
-    small = compile_jaxpr(jax.make_jaxpr(f)(x[:4]), "cpu")
+    small = compile_jaxpr(jax.make_jaxpr(f)(x[:2]), "cpu")
     assert not small.thread_sites

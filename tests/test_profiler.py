@@ -1,6 +1,7 @@
 """corejax.profiler against what JAX 0.10.2 does (tests/golden/monitoring.json, written by
 tests/golden/gen_monitoring.py): API, errors, the trace directory layout and the Chrome
 trace-event JSON, ProfileData read-back, and the pprof device memory profile."""
+import gc
 import gzip
 import importlib.util
 import json
@@ -253,14 +254,22 @@ def _memory_summary(raw: bytes) -> dict:
 def test_device_memory_profile_is_pprof_of_live_arrays_as_jax(tmp_path):
     x = jnp.ones((100, 100), jnp.float32)
     golden = GOLDEN["memory_profile"]
-    got = _memory_summary(profiler.device_memory_profile())
+    # The two snapshots below must see the same arrays: no collection of earlier tests'
+    # garbage may free one in between.
+    gc.collect()
+    gc.disable()
+    try:
+        got = _memory_summary(profiler.device_memory_profile())
+        live = sum(a.nbytes for a in corejax.live_arrays())
+    finally:
+        gc.enable()
     assert GOLDEN["memory_profile_gzip"]
     assert got["string_table_first"] == golden["string_table_first"]
     assert got["sample_types"] == golden["sample_types"]
     # the golden's one live buffer, a 100x100 float32 on cpu:0, is among corejax's
     assert golden["buffers"][0] in got["buffers"]
     total = sum(b["values"][1] for b in got["buffers"])
-    assert total == sum(a.nbytes for a in corejax.live_arrays())
+    assert total == live
     path = tmp_path / "memory.prof"
     profiler.save_device_memory_profile(path)
     assert golden["buffers"][0] in _memory_summary(path.read_bytes())["buffers"]

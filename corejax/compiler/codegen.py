@@ -32,10 +32,12 @@ __all__ = ["KernelPlan", "generate", "collapse", "emit_eqns", "monoid", "flat_of
 # Loops of at least PARALLEL_MIN elements always use threads. On the 2-core shared machine,
 # with other processes running, (x - mean)/std over 4000x4000 took 52 ms with prange and 40
 # ms without, selu over 1M 0.68 ms vs 0.62 ms (OpenMP: 8 ms); on a quiet one selu over 1M
-# took 308 us with prange, 433 us without. So groups from ADAPTIVE_MIN elements get both
-# variants, and their call site runs the one it measures faster (compiler/cpu.py).
+# took 308 us with prange, 433 us without. So groups from ADAPTIVE_MIN elements get a second
+# kernel over a part of their outer loop, run in parts on this thread and briefly spinning
+# helper threads, and their call site runs the way it measures faster (compiler/cpu.py):
+# selu over 10^6 elements then takes 290 us, over 2^18 elements 75 us against 110 us.
 PARALLEL_MIN = 1 << 25
-ADAPTIVE_MIN = 1 << 20
+ADAPTIVE_MIN = 1 << 18
 
 
 class KernelPlan:
@@ -183,7 +185,7 @@ def emit_eqns(group: FusedGroup, ctx: ScalarCtx, expr_of, names: dict) -> list[s
 
 
 def generate(group: FusedGroup, in_place=None, order=None, layouts=None,
-             threads=None) -> KernelPlan:
+             threads=None, parts=False) -> KernelPlan:
     """`in_place`: {output Var: input Var} for outputs to be written into the buffer of an
     input the group reads directly (of the group's shape and the output's dtype, laid out in
     the iteration order), at the element just read. The kernel stores through that input's
@@ -192,7 +194,10 @@ def generate(group: FusedGroup, in_place=None, order=None, layouts=None,
     scalar loop is some 4x slower). `order`, `layouts`: see `collapse`; every array is passed
     flat in its own memory order. `threads`: whether the outermost kept loop is a `prange`
     (None: from PARALLEL_MIN elements); each thread then writes its own outputs, and every
-    reduced value is still summed by one thread in loop order, so the bits do not change."""
+    reduced value is still summed by one thread in loop order, so the bits do not change.
+    `parts`: the kernel runs the outermost loop over [p0, p1) only (its first two arguments),
+    so that threads can each run a part (cpu.py); raises NotImplementedError where the
+    outermost loop is reduced or the reduction's result needs initializing first."""
     S = group.shape
     red = group.reduction
     arrays, operand, collapsed, red_axes = collapse(group, order, layouts)
@@ -257,7 +262,9 @@ def generate(group: FusedGroup, in_place=None, order=None, layouts=None,
             body.append(f"acc = {combine.format(a='acc', b=val)}")
 
     big = int(np.prod(sizes, dtype=np.int64)) >= PARALLEL_MIN if threads is None else threads
-    parallel = big and k > 0 and not reduced[0]
+    parallel = big and k > 0 and not reduced[0] and not parts
+    if parts and (k == 0 or reduced[0] or needs_init):
+        raise NotImplementedError("no outer loop that parts of the kernel can share")
 
     def level(c, ind):
         out = [ind + line for line in loads[c]]
@@ -266,7 +273,8 @@ def generate(group: FusedGroup, in_place=None, order=None, layouts=None,
         if red is not None and c == suffix:
             out.append(f"{ind}acc = {init}")
         loop = "prange" if (c == 0 and parallel) else "range"
-        out.append(f"{ind}for i{c} in {loop}(n{c}):")
+        bounds = "p0, p1" if (c == 0 and parts) else f"n{c}"
+        out.append(f"{ind}for i{c} in {loop}({bounds}):")
         out += level(c + 1, ind + "    ")
         if red is not None and c == suffix:
             target = f"r0[{offset(kept)}]"
@@ -274,7 +282,8 @@ def generate(group: FusedGroup, in_place=None, order=None, layouts=None,
             out.append(f"{ind}{target} = {value}")
         return out
 
-    args = [f"n{c}" for c in range(k)] + [f"a{j}" for j in range(len(arrays))] + \
+    args = ["p0", "p1"] * parts + [f"n{c}" for c in range(k)] + \
+        [f"a{j}" for j in range(len(arrays))] + \
         [f"o{j}" for j in range(len(outputs))] + (["r0"] if red is not None else [])
     lines = level(0, "    ")
     if needs_init:

@@ -23,7 +23,7 @@ from corejax import core, dtypes
 from corejax._machine import usable_cores
 from corejax.array import Array, _Deleted, _NanChecks, to_numpy
 from corejax.core import Literal, Var
-from corejax.compiler import blas, codegen, diskcache, registry
+from corejax.compiler import blas, codegen, diskcache, eager_kernels, registry
 from corejax.compiler.fusion import (Buffers, FusedGroup, HostStep, Virtual, partition,
                                      step_reads)
 from corejax.compiler.control_flow import host_control_flow
@@ -544,32 +544,41 @@ class CpuExecutable:
                 return
             mode = site.mode()
             start = time.perf_counter()
-            (threaded if mode == 0 else fn)(*args)
+            if mode == 0:
+                eager_kernels.run_parts(lambda lo, hi: threaded(lo, hi, *args), bounds)
+            else:
+                fn(*args)
             site.record(mode, time.perf_counter() - start)
 
+        if threaded is not None:
+            bounds = _part_bounds(sizes, usable_cores())
         return run
 
     def _threaded_variant(self, step, plan, in_place, sig):
-        """(the group's kernel with its outer loop on Numba's threads, the call site choosing
-        between it and the one-thread kernel), or (None, None): for groups of ADAPTIVE_MIN
-        to PARALLEL_MIN elements on a machine with cores to spare. Threads win on a quiet
+        """(the group's kernel over a part [p0, p1) of its outer loop, the call site choosing
+        between running the parts on this thread and eager_threads' briefly spinning helpers
+        and running the one-thread kernel), or (None, None): for groups of ADAPTIVE_MIN to
+        PARALLEL_MIN elements on a machine with cores to spare. Threads win on a quiet
         machine and lose beside a busy process; the site (`blas.GemmSite`: mode 0 threads,
-        1 one thread) measures both and runs the faster. The same bits either way."""
+        1 one thread) measures both and runs the faster. Each part writes its own elements
+        and sums its own reductions in loop order: the same bits either way. (Numba's prange
+        hands its work to threads that sleep between kernels: on the shared 2-core VM their
+        waking cost more than the second core gained at 1M elements.)"""
         n = int(np.prod(plan.sizes, dtype=np.int64)) if plan.sizes else 0
-        if not codegen.ADAPTIVE_MIN <= n < codegen.PARALLEL_MIN or usable_cores() < 2:
+        if not codegen.ADAPTIVE_MIN <= n < codegen.PARALLEL_MIN or usable_cores() < 2 or \
+                plan.sizes[0] < 2:
             return None, None
         try:
             other = codegen.generate(step, in_place, self._order.get(id(step)), self._layout,
-                                     threads=True)
+                                     parts=True)
         except NotImplementedError:
             return None, None
-        if "prange(" not in other.source:
-            return None, None
         try:
-            fn, _ = diskcache.load_kernel(other.source, sig)
+            fn, _ = diskcache.load_kernel(other.source, (numba.int64, numba.int64) + tuple(sig))
         except diskcache.KernelCompileError:
             return None, None
         site = self.thread_sites[id(step)] = blas.GemmSite()
+        eager_kernels.start_helpers()
         return fn, site
 
     def _host(self, eqn, template):
@@ -830,3 +839,15 @@ import numba  # noqa: E402
 
 if "NUMBA_THREADING_LAYER" not in os.environ:
     numba.config.THREADING_LAYER = "workqueue"
+
+
+def _part_bounds(sizes, cores: int) -> list:
+    """Bounds cutting a kernel's outer loop (sizes[0] iterations of prod(sizes[1:]) elements)
+    into eager_kernels.PARTS_PER_CORE parts per core, interior bounds at whole 64-element
+    multiples where the iterations are smaller."""
+    n0 = int(sizes[0])
+    inner = int(np.prod(sizes[1:], dtype=np.int64)) if len(sizes) > 1 else 1
+    k = min(eager_kernels.PARTS_PER_CORE * cores, n0)
+    align = max(1, 64 // max(inner, 1))
+    bounds = sorted({0, n0, *((n0 * i // k) // align * align for i in range(1, k))})
+    return bounds

@@ -218,6 +218,15 @@ def run_parts(task, bounds) -> None:
     eager_threads.run_parts(task, bounds, _helpers())
 
 
+def start_helpers() -> None:
+    """Starts the helper threads now (a compiled program that will split kernels calls it
+    when built), so that a call site's first timing of its split form is not the threads'
+    start."""
+    if _helpers() > 0:
+        from corejax.compiler import eager_threads
+        eager_threads.start(_helpers())
+
+
 def call_split(fn, n, flat, scalar, outs) -> None:
     """fn(n, *flat, *outs) for a one-loop kernel over flat operands (those marked in `scalar`
     are one element, read whole by every part) and flat outputs, split over the cores

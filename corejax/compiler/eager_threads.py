@@ -31,7 +31,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["run_parts", "SPIN_SECONDS", "WAIT_SECONDS"]
+__all__ = ["run_parts", "start", "SPIN_SECONDS", "WAIT_SECONDS"]
 
 SPIN_SECONDS = 50e-6    # a helper's spin for more work before it sleeps
 WAIT_SECONDS = 2e-3     # the caller's spin for the helpers' last parts before it sleeps
@@ -145,6 +145,11 @@ def _get_pool(helpers: int) -> _Pool:
             if _pool is None:
                 _pool = _Pool(helpers)
     return _pool
+
+
+def start(helpers: int) -> None:
+    """Starts the `helpers` helper threads if they are not running yet."""
+    _get_pool(helpers)
 
 
 def _forget_pool() -> None:    # a forked child has none of its parent's threads

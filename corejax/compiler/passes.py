@@ -82,14 +82,16 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
     """Algebraic identities: x*1, 1*x, x+0 (integers), x-0, x/1, double transpose, reshape
     of reshape, conversion to the same dtype, no-op broadcasts, reshapes and pads, a transposed
     matrix product computed as the product of the swapped operands, products reading
-    the operands of transposes instead of their results, and relu masks read off the relu
-    (`_clamp_mask`)."""
+    the operands of transposes instead of their results, relu masks read off the relu
+    (`_clamp_mask`), and sums of zero pads that tile an axis as one concatenation
+    (`_concatenation`)."""
     env: dict = {}
     known: dict = {}          # var -> scalar value of a broadcast constant
     producer: dict = {}       # var -> the equation that defines it
     uses: dict = {}
     stored: set = set()       # vars kept in memory: what an unfused step reads, the outputs
     clamps: dict = {}         # (max|min, x, c) -> max(x, c) / min(x, c) of a stored result
+    tiles: dict = {}          # var -> (axis, [(offset, piece)]): a sum of zero pads (_pad_tile)
     for eqn in closed.jaxpr.eqns:
         for v in eqn.invars:
             if type(v) is Var:
@@ -142,6 +144,20 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
             eqn = eqn._replace(invars=[src])
         elif name in ("gt", "lt"):
             eqn = _clamp_mask(eqn, clamps)
+        elif name == "pad":
+            tile = _pad_tile(eqn, invars, known)
+            if tile is not None and uses.get(out) == 1:
+                tiles[out] = tile
+        elif name in ("add", "add_any") and all(type(v) is Var and v in tiles for v in invars):
+            merged = _merged_tiles(tiles[invars[0]], tiles[invars[1]], out)
+            concatenation = None if merged is None else _concatenation(merged, out, eqn)
+            if concatenation is not None:
+                for e in concatenation:
+                    producer[e.outvars[0]] = e
+                eqns += concatenation
+                continue
+            if merged is not None and uses.get(out) == 1:
+                tiles[out] = merged
         if name == "broadcast_in_dim":
             val = _scalar_value(invars[0], known)
             if val is not None:
@@ -247,6 +263,73 @@ def _identity(name, eqn, invars, out, known):
     if name == "pad" and not any(any(c) for c in eqn.params["padding_config"]):
         return invars[0]
     return None
+
+
+# --- sums of zero pads -------------------------------------------------------------------
+# The transpose of slicing an array into pieces (jnp.split, the gates of an LSTM cell, the
+# query/key/value of an attention layer) is a zero pad per piece, and the cotangents add up:
+# add_any(pad(a), pad(b), ...), each pad filling the whole result. When the pieces tile one
+# axis, the sum is their concatenation, except that every element also had zeros added to it:
+# -0.0 + 0.0 is +0.0. Each floating piece therefore gets `+ 0.0` (an elementwise add, fused
+# into the kernel that computes the piece), and the result keeps its bits.
+
+def _extent(piece, axis) -> int:
+    return piece.aval.shape[axis]
+
+
+def _pad_tile(eqn, invars, known):
+    """(axis, [(offset, piece)]) for a pad with zeros along one axis only, else None."""
+    x, fill = invars
+    config = eqn.params["padding_config"]
+    if _scalar_value(fill, known) != 0 or x.aval.dtype.kind not in "fciu" or \
+            any(lo < 0 or hi < 0 or it for lo, hi, it in config):
+        return None
+    axes = [i for i, (lo, hi, _) in enumerate(config) if lo or hi]
+    if len(axes) != 1:
+        return None
+    return axes[0], [(config[axes[0]][0], x)]
+
+
+def _merged_tiles(a, b, out):
+    """The tiles of a + b when both tile the same axis with pieces that do not overlap."""
+    if a[0] != b[0] or any(p.aval.dtype != out.aval.dtype for _, p in a[1] + b[1]):
+        return None
+    axis = a[0]
+    pieces = sorted(a[1] + b[1], key=lambda t: t[0])
+    for (o1, p1), (o2, _) in zip(pieces, pieces[1:]):
+        if o1 + _extent(p1, axis) > o2:
+            return None
+    return axis, pieces
+
+
+def _concatenation(tiles, out, like) -> list:
+    """Equations computing `out` from pieces that tile its axis without gaps."""
+    from corejax.lax.elementwise import add_p
+    from corejax.lax.structural import broadcast_in_dim_p, concatenate_p
+    axis, pieces = tiles
+    ends = [o + _extent(p, axis) for o, p in pieces]
+    if pieces[0][0] != 0 or ends[-1] != out.aval.shape[axis] or \
+            any(e != o for e, (o, _) in zip(ends, pieces[1:])):
+        return None
+    eqns, operands = [], []
+    dtype = out.aval.dtype
+    for _, p in pieces:
+        if dtype.kind in "fc":      # -0.0 + 0.0 = +0.0, as the sum of pads computed it
+            shape = tuple(p.aval.shape)
+            zero_aval = p.aval.update(shape=(), weak_type=False)
+            zeros = Var(p.aval.update(weak_type=False))
+            eqns.append(like._replace(primitive=broadcast_in_dim_p,
+                                      invars=[Literal(dtype.type(0), zero_aval)],
+                                      params={"shape": shape, "broadcast_dimensions": ()},
+                                      outvars=[zeros]))
+            q = Var(p.aval)
+            eqns.append(like._replace(primitive=add_p, invars=[p, zeros], params={},
+                                      outvars=[q]))
+            p = q
+        operands.append(p)
+    eqns.append(like._replace(primitive=concatenate_p, invars=operands,
+                              params={"dimension": axis}, outvars=[out]))
+    return eqns
 
 
 def _is_neg_zero_sensitive(name, zero_atom, known) -> bool:
