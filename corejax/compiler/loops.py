@@ -221,16 +221,16 @@ def _c_inputs(jaxpr, consts, in_roots) -> dict:
 
 
 def _c_step(step, c: dict):
-    """Updates `c` with a step's outputs: fused kernels and BLAS steps write fresh C buffers
-    (their own roots); a reshape / squeeze of such a value is a C view of it (its root); what
-    any other step returns is unknown (NumPy impls may return strided views, control flow its
-    operands)."""
+    """Updates `c` with a step's outputs: fused kernels, BLAS steps and concatenations write
+    fresh C buffers (their own roots); a reshape / squeeze of such a value is a C view of it
+    (its root); what any other step returns is unknown (NumPy impls may return strided views,
+    control flow its operands)."""
     if isinstance(step, FusedGroup):
         c.update((v, v) for v in step.outputs)
         return
     eqn = step.eqn
     name, outs, ins = eqn.primitive.name, eqn.outvars, eqn.invars
-    if name == "dot_general" and len(outs) == 1:
+    if name in ("dot_general", "concatenate") and len(outs) == 1:
         c[outs[0]] = outs[0]
     elif (name == "squeeze" or (name == "reshape" and eqn.params.get("dimensions") is None)) \
             and len(outs) == 1 and type(ins[0]) is Var and ins[0] in c:

@@ -455,9 +455,18 @@ def _concatenate_abstract(*xs, dimension):
     return ShapedArray(shape, x0.dtype, all(x.weak_type for x in xs))
 
 
+def _concatenate_impl(*xs, dimension):
+    # Always a C array of its own (np.concatenate alone lays F-ordered operands out in F
+    # order): the compiled loops' BLAS calls rely on knowing it (compiler/loops._c_step).
+    xs = [np.asarray(x) for x in xs]
+    shape = list(xs[0].shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    return np.concatenate(xs, axis=dimension, out=np.empty(shape, xs[0].dtype))
+
+
 concatenate_p = Primitive("concatenate")
 registry.def_kernel(concatenate_p, ("layout",))
-concatenate_p.def_impl(lambda *xs, dimension: np.concatenate(xs, axis=dimension))
+concatenate_p.def_impl(_concatenate_impl)
 concatenate_p.def_abstract_eval(_concatenate_abstract)
 
 
