@@ -1,15 +1,22 @@
 """What bench_lstm.py and bench_transformer.py share: a model's language-model training step
 (`build(nn, jnp, jax)` returns the jitted step, parameters, tokens and targets) timed under
-corejax and, in a subprocess with $FLAX_PYTHON (default /work/flaxvenv/bin/python), the same
-code under Flax on JAX CPU; prints both medians and the ratio."""
+corejax and under Flax on JAX CPU ($FLAX_PYTHON, default /work/flaxvenv/bin/python), each in
+a worker process of its own. The two take turns (a few steps each, the first of every turn
+untimed), so that both see the same spells of a shared machine, whose speed drifts minute to
+minute; prints both medians over all their turns and the ratio. `--load N` runs N busy
+processes beside every turn (bench/_load.py)."""
 import argparse
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _load  # noqa: E402
 
 
 def lm_step(model, nn, jnp, jax, vocab, batch, seq):
@@ -32,51 +39,113 @@ def lm_step(model, nn, jnp, jax, vocab, batch, seq):
     return step, params, tokens, targets
 
 
-def measure(build, nn, jnp, jax, repeats):
+def _worker(build, framework) -> None:
+    """A framework's process: builds and compiles the step, says so on its protocol line, then
+    answers each 'turn U T' line from stdin with the times of T timed steps after U untimed
+    ones. Protocol lines go to a private copy of stdout; the process's own stdout is sent to
+    stderr, so that nothing a library prints mixes in."""
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    if framework == "flax":
+        import flax.linen as nn
+        import jax
+        import jax.numpy as jnp
+    else:
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        import corejax as jax
+        import corejax.numpy as jnp
+        import nn
     step, params, tokens, targets = build(nn, jnp, jax)
     t0 = time.perf_counter()
     params, loss = step(params, tokens, targets)
     jax.block_until_ready(loss)
-    first = time.perf_counter() - t0
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        params, loss = step(params, tokens, targets)
+    proto.write(json.dumps({"first_s": time.perf_counter() - t0, "loss0": float(loss)}) + "\n")
+    for line in sys.stdin:
+        untimed, timed = map(int, line.split()[1:])
+        for _ in range(untimed):
+            params, loss = step(params, tokens, targets)
         jax.block_until_ready(loss)
-        times.append(time.perf_counter() - t0)
-    return {"median_s": float(np.median(times)), "first_s": first, "loss": float(loss)}
+        times = []
+        for _ in range(timed):
+            t0 = time.perf_counter()
+            params, loss = step(params, tokens, targets)
+            jax.block_until_ready(loss)
+            times.append(time.perf_counter() - t0)
+        proto.write(json.dumps({"times": times, "loss": float(loss)}) + "\n")
+
+
+class _Side:
+    def __init__(self, name, python, script, log):
+        self.name, self.log = name, log
+        self.proc = subprocess.Popen(
+            [python, os.path.abspath(script), "--worker", name], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=log, text=True,
+            env=dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2"))
+        self.info = self._read()
+        self.times: list = []
+
+    def _read(self):
+        line = self.proc.stdout.readline()
+        if not line:                    # the worker died: its stderr says why
+            self.log.seek(0)
+            raise RuntimeError(f"{self.name} worker exited ({self.proc.wait()}):\n"
+                               + self.log.read()[-1500:])
+        return json.loads(line)
+
+    def turn(self, untimed, timed):
+        self.proc.stdin.write(f"turn {untimed} {timed}\n")
+        self.proc.stdin.flush()
+        out = self._read()
+        self.times += out["times"]
+        self.last_loss = out["loss"]
+
+    def close(self):
+        _load.end_worker(self.proc)
 
 
 def main(build, script):
     """The command line of a side-by-side benchmark whose file is `script`."""
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--flax", action="store_true", help="(internal) measure Flax on JAX")
+    ap.add_argument("--repeats", type=int, default=20, help="timed steps per framework")
+    ap.add_argument("--turn", type=int, default=5, help="timed steps per turn")
+    ap.add_argument("--load", type=int, nargs="?", const=1, default=0,
+                    help="busy processes beside every turn (default none; 1 if given bare)")
+    ap.add_argument("--worker", choices=["corejax", "flax"], help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.flax:
-        import jax
-        import jax.numpy as jnp
-        import flax.linen as nn
-        print(json.dumps(measure(build, nn, jnp, jax, args.repeats)))
+    if args.worker:
+        _worker(build, args.worker)
         return
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(script))))
-    import corejax
-    import corejax.numpy as jnp
-    import nn
-    ours = measure(build, nn, jnp, corejax, args.repeats)
-    print(f"corejax  median {ours['median_s'] * 1e3:8.1f} ms  (first call {ours['first_s']:.1f} s,"
-          f" loss {ours['loss']:.4f})")
     flax_py = os.environ.get("FLAX_PYTHON", "/work/flaxvenv/bin/python")
-    if not os.path.exists(flax_py):
-        print("flax: not installed (set FLAX_PYTHON); no ratio")
-        return
-    out = subprocess.run([flax_py, os.path.abspath(script), "--flax", "--repeats",
-                          str(args.repeats)], capture_output=True, text=True,
-                         env=dict(os.environ, JAX_PLATFORMS="cpu"))
-    if out.returncode:
-        print("flax run failed:", out.stderr[-500:])
-        return
-    theirs = json.loads(out.stdout.strip().splitlines()[-1])
-    print(f"flax/jax median {theirs['median_s'] * 1e3:8.1f} ms  (first call "
-          f"{theirs['first_s']:.1f} s, loss {theirs['loss']:.4f})")
-    print(f"ratio corejax / flax: {ours['median_s'] / theirs['median_s']:.2f}x")
+    names = {"corejax": sys.executable}
+    if os.path.exists(flax_py):
+        names["flax"] = flax_py
+    else:
+        print("flax: not installed (set FLAX_PYTHON); corejax alone, no ratio")
+    with tempfile.TemporaryFile("w+") as log:
+        sides = {}
+        try:
+            for name, python in names.items():
+                sides[name] = _Side(name, python, script, log)
+            loads = []
+            for r, done in enumerate(range(0, args.repeats, args.turn)):
+                order = list(sides.values())
+                order = order[r % len(order):] + order[:r % len(order)]
+                with _load.busy(args.load):
+                    loads.append(_load.load_average())
+                    for side in order:
+                        side.turn(1, min(args.turn, args.repeats - done))
+        finally:
+            for side in sides.values():
+                side.close()
+    print(f"{_load.describe(args.load).split(';')[0]}; 1-min load average at the start of the "
+          f"rounds {min(loads):.2f}..{max(loads):.2f}; turns of {args.turn} timed steps, "
+          f"taken in turn")
+    med = {}
+    for name, side in sides.items():
+        med[name] = float(np.median(side.times))
+        label = "flax/jax" if name == "flax" else name
+        print(f"{label:<8} median {med[name] * 1e3:8.1f} ms  min {min(side.times) * 1e3:8.1f} ms"
+              f"  ({len(side.times)} steps; first call {side.info['first_s']:.1f} s, loss "
+              f"{side.info['loss0']:.4f} -> {side.last_loss:.4f})")
+    if "flax" in med:
+        print(f"ratio corejax / flax: {med['corejax'] / med['flax']:.2f}x")

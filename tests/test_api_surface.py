@@ -49,7 +49,8 @@ LAX_NOT_PROVIDED = {
     "device_put_p": "corejax.device_put moves arrays between devices without staging a "
                     "primitive (another engineer's area: devices)",
     "copy_p": "jnp.copy copies eagerly and is the identity on traced values (immutable "
-              "arrays), so no program contains a copy equation",
+              "arrays), so no traced program contains a copy equation (the compiler's own, "
+              "compiler/scan_sums.scan_layouts, are in optimized programs only)",
     "reduce_p": _COMPOSED.format("lax.reduce (a dedicated reduction, or a tree of its "
                                  "computation)"),
     "reduce_window_p": _COMPOSED.format("lax.reduce_window with a general computation"),

@@ -204,3 +204,39 @@ def test_transposes_of_constants_and_carries(rng):
     np.testing.assert_array_equal(np.asarray(wts), np.broadcast_to(w.T, (5, 4, 3)))
     np.testing.assert_allclose(np.asarray(cts), cs.transpose(0, 2, 1), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(c), w * 0.5 ** 5, rtol=1e-6)
+
+
+@pytest.mark.parametrize("k, n", [(6, 4), (256, 512)])     # a loop matmul; BLAS
+def test_constants_read_transposed_by_loop_products_are_transposed_before_the_loop(
+        k, n, rng, monkeypatch):
+    # x @ W.T with W a loop constant: the loop gets W.T as a C array of its own (transposed
+    # and copied once, before it) and its product reads that as it is.
+    w = (rng.standard_normal((n, k)) / np.sqrt(k)).astype(np.float32)
+    u = (rng.standard_normal((n, k)) / np.sqrt(n)).astype(np.float32)
+    xs = rng.standard_normal((9, 32, n)).astype(np.float32)
+    h0 = rng.standard_normal((32, k)).astype(np.float32)
+
+    def f(w, u, xs, h0):
+        def cell(h, x):
+            z = jnp.tanh(x + h @ w.T)
+            return jnp.tanh(z @ u), z[:, :2]
+        return lax.scan(cell, h0, xs)
+
+    opt = _optimized(f, w, u, xs, h0)
+    scan, = _scans(opt)
+    body, nc = scan.params["jaxpr"].jaxpr, scan.params["num_consts"]
+    dots = [e for e in body.eqns if e.primitive.name == "dot_general"]
+    assert [e.params["dimension_numbers"][0] for e in dots] == [((1,), (0,))] * 2
+    consts = body.invars[:nc]
+    assert dots[0].invars[1] in consts and dots[0].invars[1].aval.shape == (k, n)
+    outer = {v: e for e in opt.jaxpr.eqns for v in e.outvars}
+    copied = outer[scan.invars[consts.index(dots[0].invars[1])]]
+    assert copied.primitive.name == "copy" and outer[copied.invars[0]].primitive.name == \
+        "transpose"
+    got = jax.jit(f)(w, u, xs, h0)
+    monkeypatch.setattr(passes, "PASSES", [p for p in passes.PASSES if p[0] != "scan_layouts"])
+    before = passes.run_passes(_scans(_optimized(f, w, u, xs, h0))[0].params["jaxpr"])
+    assert [e.params["dimension_numbers"][0] for e in before.jaxpr.eqns
+            if e.primitive.name == "dot_general"] == [((1,), (1,)), ((1,), (0,))]
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(f(w, u, xs, h0))):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-5)

@@ -11,7 +11,8 @@ import numpy as np
 
 from corejax.core import ClosedJaxpr, Jaxpr, Literal, Var
 from corejax.compiler import eager_kernels, registry
-from corejax.compiler.scan_sums import plain_scan, scan_products, scan_sums, scan_views
+from corejax.compiler.scan_sums import (plain_scan, scan_layouts, scan_products, scan_sums,
+                                         scan_views)
 
 __all__ = ["PASSES", "run_passes", "inline_calls", "simplify", "fold_constants", "cse", "dce",
            "scan_invariants", "scan_dedupe"]
@@ -713,6 +714,7 @@ PASSES = [
     ("scan_views", scan_views),
     ("cse", cse),
     ("scan_dedupe", scan_dedupe),
+    ("scan_layouts", scan_layouts),
     ("simplify", simplify),
     ("dce", dce),
 ]

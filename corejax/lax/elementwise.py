@@ -300,6 +300,14 @@ def _logistic_np(x):
 neg_p = unop("neg", np.negative, NUMERIC, lambda ctx, x: f"(-{x})")
 deflinear(neg_p, lambda ct, x: [neg(ct)])
 
+# The identity, materialized: a fresh C array holding the operand's values (JAX's copy
+# primitive, which its jnp.copy stages; corejax's jnp.copy is the identity on traced values, so
+# this one is not exported as lax.copy_p). The compiler binds it where a loop reads a constant
+# better laid out otherwise (compiler/scan_sums.scan_layouts): fused after a transpose, it
+# writes the transposed array once.
+copy_p = unop("copy", lambda x: np.array(x, copy=True, order="C"), ANY, lambda ctx, x: x)
+deflinear(copy_p, lambda ct, x: [copy_p.bind(ct)])
+
 def _sign_impl(x):
     # lax.sign keeps a zero's sign (XLA's, and the kernels'); np.sign(-0.0) is +0.0.
     out = np.sign(x)
