@@ -246,6 +246,30 @@ def test_blas_steps_read_strided_transposed_and_mixed_dtype_operands():
                                    err_msg=name)
 
 
+def test_merged_dims_of_a_transposed_operand_are_read_as_a_view():
+    # The weight gradient of a (batch, seq, features) activation contracts batch and seq: the
+    # activation is the (features, batch * seq) matrix as an F-contiguous view, which BLAS
+    # reads with its transpose flag (a C copy of it took twice the product's time); the
+    # compiled loops' model of the executor's layouts says the same.
+    from corejax.compiler import cpu
+    from corejax.compiler.loop_lowerings import executor_matrix
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 8, 16)).astype(np.float32)
+    b = rng.standard_normal((4, 8, 5)).astype(np.float32)
+    dot = cpu._DotStep(a.shape, a.dtype, b.shape, b.dtype, (((0, 1), (0, 1)), ((), ())), None)
+    lhs, rhs = dot.matrices(a, b)
+    assert lhs.shape == (16, 32) and lhs.flags.f_contiguous and np.shares_memory(lhs, a)
+    assert executor_matrix(a, dot.lperm, dot.m, dot.k) == (True, True)
+    assert executor_matrix(b, dot.rperm, dot.k, dot.n) == (True, False)
+    want = a.reshape(32, 16).T.astype(np.float64) @ b.reshape(32, 5)
+    np.testing.assert_allclose(dot(a, b, None), want, rtol=1e-5, atol=1e-5)
+    # an operand no reshape can view is copied, C
+    c = rng.standard_normal((8, 4, 16)).astype(np.float32).transpose(1, 0, 2)
+    lhs, _ = dot.matrices(c, b)
+    assert lhs.flags.c_contiguous and not np.shares_memory(lhs, c)
+    assert executor_matrix(c, dot.lperm, dot.m, dot.k) == (False, False)
+
+
 def test_shape_generic_kernels_are_shared():
     f = jax.jit(lambda x, y: jnp.tanh(x) * y + 2.0)
     f(jnp.ones(5), jnp.ones(5))

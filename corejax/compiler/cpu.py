@@ -403,15 +403,30 @@ def _in_place_outputs(steps, donated, fused, buffers: Buffers, layout, order) ->
     return found
 
 
+def _reshaped_view(x, rows, cols):
+    """x as a (rows, cols) view where NumPy makes one, else None."""
+    try:
+        return x.reshape((rows, cols), copy=False)
+    except ValueError:              # a copy would be needed
+        return None
+    except TypeError:               # NumPy < 2.1: no copy= argument
+        w = x.reshape(rows, cols)
+        return w if x.size == 0 or np.may_share_memory(w, x) else None
+
+
 def _as_matrices(x, b, rows, cols, dtype):
+    """x (its dims already in (batch,) rows, cols order) as matrices np.matmul reads: for an
+    unbatched product a (rows, cols) view where NumPy makes one that is C- or F-contiguous
+    (BLAS reads the latter with its transpose flag: the weight gradient of a (batch, seq,
+    features) activation is such a view, and copying it took twice the product's own time),
+    else a C copy."""
     if x.dtype != dtype:
         x = x.astype(dtype)
     if b == 1:
-        x2 = x.reshape(rows, cols) if x.flags.c_contiguous or x.flags.f_contiguous \
-            else np.ascontiguousarray(x).reshape(rows, cols)
-        if x2.flags.c_contiguous or x2.flags.f_contiguous:
+        x2 = _reshaped_view(x, rows, cols)
+        if x2 is not None and (x2.flags.c_contiguous or x2.flags.f_contiguous):
             return x2
-        return np.ascontiguousarray(x2)
+        return np.ascontiguousarray(x).reshape(rows, cols)
     return np.ascontiguousarray(x).reshape(b, rows, cols)
 
 

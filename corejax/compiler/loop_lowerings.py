@@ -43,20 +43,19 @@ def executor_matrix(x, perm, rows, cols):
     (rows, cols) matrix (cpu._as_matrices: a reshaped view where NumPy makes one that is C- or
     F-contiguous, else a C copy): (a view of x, read with the transpose flag)."""
     v = np.transpose(x, perm)
-    if v.flags.c_contiguous or v.flags.f_contiguous:
-        try:
-            v = v.reshape((rows, cols), copy=False)
-        except ValueError:          # the reshape copies: C
+    try:
+        v = v.reshape((rows, cols), copy=False)
+    except ValueError:              # the reshape copies: C
+        return False, False
+    except TypeError:               # NumPy < 2.1
+        w = v.reshape(rows, cols)
+        if v.size and not np.may_share_memory(w, v):
             return False, False
-        except TypeError:           # NumPy < 2.1
-            w = v.reshape(rows, cols)
-            if not np.may_share_memory(w, v):
-                return False, False
-            v = w
-        if v.flags.c_contiguous:
-            return True, False
-        if v.flags.f_contiguous:
-            return True, True
+        v = w
+    if v.flags.c_contiguous:
+        return True, False
+    if v.flags.f_contiguous:
+        return True, True
     return False, False
 
 
