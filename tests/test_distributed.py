@@ -224,9 +224,10 @@ def test_ctrl_c_to_mpiexec_leaves_a_checkpoint_to_resume(tmp_path):
     """SIGINT to the launcher (Ctrl-C) reaches every process; they stop after the same step,
     process 0 saves it, and --resume (with another process count) ends where one process does."""
     _mpiexec()
-    # 128 steps: the launcher forwards the signal after a delay of its own (a CI run once saw
-    # a 32-step epoch end first), so the run is long enough for it to land mid-epoch
-    bigger = ("--set", "data.limit=16000")
+    # 3 epochs of 128 steps: the signal reaches the processes after a delay of the launcher's
+    # and the machine's (CI runs beside another test process saw a 32-step epoch, and later a
+    # 128-step one of 1.5 s, end first), so the run is long enough for it to land mid-run
+    bigger = ("--set", "data.limit=16000", "--set", "train.epochs=3")
     one_dir = tmp_path / "one"
     one = subprocess.run([sys.executable, *_train_args(one_dir, *bigger)], cwd=REPO,
                          env=dict(os.environ, OPENBLAS_NUM_THREADS="1", NUMBA_NUM_THREADS="1"),
@@ -250,13 +251,15 @@ def test_ctrl_c_to_mpiexec_leaves_a_checkpoint_to_resume(tmp_path):
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, out[-3000:]
     stopped = re.search(r"interrupted; checkpoint .* at step (\d+); continue with --resume", out)
-    assert stopped and 0 < int(stopped.group(1)) < 128, out[-3000:]
+    assert stopped and 0 < int(stopped.group(1)) < 3 * 128, out[-3000:]
     code, out, _ = _launch(3, _train_args(run_dir, *bigger, "--resume"))
     assert code == 0 and "resuming from" in out, out[-3000:]
     assert _accuracies(out) == pytest.approx(_accuracies(one.stdout), abs=2e-3)
-    # 128 steps of Adam from sums taken in other orders (2, then 3 processes) drift apart by
-    # up to ~5e-6 in a few elements (measured; 32 steps stay within 1e-6)
-    _close(_params(run_dir), _params(one_dir), atol=2e-5)
+    # Adam's steps from gradient sums taken in other orders (2, then 3 processes) drift apart
+    # where gradients are near zero (border pixels' weights, which Adam scales up): measured
+    # up to 5e-6 after 128 steps, 5.2e-5 in 165 of 401408 weights after 384 (32 steps stay
+    # within 1e-6); a wrong resume would be off by the weights' own size, some 1e-2
+    _close(_params(run_dir), _params(one_dir), atol=2e-4)
 
 
 def test_ctrl_c_during_evaluation_stops_every_process_at_the_epoch_end(tmp_path):
