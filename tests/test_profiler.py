@@ -255,8 +255,8 @@ def test_device_memory_profile_is_pprof_of_live_arrays_as_jax(tmp_path):
     x = jnp.ones((100, 100), jnp.float32)
     golden = GOLDEN["memory_profile"]
     # The two snapshots below must see the same arrays: no collection of earlier tests'
-    # garbage may free one in between.
-    gc.collect()
+    # garbage may free one in between (a collection first would cost seconds in a worker
+    # that has run thousands of tests; pausing the collector is enough).
     gc.disable()
     try:
         got = _memory_summary(profiler.device_memory_profile())
