@@ -8,7 +8,6 @@ processes beside every turn (bench/_load.py)."""
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,8 +43,7 @@ def _worker(build, framework) -> None:
     answers each 'turn U T' line from stdin with the times of T timed steps after U untimed
     ones. Protocol lines go to a private copy of stdout; the process's own stdout is sent to
     stderr, so that nothing a library prints mixes in."""
-    proto = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
+    proto = _load.protocol_stream()
     if framework == "flax":
         import flax.linen as nn
         import jax
@@ -74,33 +72,15 @@ def _worker(build, framework) -> None:
         proto.write(json.dumps({"times": times, "loss": float(loss)}) + "\n")
 
 
-class _Side:
+class _Side(_load.Worker):
     def __init__(self, name, python, script, log):
-        self.name, self.log = name, log
-        self.proc = subprocess.Popen(
-            [python, os.path.abspath(script), "--worker", name], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=log, text=True,
-            env=dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2"))
-        self.info = self._read()
+        super().__init__(name, [python, os.path.abspath(script), "--worker", name], log)
         self.times: list = []
 
-    def _read(self):
-        line = self.proc.stdout.readline()
-        if not line:                    # the worker died: its stderr says why
-            self.log.seek(0)
-            raise RuntimeError(f"{self.name} worker exited ({self.proc.wait()}):\n"
-                               + self.log.read()[-1500:])
-        return json.loads(line)
-
     def turn(self, untimed, timed):
-        self.proc.stdin.write(f"turn {untimed} {timed}\n")
-        self.proc.stdin.flush()
-        out = self._read()
+        out = self.ask(f"turn {untimed} {timed}")
         self.times += out["times"]
         self.last_loss = out["loss"]
-
-    def close(self):
-        _load.end_worker(self.proc)
 
 
 def main(build, script):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -80,6 +81,43 @@ def stop(procs: list, grace: float = 1.0) -> None:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+
+
+def protocol_stream():
+    """In a benchmark's worker process: a private copy of stdout for its protocol lines; the
+    process's own stdout goes to stderr from now on, so that nothing a library prints mixes in."""
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    return proto
+
+
+class Worker:
+    """The driver's handle on a benchmark's worker process (`argv`), which writes one JSON line
+    when it is ready (`info`) and one in answer to each line it is sent (`ask`); its stderr
+    goes to the file `log`, whose end is shown if it dies."""
+
+    def __init__(self, name, argv, log):
+        self.name, self.log = name, log
+        env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=log, text=True, env=env)
+        self.info = self._read()
+
+    def _read(self):
+        line = self.proc.stdout.readline()
+        if not line:                    # the worker died: its stderr says why
+            self.log.seek(0)
+            raise RuntimeError(f"{self.name} worker exited ({self.proc.wait()}):\n"
+                               + self.log.read()[-1500:])
+        return json.loads(line)
+
+    def ask(self, line: str):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self):
+        end_worker(self.proc)           # the worker's loop over stdin ends
 
 
 def end_worker(proc, timeout: float = 10.0) -> None:

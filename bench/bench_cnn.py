@@ -34,7 +34,6 @@ import functools
 import itertools
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -208,8 +207,7 @@ def worker(name: str, inputs: str) -> None:
     says so on its protocol line, then answers each 'turn U T' line from stdin with the times
     of T timed steps after U untimed ones. Protocol lines go to a private copy of stdout; the
     process's own stdout is sent to stderr, so that nothing a library prints mixes in."""
-    proto = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
+    proto = _load.protocol_stream()
     with np.load(inputs) as f:
         inp = {k: f[k] for k in f.files}
     version, step = SIDES[name](inp)
@@ -234,32 +232,15 @@ def worker(name: str, inputs: str) -> None:
 
 # --------------------------------------------------------------------------- the driver
 
-class Side:
+class Side(_load.Worker):
     """The driver's handle on one framework's worker process."""
 
     def __init__(self, name, python, inputs, log):
-        env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2")
-        self.name, self.log = name, log
-        self.proc = subprocess.Popen([python, os.path.abspath(__file__), "--worker", name,
-                                      "--inputs", inputs], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=log, text=True, env=env)
-        self.info = self._read()
-
-    def _read(self):
-        line = self.proc.stdout.readline()
-        if not line:                    # the worker died: its stderr says why
-            self.log.seek(0)
-            raise RuntimeError(f"{self.name} worker exited ({self.proc.wait()}):\n"
-                               + self.log.read()[-1500:])
-        return json.loads(line)
+        super().__init__(name, [python, os.path.abspath(__file__), "--worker", name,
+                                "--inputs", inputs], log)
 
     def turn(self, untimed, timed):
-        self.proc.stdin.write(f"turn {untimed} {timed}\n")
-        self.proc.stdin.flush()
-        return self._read()
-
-    def close(self):
-        _load.end_worker(self.proc)     # the worker's loop over stdin ends
+        return self.ask(f"turn {untimed} {timed}")
 
 
 def measure(sides, conditions, steps, turn, untimed, pause):

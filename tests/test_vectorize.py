@@ -50,6 +50,27 @@ def assert_vectorized(f, *args):
     return ks
 
 
+def test_a_kernel_with_many_inputs_and_outputs_is_vectorized(cache_dir):
+    # An LSTM cell's step keeping its residuals: 9 inputs, 12 outputs. LLVM checks at run time
+    # that each written array overlaps no other, and by default gives up past 128 checks
+    # (diskcache.LLVM_OPTIONS raises that): the kernel ran scalar, some 10x slower.
+    def cell(a0, a1, a2, a3, a4, a5, a6, a7, a8):
+        i = jax.nn.sigmoid(a0 + a1)
+        f = jax.nn.sigmoid(a2 + a3)
+        o = jax.nn.sigmoid(a5 + a6)
+        g = jnp.tanh(a7 + a8)
+        c = f * a4 + o * g
+        h = jnp.tanh(c)
+        return (i, i * (1 - i), f, f * (1 - f), o, o * (1 - o), g, 1 - g * g, c, h,
+                1 - h * h, i * h)
+    rng = np.random.default_rng(0)
+    args = [jnp.asarray(rng.standard_normal(4096).astype(np.float32)) for _ in range(9)]
+    f = jax.jit(cell)
+    f(*args)
+    ks = assert_vectorized(f, *args)
+    assert len(ks) == 1
+
+
 def test_selu_float32_kernel_is_vectorized_for_the_host(cache_dir):
     x = jnp.asarray(np.linspace(-3, 3, 4096, dtype=np.float32))
     f = jax.jit(selu)

@@ -27,6 +27,7 @@ from corejax.compiler import blas, codegen, diskcache, eager_kernels, registry
 from corejax.compiler.fusion import (Buffers, FusedGroup, HostStep, Virtual, partition,
                                      step_reads)
 from corejax.compiler.control_flow import host_control_flow
+from corejax.compiler.loop_lowerings import reshaped_view
 from corejax.compiler.passes import PASSES, run_passes
 
 __all__ = ["CpuExecutable"]
@@ -403,17 +404,6 @@ def _in_place_outputs(steps, donated, fused, buffers: Buffers, layout, order) ->
     return found
 
 
-def _reshaped_view(x, rows, cols):
-    """x as a (rows, cols) view where NumPy makes one, else None."""
-    try:
-        return x.reshape((rows, cols), copy=False)
-    except ValueError:              # a copy would be needed
-        return None
-    except TypeError:               # NumPy < 2.1: no copy= argument
-        w = x.reshape(rows, cols)
-        return w if x.size == 0 or np.may_share_memory(w, x) else None
-
-
 def _as_matrices(x, b, rows, cols, dtype):
     """x (its dims already in (batch,) rows, cols order) as matrices np.matmul reads: for an
     unbatched product a (rows, cols) view where NumPy makes one that is C- or F-contiguous
@@ -423,7 +413,7 @@ def _as_matrices(x, b, rows, cols, dtype):
     if x.dtype != dtype:
         x = x.astype(dtype)
     if b == 1:
-        x2 = _reshaped_view(x, rows, cols)
+        x2 = reshaped_view(x, rows, cols)
         if x2 is not None and (x2.flags.c_contiguous or x2.flags.f_contiguous):
             return x2
         return np.ascontiguousarray(x).reshape(rows, cols)
@@ -566,7 +556,8 @@ class CpuExecutable:
             site.record(mode, time.perf_counter() - start)
 
         if threaded is not None:
-            bounds = _part_bounds(sizes, usable_cores())
+            bounds = eager_kernels.parts(sizes[0], usable_cores(),
+                                         int(np.prod(sizes[1:], dtype=np.int64)))
         return run
 
     def _threaded_variant(self, step, plan, in_place, sig):
@@ -855,14 +846,3 @@ import numba  # noqa: E402
 if "NUMBA_THREADING_LAYER" not in os.environ:
     numba.config.THREADING_LAYER = "workqueue"
 
-
-def _part_bounds(sizes, cores: int) -> list:
-    """Bounds cutting a kernel's outer loop (sizes[0] iterations of prod(sizes[1:]) elements)
-    into eager_kernels.PARTS_PER_CORE parts per core, interior bounds at whole 64-element
-    multiples where the iterations are smaller."""
-    n0 = int(sizes[0])
-    inner = int(np.prod(sizes[1:], dtype=np.int64)) if len(sizes) > 1 else 1
-    k = min(eager_kernels.PARTS_PER_CORE * cores, n0)
-    align = max(1, 64 // max(inner, 1))
-    bounds = sorted({0, n0, *((n0 * i // k) // align * align for i in range(1, k))})
-    return bounds

@@ -198,13 +198,16 @@ def timed(key, n: int, cores: int, call):
     return out
 
 
-def parts(n: int, cores: int) -> list:
-    """Bounds [b0, b1, ..., bk] cutting range(n) into PARTS_PER_CORE parts per core (k = 1 for
-    one core), interior bounds at multiples of 64."""
+def parts(n: int, cores: int, inner: int = 1) -> list:
+    """Bounds [b0, b1, ..., bk] cutting range(n), each index `inner` elements (the rows of a
+    compiled kernel's outer loop; 1 for a flat loop), into PARTS_PER_CORE parts per core of at
+    least 4096 elements (k = 1 for one core), interior bounds at whole multiples of 64
+    elements where an index holds fewer."""
     if cores < 2:
         return [0, n]
-    k = min(PARTS_PER_CORE * cores, max(1, n // 4096))
-    return [0] + [(n * i // k) & ~63 for i in range(1, k)] + [n]
+    k = min(PARTS_PER_CORE * cores, max(1, n * inner // 4096), n)
+    align = max(1, 64 // max(inner, 1))
+    return [0] + [(n * i // k) // align * align for i in range(1, k)] + [n]
 
 
 def run_parts(task, bounds) -> None:

@@ -38,20 +38,24 @@ def size(shape) -> int:
     return int(np.prod(shape, dtype=np.int64))
 
 
+def reshaped_view(x, rows, cols):
+    """x as a (rows, cols) view where NumPy makes one, else None."""
+    try:
+        return x.reshape((rows, cols), copy=False)
+    except ValueError:              # a copy would be needed
+        return None
+    except TypeError:               # NumPy < 2.1: no copy= argument
+        w = x.reshape(rows, cols)
+        return w if x.size == 0 or np.may_share_memory(w, x) else None
+
+
 def executor_matrix(x, perm, rows, cols):
     """How the executor's unbatched BLAS step hands x (dims in `perm` order) to np.matmul as a
     (rows, cols) matrix (cpu._as_matrices: a reshaped view where NumPy makes one that is C- or
     F-contiguous, else a C copy): (a view of x, read with the transpose flag)."""
-    v = np.transpose(x, perm)
-    try:
-        v = v.reshape((rows, cols), copy=False)
-    except ValueError:              # the reshape copies: C
+    v = reshaped_view(np.transpose(x, perm), rows, cols)
+    if v is None:                   # the reshape copies: C
         return False, False
-    except TypeError:               # NumPy < 2.1
-        w = v.reshape(rows, cols)
-        if v.size and not np.may_share_memory(w, v):
-            return False, False
-        v = w
     if v.flags.c_contiguous:
         return True, False
     if v.flags.f_contiguous:
