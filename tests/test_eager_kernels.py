@@ -245,9 +245,14 @@ def test_fast_float_loops_have_the_numpy_impls_bits(dt):
     rng = np.random.default_rng(3)
     x, y = _float_pairs(dt, rng)
     with np.errstate(all="ignore"):
-        for prim in (lax.max_p, lax.min_p, lax.nextafter_p):
+        for prim in (lax.max_p, lax.min_p, lax.nextafter_p, lax.div_p):
             assert _exact(_fast(prim.name, [x, y]), prim.impl(x, y)), prim.name
+        assert _exact(_fast("div", [np.broadcast_to(dt(1), x.shape), x]),
+                      lax.div_p.impl(np.broadcast_to(dt(1), x.shape), x))
         assert _exact(_fast("sign", [x]), lax.sign_p.impl(x))
+        for power in (-1, -2, 1, 2, 3, 5, -7, 12):
+            assert _exact(_fast("integer_pow", [x], dict(y=power)),
+                          lax.integer_pow_p.impl(x, y=power)), power
         assert _exact(_fast("sqrt", [x]), lax.sqrt_p.impl(x))
         assert _exact(_fast("round", [x], dict(rounding_method=0)),
                       lax.round_p.impl(x, rounding_method=0))
@@ -356,14 +361,16 @@ def test_loops_split_when_long_and_splitting_has_paid(monkeypatch):
     eager_kernels._timings["k"] = [1e-9, None, 0, 1, 0]         # slow, but timed once only
     assert eager_kernels.split_cores("k", n) == 1
     eager_kernels._timings["k"] = [1e-9, None, 0, 2, 0]         # 1 ms predicted
-    assert eager_kernels.split_cores("k", n) == 4               # not split twice yet: try
+    assert eager_kernels.split_cores("k", n) == 4               # not split 3 times yet: try
+    eager_kernels._timings["k"] = [1e-9, 2e-9, 0, 2, 2]
+    assert eager_kernels.split_cores("k", n) == 4
     assert eager_kernels.split_cores("k", eager_kernels.SPLIT_MIN - 1) == 1
-    eager_kernels._timings["k"] = [1e-9, 2e-9, 0, 2, 2]         # a busy machine: split slower
+    eager_kernels._timings["k"] = [1e-9, 2e-9, 0, 2, 3]         # a busy machine: split slower
     choices = [eager_kernels.split_cores("k", n) for _ in range(2 * eager_kernels.EXPLORE)]
     assert choices.count(4) == 2 and choices.count(1) == 2 * eager_kernels.EXPLORE - 2
-    eager_kernels._timings["k"] = [1e-9, 0.85e-9, 0, 2, 2]      # split hardly faster
+    eager_kernels._timings["k"] = [1e-9, 0.85e-9, 0, 2, 3]      # split hardly faster
     assert eager_kernels.split_cores("k", n) == 1
-    eager_kernels._timings["k"] = [1e-9, 0.6e-9, 0, 2, 2]       # free cores: split faster
+    eager_kernels._timings["k"] = [1e-9, 0.6e-9, 0, 2, 3]       # free cores: split faster
     choices = [eager_kernels.split_cores("k", n) for _ in range(2 * eager_kernels.EXPLORE)]
     assert choices.count(1) == 2
     # the times count from each way's second call on, the fastest of three, then a moving

@@ -508,7 +508,7 @@ class CpuExecutable:
             return self._group_on_host(step, template)
         self.kernels.append((step, plan, key))
         sizes = plan.sizes
-        threaded, site = self._threaded_variant(step, plan, in_place, sig)
+        threaded, site = self._threaded_variant(step, plan, in_place, sig, fn)
         # per array argument: (slot, dtype, None or, when the kernel writes an output into it,
         # (the output's slot, the ownership slot of a donated input or None), whether it is
         # stored transposed: passed flat in memory order)
@@ -550,26 +550,25 @@ class CpuExecutable:
             mode = site.mode()
             start = time.perf_counter()
             if mode == 0:
-                eager_kernels.run_parts(lambda lo, hi: threaded(lo, hi, *args), bounds)
+                threaded(args)
             else:
                 fn(*args)
             site.record(mode, time.perf_counter() - start)
 
-        if threaded is not None:
-            bounds = eager_kernels.parts(sizes[0], usable_cores(),
-                                         int(np.prod(sizes[1:], dtype=np.int64)))
         return run
 
-    def _threaded_variant(self, step, plan, in_place, sig):
-        """(the group's kernel over a part [p0, p1) of its outer loop, the call site choosing
-        between running the parts on this thread and eager_threads' briefly spinning helpers
-        and running the one-thread kernel), or (None, None): for groups of ADAPTIVE_MIN to
+    def _threaded_variant(self, step, plan, in_place, sig, fn):
+        """(`threaded(args)`: the group's kernel run over parts of its outer loop by this
+        thread and eager_threads' briefly spinning helpers, the call site choosing between
+        that and the one-thread kernel `fn`), or (None, None): for groups of ADAPTIVE_MIN to
         PARALLEL_MIN elements on a machine with cores to spare. Threads win on a quiet
         machine and lose beside a busy process; the site (`blas.GemmSite`: mode 0 threads,
         1 one thread) measures both and runs the faster. Each part writes its own elements
-        and sums its own reductions in loop order: the same bits either way. (Numba's prange
-        hands its work to threads that sleep between kernels: on the shared 2-core VM their
-        waking cost more than the second core gained at 1M elements.)"""
+        and sums its own reductions in loop order: the same bits either way. The parts are
+        claimed and run in compiled code (eager_threads.native_source), or, where that cannot
+        be built, by Python calls of the kernel over [p0, p1). (Numba's prange hands its work
+        to threads that sleep between kernels: on the shared 2-core VM their waking cost more
+        than the second core gained at 1M elements.)"""
         n = int(np.prod(plan.sizes, dtype=np.int64)) if plan.sizes else 0
         if not codegen.ADAPTIVE_MIN <= n < codegen.PARALLEL_MIN or usable_cores() < 2 or \
                 plan.sizes[0] < 2:
@@ -579,13 +578,32 @@ class CpuExecutable:
                                      parts=True)
         except NotImplementedError:
             return None, None
-        try:
-            fn, _ = diskcache.load_kernel(other.source, (numba.int64, numba.int64) + tuple(sig))
-        except diskcache.KernelCompileError:
-            return None, None
+        bounds = eager_kernels.parts(plan.sizes[0], usable_cores(),
+                                     int(np.prod(plan.sizes[1:], dtype=np.int64)))
+        arrays = [(f"a{j}", v) for j, v in enumerate(other.arrays)] + \
+            [(f"o{j}", v) for j, v in enumerate(other.outputs)] + \
+            ([("r0", other.reduction_out)] if other.reduction_out is not None else [])
+        params = ["lo", "hi"] + [("int", f"n{c}") for c in range(len(other.sizes))] + \
+            [("array", name, v.aval.dtype, False) for name, v in arrays]
+        native = eager_kernels.native_kernel(other.source, params, sig)
+        if native is not None:
+            native_bounds = np.asarray(bounds, np.int64)
+
+            def threaded(args):
+                if not eager_kernels.run_native(native, native_bounds, args):
+                    fn(*args)
+        else:
+            try:
+                part, _ = diskcache.load_kernel(other.source,
+                                                (numba.int64, numba.int64) + tuple(sig))
+            except diskcache.KernelCompileError:
+                return None, None
+
+            def threaded(args):
+                eager_kernels.run_parts(lambda lo, hi: part(lo, hi, *args), bounds)
         site = self.thread_sites[id(step)] = blas.GemmSite()
         eager_kernels.start_helpers()
-        return fn, site
+        return threaded, site
 
     def _host(self, eqn, template):
         prim, params = eqn.primitive, eqn.params

@@ -77,8 +77,7 @@ def _build(primitive, dtype: np.dtype, arity: int, params: dict):
     source = _source(primitive, dtype, out_dtype, arity, params)
     sig = [types.int64] + [diskcache.numba_type(dtype)] * arity + \
         [diskcache.numba_type(out_dtype)]
-    fn, _ = diskcache.load_kernel(source, sig)
-    return fn, out_dtype
+    return load_flat(source, sig), out_dtype
 
 
 @functools.lru_cache(maxsize=None)
@@ -157,8 +156,9 @@ def split_cores(key, n: int) -> int:
     """How many cores a loop of n elements of kernel `key` should use now (see above): 1 below
     SPLIT_MIN elements, where it is predicted shorter than SPLIT_MIN_SECONDS (or was timed
     fewer than twice), without helper threads, or where split calls have not been faster by
-    the factor SPLIT_GAIN (but on every EXPLORE-th call); else all the helpers' and this
-    thread's."""
+    the factor SPLIT_GAIN (but on every EXPLORE-th call), once split three times (the first
+    split of a process may start threads and load code; `timed` keeps the faster of the next
+    two); else all the helpers' and this thread's."""
     if n < SPLIT_MIN:
         return 1
     t = _timings.get(key)
@@ -168,7 +168,7 @@ def split_cores(key, n: int) -> int:
     if helpers < 1:
         return 1
     t[2] += 1
-    split = t[4] < 2 or t[1] < SPLIT_GAIN * t[0]
+    split = t[4] < 3 or t[1] < SPLIT_GAIN * t[0]
     if t[2] % EXPLORE == 0:
         split = not split
     return helpers + 1 if split else 1
@@ -221,6 +221,30 @@ def run_parts(task, bounds) -> None:
     eager_threads.run_parts(task, bounds, _helpers())
 
 
+def native_kernel(source: str, params, sig):
+    """(run, the address of its part runner) for the kernel of module `source` (argument
+    types `sig`, described by `params`: eager_threads.native_source), whose parts are claimed
+    and run in compiled code; None where that cannot be built (too many operands, a compile
+    error: the caller then runs parts through Python)."""
+    from numba import types
+    from corejax.compiler import diskcache, eager_threads
+    extra = eager_threads.native_source(params)
+    if extra is None:
+        return None
+    full = (types.int64,) * 3 + (diskcache.numba_type(np.int64), types.int64) + tuple(sig)
+    try:
+        return diskcache.load_native(source + extra, full)
+    except diskcache.KernelCompileError:
+        return None
+
+
+def run_native(native, bounds: np.ndarray, operands) -> bool:
+    """Runs a `native_kernel` over the parts between `bounds` on this thread and the helper
+    threads; False (nothing run) where another thread's job holds the helpers."""
+    from corejax.compiler import eager_threads
+    return eager_threads.run_native(native[0], native[1], bounds, operands, _helpers())
+
+
 def start_helpers() -> None:
     """Starts the helper threads now (a compiled program that will split kernels calls it
     when built), so that a call site's first timing of its split form is not the threads'
@@ -230,20 +254,67 @@ def start_helpers() -> None:
         eager_threads.start(_helpers())
 
 
-def call_split(fn, n, flat, scalar, outs) -> None:
-    """fn(n, *flat, *outs) for a one-loop kernel over flat operands (those marked in `scalar`
-    are one element, read whole by every part) and flat outputs, split over the cores
-    `split_cores` gives."""
-    cores = split_cores(fn, n)
+class FlatKernel:
+    """A one-loop kernel over flat operands, `kernel(n0, a0, ..., o0, ...)` of a module
+    source (`fn`, called as the kernel), and its forms whose parts are claimed and run in
+    compiled code (`native_kernel`), built on a first split call, per pattern of operands
+    read whole."""
+
+    __slots__ = ("fn", "source", "sig", "natives")
+
+    def __init__(self, fn, source: str, sig):
+        self.fn, self.source, self.sig = fn, source, tuple(sig)
+        self.natives: dict = {}
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def native(self, scalar):
+        key = None if scalar is None else tuple(scalar)
+        got = self.natives.get(key, False)
+        if got is False:
+            from numba.np.numpy_support import as_dtype
+            arrays = self.sig[1:]
+            n_in = len(arrays) if scalar is None else len(scalar)
+            params = ["count"] + [
+                ("array", f"a{j}" if j < n_in else f"o{j - n_in}", as_dtype(t.dtype),
+                 j >= n_in or scalar is None or not scalar[j])
+                for j, t in enumerate(arrays)]
+            got = self.natives[key] = native_kernel(self.source, params, arrays)
+        return got
+
+
+def load_flat(source: str, sig) -> FlatKernel:
+    """The FlatKernel of module `source` for argument types `sig` (int64, then 1-D arrays)."""
+    from corejax.compiler import diskcache
+    fn, _ = diskcache.load_kernel(source, sig)
+    return FlatKernel(fn, source, sig)
+
+
+def call_split(kernel: FlatKernel, n, flat, scalar, outs) -> None:
+    """kernel(n, *flat, *outs) for a one-loop kernel over flat operands (those marked in
+    `scalar` are one element, read whole by every part) and flat outputs, split over the
+    cores `split_cores` gives: parts claimed in compiled code where the kernel's native form
+    builds, else run by Python calls."""
+    fn = kernel.fn
+    cores = split_cores(kernel, n)
     if cores < 2:
-        timed(fn, n, 1, lambda: fn(n, *flat, *outs))
+        timed(kernel, n, 1, lambda: fn(n, *flat, *outs))
+        return
+    bounds = parts(n, cores)
+    native = kernel.native(scalar)
+    if native is not None:
+        def split():
+            if not run_native(native, np.asarray(bounds, np.int64), (*flat, *outs)):
+                fn(n, *flat, *outs)
+        timed(kernel, n, cores, split)
         return
 
     def task(lo, hi):
         fn(hi - lo, *[a if scalar is not None and scalar[j] else a[lo:hi]
                       for j, a in enumerate(flat)], *[o[lo:hi] for o in outs])
 
-    timed(fn, n, cores, lambda: run_parts(task, parts(n, cores)))
+    timed(kernel, n, cores, lambda: run_parts(task, bounds))
 
 
 def evaluate(primitive, values, params):
@@ -370,16 +441,39 @@ def _fast_nextafter(dts, params):
 
 
 def _fast_div(dts, params):
-    # integers of up to 32 bits: trunc(float64(x) / float64(y)) (exact), -1 (signed) or the
-    # maximum (unsigned) where y == 0, wrapped to the type as NumPy's cast wraps it
+    # floats: IEEE division, NumPy's bits (the machine's, split over the free cores; NumPy's
+    # loop runs on one); integers of up to 32 bits: trunc(float64(x) / float64(y)) (exact),
+    # -1 (signed) or the maximum (unsigned) where y == 0, wrapped to the type as NumPy's cast
+    # wraps it
     dt = dts[0]
     if len(dts) != 2 or dts[1] != dt:
         return None
+    if dt in (_F32, _F64):
+        return ["v0 = x0 / x1"], dt, dt
     if dt not in _SMALL_INTS:
         return None
     on_zero = -1 if dt.kind == "i" else np.iinfo(dt).max
     return [f"v0 = {_lit(on_zero, dt)} if x1 == 0 else "
             f"np.{dt.name}(np.int64(np.float64(x0) / np.float64(x1)))"], dt, dt
+
+
+def _fast_integer_pow(dts, params):
+    # floats: the impl's repeated squaring, product for product (1 / it for y < 0), so
+    # x ** -1 (jnp.reciprocal) and x ** 2 run split over the free cores with its bits
+    dt, y = dts[0], params.get("y", 0)
+    if dt not in (_F32, _F64) or y == 0:
+        return None
+    lines, acc, base, m = [], None, "x0", abs(y)
+    while m:
+        if m & 1:
+            lines.append(f"p{len(lines)} = {base if acc is None else f'{acc} * {base}'}")
+            acc = f"p{len(lines) - 1}"
+        m >>= 1
+        if m:
+            lines.append(f"q{len(lines)} = {base} * {base}")
+            base = f"q{len(lines) - 1}"
+    lines.append(f"v0 = {_lit(1, dt)} / {acc}" if y < 0 else f"v0 = {acc}")
+    return lines, dt, dt
 
 
 def _fast_rem(dts, params):
@@ -454,6 +548,7 @@ FAST = {
     "select_n": _fast_select_n, "max": _fast_max_min(True), "min": _fast_max_min(False),
     "sign": _fast_sign, "round": _fast_round, "nextafter": _fast_nextafter, "div": _fast_div, "rem": _fast_rem,
     "convert_element_type": _fast_convert, "sqrt": _fast_sqrt,
+    "integer_pow": _fast_integer_pow,
 }
 
 
@@ -520,7 +615,7 @@ def _fast_runner(name):
                 body, out_dtype, out_view = spec
                 sig = [types.int64] + [diskcache.numba_type(d) for d in dts] + \
                     [diskcache.numba_type(out_view)]
-                fn, _ = diskcache.load_kernel(_fast_source(body, dts, scalar, out_view), sig)
+                fn = load_flat(_fast_source(body, dts, scalar, out_view), sig)
                 spec = fn, out_dtype, out_view
             built = kernels[key] = spec
         if built is None:

@@ -15,6 +15,14 @@ oversubscribed), hence a short spin.
 Work is posted as a callable that takes parts until none is left (run_parts' claim counter):
 the caller runs it too, so a helper that starts late finds the parts taken and returns, and
 none is ever waited for before it started a part.
+
+That callable is Python, and Python needs the GIL: a helper leaving its spin had to take it to
+start a part and again to report it done, some 30 us each on the shared machine while the
+caller's own part ran. A kernel built with `native_source` has a second way: the caller posts
+the job in a control block (`run_native`: the kernel's C-callable part runner, the part bounds,
+its operands' addresses) from compiled code, and a spinning helper (`_serve`) calls that runner
+through its address: parts are claimed with a compare-and-swap, counted done with an atomic
+add, and neither side takes the GIL until the job is over.
 """
 from __future__ import annotations
 
@@ -31,19 +39,71 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["run_parts", "start", "SPIN_SECONDS", "WAIT_SECONDS"]
+__all__ = ["run_parts", "run_native", "native_source", "start", "SPIN_SECONDS",
+           "WAIT_SECONDS"]
 
 SPIN_SECONDS = 50e-6    # a helper's spin for more work before it sleeps
 WAIT_SECONDS = 2e-3     # the caller's spin for the helpers' last parts before it sleeps
+
+_I64 = ir.IntType(64)
+
+
+def _pointer(builder, addr):
+    return builder.inttoptr(addr, _I64.as_pointer())
 
 
 @intrinsic
 def _atomic_load(typingctx, addr):
     """The int64 at address `addr`, read with acquire ordering (never hoisted out of a loop)."""
     def codegen(context, builder, sig, args):
-        p = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
-        return builder.load_atomic(p, "acquire", 8)
+        return builder.load_atomic(_pointer(builder, args[0]), "acquire", 8)
     return types.int64(types.int64), codegen
+
+
+@intrinsic
+def _atomic_store(typingctx, addr, value):
+    """Stores the int64 `value` at address `addr` with release ordering (the writes before it
+    are seen by a thread that reads it with acquire ordering)."""
+    def codegen(context, builder, sig, args):
+        builder.store_atomic(args[1], _pointer(builder, args[0]), "release", 8)
+        return context.get_dummy_value()
+    return types.none(types.int64, types.int64), codegen
+
+
+@intrinsic
+def _atomic_add(typingctx, addr, value):
+    """Adds `value` to the int64 at address `addr` atomically; returns the old value."""
+    def codegen(context, builder, sig, args):
+        return builder.atomic_rmw("add", _pointer(builder, args[0]), args[1], "acq_rel")
+    return types.int64(types.int64, types.int64), codegen
+
+
+@intrinsic
+def _compare_and_swap(typingctx, addr, expected, new):
+    """Whether the int64 at address `addr` was `expected` and is now `new` (atomically)."""
+    def codegen(context, builder, sig, args):
+        pair = builder.cmpxchg(_pointer(builder, args[0]), args[1], args[2], "acq_rel",
+                               "acquire")
+        return builder.extract_value(pair, 1)
+    return types.boolean(types.int64, types.int64, types.int64), codegen
+
+
+@intrinsic
+def voidptr(typingctx, addr):
+    """The address `addr` as a void pointer (for numba.carray)."""
+    def codegen(context, builder, sig, args):
+        return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+    return types.voidptr(types.int64), codegen
+
+
+@intrinsic
+def call_runner(typingctx, fn, ctrl, job):
+    """Calls the C function at address `fn` as void fn(int64 ctrl, int64 job)."""
+    def codegen(context, builder, sig, args):
+        fnty = ir.FunctionType(ir.VoidType(), [_I64, _I64])
+        builder.call(builder.inttoptr(args[0], fnty.as_pointer()), [args[1], args[2]])
+        return context.get_dummy_value()
+    return types.none(types.int64, types.int64, types.int64), codegen
 
 
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
@@ -81,36 +141,198 @@ def _spin_until(addr, target, rounds):
     return False
 
 
+# --- the control block ------------------------------------------------------------------------
+#
+# One int64 array per pool, never freed, words (in cache lines of their own where two threads
+# write them):
+#   SEQ    the id of the last job posted (a helper polls it)
+#   RUNNER the address of that job's part runner, 0 for a Python job (Pool.jobs holds those)
+#   CLAIM  (job id & 0x7fffffff) << 32 | parts << 16 | the next part to claim
+#   DONE   the parts finished
+#   BOUNDS the k + 1 part bounds, then ARGS the operands' words (a runner's own layout).
+# A poster writes BOUNDS and ARGS, then CLAIM, DONE, RUNNER and last SEQ (release). A helper
+# that read an older job's runner fails its claim (CLAIM holds the newer job's id, written
+# before RUNNER), and a claim succeeds only for a part not yet done, so a job's words are
+# not rewritten while any thread reads them: the next job is posted after DONE reached k.
+
+SEQ, RUNNER, CLAIM, DONE, BOUNDS = 0, 1, 8, 16, 24
+MAX_PARTS = 64
+ARGS = BOUNDS + MAX_PARTS + 8
+CTRL_WORDS = ARGS + 1024
+
+
+@njit(nogil=True, cache=True)
+def claim_part(ctrl, job):
+    """The index of a part of job `job` that this thread now runs, or -1 where none is left
+    (or `job` is no longer the posted one)."""
+    addr = ctrl + CLAIM * 8
+    tag = job & 0x7FFFFFFF
+    while True:
+        w = _atomic_load(addr)
+        i = w & 0xFFFF
+        if (w >> 32) != tag or i >= ((w >> 16) & 0xFFFF):
+            return -1
+        if _compare_and_swap(addr, w, w + 1):
+            return i
+
+
+@njit(nogil=True, cache=True)
+def finish_part(ctrl):
+    """Counts a part done (after its writes)."""
+    _atomic_add(ctrl + DONE * 8, 1)
+
+
+@njit(nogil=True, cache=True)
+def post_job(ctrl, job, runner, bounds):
+    """Posts job `job` (its ARGS words already written): parts between `bounds`, run by the
+    C function at address `runner`."""
+    k = bounds.size - 1
+    for i in range(k + 1):
+        _atomic_store(ctrl + (BOUNDS + i) * 8, bounds[i])
+    _atomic_store(ctrl + CLAIM * 8, ((job & 0x7FFFFFFF) << 32) | (k << 16))
+    _atomic_store(ctrl + DONE * 8, 0)
+    _atomic_store(ctrl + RUNNER * 8, runner)
+    _atomic_store(ctrl + SEQ * 8, job)
+
+
+@njit(nogil=True, cache=True)
+def _post_python(ctrl, job):
+    _atomic_store(ctrl + RUNNER * 8, 0)
+    _atomic_store(ctrl + SEQ * 8, job)
+
+
+@njit(nogil=True, cache=True)
+def wait_job(ctrl, k, rounds):
+    """Whether the job's k parts were all done within `rounds` polls."""
+    return _spin_until(ctrl + DONE * 8, k, rounds)
+
+
+@njit(nogil=True, cache=True)
+def _serve(ctrl, last, rounds):
+    """A helper's loop: runs the parts it can claim of each native job posted after job
+    `last`, spinning up to `rounds` polls for the next; returns the id of a Python job
+    posted (>= 0), or -1 - the last job's id after a spin without one."""
+    polls = 0
+    while polls < rounds:
+        s = _atomic_load(ctrl + SEQ * 8)
+        if s == last:
+            _pause()
+            polls += 1
+            continue
+        last = s
+        runner = _atomic_load(ctrl + RUNNER * 8)
+        if runner == 0:
+            return s
+        call_runner(runner, ctrl, s)
+        polls = 0
+    return -1 - last
+
+
+def native_source(params) -> str:
+    """Source to append to a kernel module defining `claims` (a C-callable part runner for
+    the job posted in a control block) and `run(ctrl, job, runner, bounds, rounds, *operands)`
+    (writes the operands' words, posts the job, runs parts on the calling thread, returns
+    whether all were done within `rounds` polls). `params` describes `kernel`'s arguments in
+    order: "lo" / "hi" (the part's bounds), "count" (hi - lo), ("int", name) (an operand passed
+    to run), ("array", name, dtype, sliced) (an array operand, passed whole, or with `sliced`
+    from element lo, hi - lo long: a flat loop's part). None where the operands need more
+    words than a control block holds."""
+    words, lines, call, operands = 0, [], [], []
+    for p in params:
+        if p in ("lo", "hi"):
+            call.append(p)
+        elif p == "count":
+            call.append("hi - lo")
+        elif p[0] == "int":
+            operands.append(p[1])
+            lines.append(f"    c[{ARGS + words}] = {p[1]}")
+            call.append(f"c[{ARGS + words}]")
+            words += 1
+        else:
+            _, name, dt, sliced = p
+            dt = np.dtype(dt)
+            operands.append(name)
+            lines += [f"    c[{ARGS + words}] = {name}.ctypes.data",
+                      f"    c[{ARGS + words + 1}] = {name}.size"]
+            if sliced:
+                call.append(f"carray(voidptr(c[{ARGS + words}] + lo * {dt.itemsize}), hi - lo, "
+                            f"np.{dt.name})")
+            else:
+                call.append(f"carray(voidptr(c[{ARGS + words}]), c[{ARGS + words + 1}], "
+                            f"np.{dt.name})")
+            words += 2
+    if words > CTRL_WORDS - ARGS:
+        return None
+    return "\n".join([
+        "", "", "from numba import carray, cfunc, types",
+        "from corejax.compiler.eager_threads import (call_runner, claim_part, finish_part, "
+        "post_job, voidptr, wait_job)", "", "",
+        "def _claims(ctrl, job):",
+        f"    c = carray(voidptr(ctrl), {CTRL_WORDS}, np.int64)",
+        "    while True:",
+        "        i = claim_part(ctrl, job)",
+        "        if i < 0:",
+        "            return",
+        f"        lo = c[{BOUNDS} + i]",
+        f"        hi = c[{BOUNDS} + i + 1]",
+        f"        kernel({', '.join(call)})",
+        "        finish_part(ctrl)", "", "",
+        'claims = cfunc(types.void(types.int64, types.int64), error_model="numpy", '
+        "cache=True)(_claims)",
+        "", "",
+        "@njit(nogil=True, cache=True)",
+        f"def run(ctrl, job, runner, bounds, rounds{''.join(', ' + o for o in operands)}):",
+        f"    c = carray(voidptr(ctrl), {CTRL_WORDS}, np.int64)",
+        *lines,
+        "    post_job(ctrl, job, runner, bounds)",
+        "    call_runner(runner, ctrl, job)",
+        "    return wait_job(ctrl, bounds.size - 1, rounds)",
+    ]) + "\n"
+
+
 class _Pool:
     def __init__(self, n: int):
-        self.seq = np.zeros(1, np.int64)        # bumped for every post
-        self.addr = self.seq.ctypes.data
+        self.ctrl = np.zeros(CTRL_WORDS, np.int64)
+        self.addr = self.ctrl.ctypes.data
+        self.ids = itertools.count(1)           # job ids (next() is atomic: the GIL)
         self.jobs: collections.deque = collections.deque()
         self.cond = threading.Condition()
+        self.native = threading.Lock()          # held by the thread whose native job runs
         self.sleeping = 0
+        self.wakes = 0
         self.rounds = _rounds(SPIN_SECONDS)
         self.wait_rounds = _rounds(WAIT_SECONDS)
         self.n = n
+        _serve(self.addr, 0, 0)     # its code loaded here, not by the helpers as work waits
         for i in range(n):
             threading.Thread(target=self._loop, daemon=True, name=f"corejax-eager-{i}").start()
 
     def post(self, job, copies: int) -> None:
         self.jobs.extend([job] * copies)
-        self.seq[0] += 1
+        _post_python(self.addr, next(self.ids))
         if self.sleeping:
-            with self.cond:
-                self.cond.notify_all()
+            self.wake()
+
+    def wake(self) -> None:
+        """Wakes the sleeping helpers into their spin (work is about to be posted)."""
+        with self.cond:
+            self.wakes += 1
+            self.cond.notify_all()
 
     def _loop(self) -> None:
-        last = int(self.seq[0])
+        last = int(self.ctrl[SEQ])
         while True:
-            if not _spin_while_equal(self.addr, last, self.rounds):
+            got = _serve(self.addr, last, self.rounds)
+            if got < 0:
+                last = -1 - got
                 with self.cond:
                     self.sleeping += 1
-                    while int(self.seq[0]) == last:
+                    seen = self.wakes
+                    while int(self.ctrl[SEQ]) == last and self.wakes == seen:
                         self.cond.wait()
                     self.sleeping -= 1
-            last = int(self.seq[0])
+                continue
+            last = got
             while True:
                 try:
                     job = self.jobs.popleft()
@@ -197,3 +419,24 @@ def run_parts(task, bounds, helpers: int) -> None:
         finished.wait()
     if failed:
         raise failed[0]
+
+
+def run_native(run, runner: int, bounds: np.ndarray, operands, helpers: int) -> bool:
+    """Runs a job of a kernel built with `native_source` (`run` its entry, `runner` the address
+    of its `claims`) over the parts between `bounds` (int64) on this thread and up to `helpers`
+    helper threads; returns False, running nothing, where another thread's native job holds
+    the helpers (the caller then runs the kernel itself)."""
+    pool = _get_pool(helpers)
+    if not pool.native.acquire(blocking=False):
+        return False
+    try:
+        if pool.sleeping:
+            pool.wake()
+        k = bounds.size - 1
+        if not run(pool.addr, next(pool.ids), runner, bounds, pool.wait_rounds, *operands):
+            # a helper holds a part and lost its core: poll, letting other threads run
+            while not _spin_until(pool.addr + DONE * 8, k, 1000):
+                time.sleep(20e-6)
+    finally:
+        pool.native.release()
+    return True

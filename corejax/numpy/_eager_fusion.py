@@ -307,7 +307,7 @@ def _flat_loop(composed, leaves):
     from numba import types
     sig = [types.int64] + \
         [diskcache.numba_type(v.aval.dtype) for v in [*jaxpr.invars, *results]]
-    fn, _ = diskcache.load_kernel(source, sig)
+    fn = _eager_kernels().load_flat(source, sig)
     return fn, shape, [(v.aval.dtype, v.aval.weak_type) for v in results], out_tree
 
 

@@ -1,0 +1,167 @@
+"""Helper threads running parts of kernels claimed in compiled code (compiler/eager_threads:
+native_source, run_native): every part runs exactly once, a call returns only after its parts
+are done (a slow part included), concurrent callers (native and Python jobs) stay correct, and
+the kernels' split forms (eager and jit) take this path."""
+import threading
+
+import numpy as np
+import pytest
+from numba import types
+
+import corejax.numpy as jnp
+import corejax
+from corejax.compiler import diskcache, eager_kernels, eager_threads
+
+# each element of o0 gets a0's element added once per run; an element's work grows with a0
+# (a slow part is one whose elements hold large values)
+COUNTING = '''import numpy as np
+from numba import njit
+
+
+@njit(error_model="numpy", nogil=True, cache=True)
+def kernel(p0, p1, n0, a0, o0):
+    for i in range(p0, p1):
+        acc = 0.0
+        for _ in range(np.int64(a0[i])):
+            acc += 1.0
+        o0[i] += acc
+'''
+F64 = diskcache.numba_type(np.float64)
+PARAMS = ["lo", "hi", ("int", "n0"), ("array", "a0", np.float64, False),
+          ("array", "o0", np.float64, False)]
+
+
+@pytest.fixture(scope="module")
+def counting():
+    native = eager_kernels.native_kernel(COUNTING, PARAMS, (types.int64, F64, F64))
+    assert native is not None
+    return native
+
+
+def _bounds(rng, n):
+    k = int(rng.integers(2, 9))
+    cuts = np.sort(rng.choice(np.arange(1, n), k - 1, replace=False))
+    return np.concatenate([[0], cuts, [n]]).astype(np.int64)
+
+
+def test_every_part_runs_once(counting):
+    rng = np.random.default_rng(0)
+    n = 1000
+    a = rng.integers(0, 50, n).astype(np.float64)
+    o = np.zeros(n)
+    runs = 0
+    for _ in range(300):
+        if eager_kernels.run_native(counting, _bounds(rng, n), (n, a, o)):
+            runs += 1
+    assert runs == 300      # one caller: the helpers are never held by another job
+    np.testing.assert_array_equal(o, runs * a)
+
+
+def test_a_call_waits_for_a_slow_part(counting):
+    """A part that takes far longer than the caller's spin (WAIT_SECONDS) is still done when
+    run_native returns, whichever thread ran it."""
+    n = 64
+    a = np.ones(n)
+    a[40:] = 2e6            # some 2e6 additions per element: milliseconds per part
+    o = np.zeros(n)
+    for _ in range(3):
+        assert eager_kernels.run_native(counting, np.array([0, 8, 16, 40, 64], np.int64),
+                                        (n, a, o))
+    np.testing.assert_array_equal(o, 3 * a)
+
+
+def test_concurrent_callers_native_and_python():
+    """Threads posting native jobs and Python jobs (eager_threads.run_parts) at once, many
+    times: a native call that finds the helpers held runs nothing and says so (its caller
+    runs the kernel itself); every element is counted exactly once per call either way."""
+    native = eager_kernels.native_kernel(COUNTING, PARAMS, (types.int64, F64, F64))
+    whole, _ = diskcache.load_kernel(COUNTING, (types.int64, types.int64, types.int64, F64, F64))
+    errors = []
+
+    def native_caller(seed):
+        rng = np.random.default_rng(seed)
+        n = 500
+        a = rng.integers(0, 20, n).astype(np.float64)
+        o = np.zeros(n)
+        for _ in range(400):
+            if not eager_kernels.run_native(native, _bounds(rng, n), (n, a, o)):
+                whole(0, n, n, a, o)
+        if not np.array_equal(o, 400 * a):
+            errors.append(("native", seed))
+
+    def python_caller(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(300):
+            k = int(rng.integers(2, 9))
+            runs = [0] * k
+
+            def task(lo, hi):
+                runs[lo] += 1
+            eager_threads.run_parts(task, list(range(k + 1)), 2)
+            if runs != [1] * k:
+                errors.append(("python", runs))
+
+    threads = [threading.Thread(target=native_caller, args=(1,)),
+               threading.Thread(target=native_caller, args=(2,)),
+               threading.Thread(target=python_caller, args=(3,))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+
+
+def test_eager_split_loops_claim_parts_in_compiled_code(monkeypatch):
+    """An eager kernel's split call runs its native form (parts sliced from the flat operands,
+    a broadcast scalar read whole), with the unsplit bits."""
+    helpers = max(1, eager_kernels._helpers())
+    monkeypatch.setattr(eager_kernels, "_helpers", lambda: helpers)
+    monkeypatch.setattr(eager_kernels, "split_cores", lambda key, n: 4 if n >= 4096 else 1)
+    used = []
+    real = eager_kernels.run_native
+    monkeypatch.setattr(eager_kernels, "run_native",
+                        lambda *a: used.append(1) or real(*a))
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(70_001) * 4).astype(np.float32)
+    split = np.asarray(jnp.tanh(x))
+    assert used
+    monkeypatch.setattr(eager_kernels, "split_cores", lambda key, n: 1)
+    whole = np.asarray(jnp.tanh(x))
+    assert np.array_equal(split.view(np.int32), whole.view(np.int32))
+    # a FAST loop with a scalar operand read whole by every part
+    monkeypatch.setattr(eager_kernels, "split_cores", lambda key, n: 4 if n >= 4096 else 1)
+    used.clear()
+    got = np.asarray(jnp.maximum(x, np.float32(0.5)))
+    assert used
+    assert np.array_equal(got, np.maximum(x, np.float32(0.5)))
+
+
+def test_native_source_refuses_more_operands_than_a_control_block_holds():
+    many = ["lo", "hi"] + [("array", f"a{j}", np.float32, False)
+                           for j in range(eager_threads.CTRL_WORDS)]
+    assert eager_threads.native_source(many) is None
+
+
+def test_jit_groups_run_their_parts_in_compiled_code(monkeypatch):
+    """A jitted group big enough for threads runs its parts through native_kernel's form when
+    its call site chooses threads, with the one-thread kernel's bits."""
+    from corejax._machine import usable_cores
+    from corejax.compiler import codegen
+    if usable_cores() < 2:
+        pytest.skip("one usable core: no threaded variant")
+    used = []
+    real = eager_kernels.run_native
+    monkeypatch.setattr(eager_kernels, "run_native",
+                        lambda *a: used.append(1) or real(*a))
+
+    @corejax.jit
+    def f(x):
+        return 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)
+
+    x = np.random.default_rng(2).standard_normal(codegen.ADAPTIVE_MIN + 4099).astype(np.float32)
+    results = []
+    for _ in range(12):     # the site measures both ways, then runs the faster
+        results.append(np.asarray(f(x)))
+    assert used
+    for r in results[1:]:
+        assert np.array_equal(r, results[0])
