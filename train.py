@@ -480,9 +480,11 @@ class _StepGuard:
         self._previous = {}
 
     def _handler(self, signum, frame):
-        if self.in_step or self.agree is not None:
-            self.pending = signum
-        else:
+        # kept pending in every case: a raise that lands in a weakref callback or a
+        # destructor (the collector runs them between any two bytecodes) is printed and
+        # swallowed by Python, and the next step start takes the signal instead
+        self.pending = signum
+        if not self.in_step and self.agree is None:
             raise _Interrupted(signum)
 
     def install(self):
@@ -496,6 +498,13 @@ class _StepGuard:
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
         self._previous = {}
+
+    def step_start(self):
+        """Before a step: a signal whose interruption was swallowed is taken now."""
+        if self.pending is not None and self.agree is None:
+            signum, self.pending = self.pending, None
+            raise _Interrupted(signum)
+        self.in_step = True
 
     def step_done(self):
         self.in_step = False
@@ -711,7 +720,7 @@ def train(cfg: dict, resume: bool = False, quiet: bool = False, overwrite: bool 
             seen = 0
             try:
                 for x, y in it:
-                    guard.in_step = True
+                    guard.step_start()
                     params, opt_state, loss = train_step(state["params"], state["opt_state"], x, y)
                     loss = float(loss)
                     rows = x.shape[0] if procs is None else procs.last_rows

@@ -934,12 +934,14 @@ def test_host_evaluated_group_keeps_a_transposed_layout(monkeypatch):
 
 
 @pytest.mark.parametrize("rows", [1024, 3, 0])
-def test_big_groups_choose_threads_by_measurement_with_the_same_bits(rows):
+def test_big_groups_choose_threads_by_measurement_with_the_same_bits(rows, monkeypatch):
     """A group of ADAPTIVE_MIN elements or more gets a second kernel over a part of its outer
     loop, run in parts by this thread and helper threads; its call site runs whichever way it
     measures faster. Both write the same bits, including a row reduction (each row still
     summed by one thread, in order). rows=0: one dimension, cut at 64-element multiples."""
-    from corejax.compiler import codegen
+    from corejax.compiler import codegen, eager_threads
+    # (every call recorded, whether or not it found the helpers spinning)
+    monkeypatch.setattr(eager_threads, "helpers_awake", lambda: True)
 
     def f(x):
         y = 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)

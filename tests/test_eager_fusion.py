@@ -324,9 +324,10 @@ def test_elementwise_programs_run_as_flat_loops(fusing, flat_loops):
 def split(monkeypatch):
     """Every loop of 256 elements or more split over threads, as if four cores were there and
     splitting paid."""
-    from corejax.compiler import eager_kernels
+    from corejax.compiler import eager_kernels, eager_threads
     monkeypatch.setattr(eager_kernels, "_helpers", lambda: 2)
     monkeypatch.setattr(eager_kernels, "split_cores", lambda key, n: 4 if n >= 256 else 1)
+    monkeypatch.setattr(eager_threads, "WAKE_SECONDS", 0.0)    # (short jobs wake them too)
 
 
 @pytest.mark.parametrize("name,dt,kwargs", case_params(

@@ -336,9 +336,11 @@ def test_fast_loops_leave_small_and_other_operands_to_numpy():
 def split_everything(monkeypatch):
     """Every loop of 4096 elements or more split as if four cores were there and splitting
     paid, whatever the machine; at least one helper thread even on one core."""
+    from corejax.compiler import eager_threads
     helpers = max(1, eager_kernels._helpers())
     monkeypatch.setattr(eager_kernels, "_helpers", lambda: helpers)
     monkeypatch.setattr(eager_kernels, "split_cores", lambda key, n: 4 if n >= 4096 else 1)
+    monkeypatch.setattr(eager_threads, "WAKE_SECONDS", 0.0)    # (short jobs wake them too)
     return helpers
 
 
@@ -352,7 +354,9 @@ def test_parts_cut_at_multiples_of_64_and_cover_the_range():
 
 
 def test_loops_split_when_long_and_splitting_has_paid(monkeypatch):
+    from corejax.compiler import eager_threads
     monkeypatch.setattr(eager_kernels, "_timings", {})
+    monkeypatch.setattr(eager_threads, "helpers_awake", lambda: True)
     monkeypatch.setattr(eager_kernels, "_helpers", lambda: 3)
     n = 1 << 20
     assert eager_kernels.split_cores("k", n) == 1              # never timed
@@ -384,6 +388,10 @@ def test_loops_split_when_long_and_splitting_has_paid(monkeypatch):
     assert eager_kernels._timings["k"][1] == fast
     eager_kernels.timed("k", n, 1, lambda: time.sleep(0.05))
     assert eager_kernels._timings["k"][0] == pytest.approx(0.75e-9 + 0.25 * 2e-9)
+    # a split call that had to wake the helpers is not a split's time
+    monkeypatch.setattr(eager_threads, "helpers_awake", lambda: False)
+    eager_kernels.timed("k", n, 4, lambda: time.sleep(0.01))
+    assert eager_kernels._timings["k"][1] == fast
 
 
 def test_run_parts_runs_every_part_once_and_reraises(split_everything):
@@ -503,3 +511,23 @@ def test_eager_sums_run_the_compiled_pairwise_sum(split_everything):
                               np.asarray(got) * np.float32(1 / count))
     finally:
         eager_sums.pairwise_sum = real
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["f32", "f64"])
+def test_full_products_have_the_bits_of_jit(dt):
+    """A float product over every axis of a large array runs jit's fused loop eagerly (its
+    lanes reassociated: not NumPy's sequential chain), so eager and jit agree bit for bit, as
+    in JAX; products over some axes keep the NumPy impl's bits."""
+    rng = np.random.default_rng(11)
+    for shape in [(1 << 20,), (100_003,), (eager_kernels.FAST_MIN_SIZE,), (512, 1024),
+                  (3, 7, 4099)]:
+        x = (1 + (rng.random(shape) - 0.5) * 1e-2).astype(dt)
+        x.flat[::997] = -x.flat[::997]
+        got = np.asarray(jnp.prod(jnp.asarray(x)))
+        want = np.asarray(jax.jit(jnp.prod)(jnp.asarray(x)))
+        assert got.dtype == dt and got.tobytes() == want.tobytes(), shape
+        np.testing.assert_allclose(got, np.prod(x.astype(np.float64)), rtol=1e-4)
+    x = (1 + (rng.random((512, 1024)) - 0.5) * 1e-2).astype(dt)
+    assert _exact(np.asarray(jnp.prod(jnp.asarray(x), axis=1)), np.prod(x, axis=1))
+    small = x[0, :100]
+    assert _exact(np.asarray(jnp.prod(jnp.asarray(small))), np.prod(small))

@@ -51,9 +51,9 @@ def test_every_part_runs_once(counting):
     o = np.zeros(n)
     runs = 0
     for _ in range(300):
-        if eager_kernels.run_native(counting, _bounds(rng, n), (n, a, o)):
+        if eager_kernels.run_native(counting, _bounds(rng, n), (n, a, o), seconds=1.0):
             runs += 1
-    assert runs == 300      # one caller: the helpers are never held by another job
+    assert runs == 300      # one caller, long jobs: the helpers are woken, never held
     np.testing.assert_array_equal(o, runs * a)
 
 
@@ -66,7 +66,7 @@ def test_a_call_waits_for_a_slow_part(counting):
     o = np.zeros(n)
     for _ in range(3):
         assert eager_kernels.run_native(counting, np.array([0, 8, 16, 40, 64], np.int64),
-                                        (n, a, o))
+                                        (n, a, o), seconds=1.0)
     np.testing.assert_array_equal(o, 3 * a)
 
 
@@ -84,7 +84,8 @@ def test_concurrent_callers_native_and_python():
         a = rng.integers(0, 20, n).astype(np.float64)
         o = np.zeros(n)
         for _ in range(400):
-            if not eager_kernels.run_native(native, _bounds(rng, n), (n, a, o)):
+            seconds = float(rng.choice([0.0, 1.0]))   # short jobs find the helpers asleep
+            if not eager_kernels.run_native(native, _bounds(rng, n), (n, a, o), seconds):
                 whole(0, n, n, a, o)
         if not np.array_equal(o, 400 * a):
             errors.append(("native", seed))
@@ -117,14 +118,15 @@ def test_eager_split_loops_claim_parts_in_compiled_code(monkeypatch):
     helpers = max(1, eager_kernels._helpers())
     monkeypatch.setattr(eager_kernels, "_helpers", lambda: helpers)
     monkeypatch.setattr(eager_kernels, "split_cores", lambda key, n: 4 if n >= 4096 else 1)
+    monkeypatch.setattr(eager_threads, "WAKE_SECONDS", 0.0)
     used = []
     real = eager_kernels.run_native
     monkeypatch.setattr(eager_kernels, "run_native",
-                        lambda *a: used.append(1) or real(*a))
+                        lambda *a: used.append(real(*a)) or used[-1])
     rng = np.random.default_rng(5)
     x = (rng.standard_normal(70_001) * 4).astype(np.float32)
     split = np.asarray(jnp.tanh(x))
-    assert used
+    assert used and all(used)       # run natively, not left to this thread
     monkeypatch.setattr(eager_kernels, "split_cores", lambda key, n: 1)
     whole = np.asarray(jnp.tanh(x))
     assert np.array_equal(split.view(np.int32), whole.view(np.int32))
@@ -132,8 +134,26 @@ def test_eager_split_loops_claim_parts_in_compiled_code(monkeypatch):
     monkeypatch.setattr(eager_kernels, "split_cores", lambda key, n: 4 if n >= 4096 else 1)
     used.clear()
     got = np.asarray(jnp.maximum(x, np.float32(0.5)))
-    assert used
+    assert used and all(used)
     assert np.array_equal(got, np.maximum(x, np.float32(0.5)))
+
+
+def test_short_jobs_do_not_wake_sleeping_helpers(counting):
+    """A job predicted shorter than WAKE_SECONDS is left to its caller while the helpers
+    sleep (run_native says so and runs nothing); a long one wakes them."""
+    import time
+    pool = eager_threads._get_pool(max(1, eager_kernels._helpers()))
+    deadline = time.monotonic() + 5
+    while pool.sleeping < pool.n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert pool.sleeping == pool.n
+    n = 64
+    a, o = np.ones(n), np.zeros(n)
+    bounds = np.array([0, 16, 32, 48, 64], np.int64)
+    assert not eager_kernels.run_native(counting, bounds, (n, a, o), seconds=1e-6)
+    assert not o.any() and pool.sleeping == pool.n
+    assert eager_kernels.run_native(counting, bounds, (n, a, o), seconds=1.0)
+    np.testing.assert_array_equal(o, a)
 
 
 def test_native_source_refuses_more_operands_than_a_control_block_holds():

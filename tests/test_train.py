@@ -480,3 +480,32 @@ def test_sigterm_from_outside_mid_epoch_then_resume_is_bit_identical(tmp_path):
     steps = [json.loads(line)["step"] for line in metrics.read_text().splitlines()
              if json.loads(line)["type"] == "step"]
     assert steps == list(range(1, 401))                   # no step lost, none repeated
+
+
+def test_a_signal_whose_interruption_was_swallowed_stops_the_next_step():
+    """Python prints and drops an exception raised in a weakref callback (the collector runs
+    them between any two bytecodes): a SIGTERM handled there must still stop the run, at the
+    next step's start."""
+    import signal
+    import sys
+    import weakref
+    guard = train._StepGuard()
+
+    class Thing:
+        pass
+
+    thing = Thing()
+    hook = sys.unraisablehook
+    swallowed = []
+    sys.unraisablehook = lambda info: swallowed.append(info.exc_type)
+    try:
+        ref = weakref.ref(thing, lambda r: guard._handler(signal.SIGTERM, None))
+        del thing                       # the callback runs; its raise goes nowhere
+    finally:
+        sys.unraisablehook = hook
+    assert ref() is None and swallowed == [train._Interrupted]
+    with pytest.raises(train._Interrupted) as info:
+        guard.step_start()
+    assert info.value.signum == signal.SIGTERM
+    guard.step_start()                  # taken once
+    guard.step_done()

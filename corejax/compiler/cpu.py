@@ -23,7 +23,7 @@ from corejax import core, dtypes
 from corejax._machine import usable_cores
 from corejax.array import Array, _Deleted, _NanChecks, to_numpy
 from corejax.core import Literal, Var
-from corejax.compiler import blas, codegen, diskcache, eager_kernels, registry
+from corejax.compiler import blas, codegen, diskcache, eager_kernels, eager_threads, registry
 from corejax.compiler.fusion import (Buffers, FusedGroup, HostStep, Virtual, partition,
                                      step_reads)
 from corejax.compiler.control_flow import host_control_flow
@@ -548,12 +548,16 @@ class CpuExecutable:
                 fn(*args)           # several devices' programs share the cores
                 return
             mode = site.mode()
+            # (a threaded call that wakes the helpers measures their waking: recorded only
+            # as the first time of the threads)
+            awake = mode != 0 or eager_threads.helpers_awake() or site.seconds[0] == 0.0
             start = time.perf_counter()
             if mode == 0:
                 threaded(args)
             else:
                 fn(*args)
-            site.record(mode, time.perf_counter() - start)
+            if awake:
+                site.record(mode, time.perf_counter() - start)
 
         return run
 
@@ -590,7 +594,7 @@ class CpuExecutable:
             native_bounds = np.asarray(bounds, np.int64)
 
             def threaded(args):
-                if not eager_kernels.run_native(native, native_bounds, args):
+                if not eager_kernels.run_native(native, native_bounds, args, site.seconds[1]):
                     fn(*args)
         else:
             try:

@@ -89,7 +89,7 @@ def runner(primitive):
     if primitive.name in FAST:
         return _fast_runner(primitive.name)
     if primitive.name in REDUCTIONS:
-        return REDUCTIONS[primitive.name]
+        return REDUCTIONS[primitive.name](primitive)
     if primitive.name not in PRIMITIVES or primitive not in registry.elementwise_lowerings:
         return None
     kernels: dict = {}
@@ -122,23 +122,25 @@ def runner(primitive):
 # XLA runs a large elementwise op on all of the machine's cores; so do these kernels (compiled
 # nogil), where that pays: a flat loop is cut into PARTS_PER_CORE contiguous parts per core (at
 # multiples of 64 elements), and this thread and the helpers (compiler/eager_threads.py: they
-# spin a millisecond for work before they sleep, as XLA's do) take parts in turn until none is
-# left. Each element is computed by the same code wherever it lands, so results do not depend
-# on the split. A helper that gets a core late leaves its parts to this thread, which never
-# waits for a helper that has not started a part.
+# spin 50 us for work before they sleep) take parts in turn until none is left, claiming them
+# in compiled code (the kernel's native form) with no GIL between them. Each element is
+# computed by the same code wherever it lands, so results do not depend on the split. A
+# helper that gets a core late leaves its parts to this thread, which never waits for a helper
+# that has not started a part.
 #
 # "Where that pays" is measured, per kernel: the time per element of its unsplit and of its
 # split calls (moving averages). A loop predicted to take less than SPLIT_MIN_SECONDS unsplit
-# never splits (a hand-off costs 20-110 us on the shared 2-core machine); a longer one splits
-# when its split calls have been faster by the factor SPLIT_GAIN (memory-bound loops such as
-# clip's gain little, and lose under load), and every EXPLORE-th call tries the other way, so
-# the choice follows the machine's load. Measured there (1M float32, medians, one thread /
-# split, both cores free): exp 385 / 329 us, hypot's loop 619 / 462 us, sqrt 230 / 232 us,
-# the pairwise sum 103 / 154 us; with other processes keeping both cores busy a split only
-# cost (exp 366 / 389-416 us), and this sees it.
+# never splits (a post and a wake cost microseconds, a sleeping helper 20-110 us to start); a
+# longer one splits when its split calls have been faster by the factor SPLIT_GAIN (memory-
+# bound loops gain less, and lose under load), and every EXPLORE-th call tries the other way,
+# so the choice follows the machine's load. Measured there (1M float32, medians, one thread /
+# split, both cores free, helpers spinning): exp 346 / 204 us, tanh 600 / 336 us, hypot's loop
+# 503 / 283 us, the pairwise sum 66 / 40 us. (With parts handed to helpers through Python
+# calls, each taking the GIL, the split exp took 329 us and the sum 154.) With other processes
+# keeping both cores busy a split only costs, and this sees it.
 
 SPLIT_MIN = 1 << 16             # elements: below, never split (nor timed)
-SPLIT_MIN_SECONDS = 250e-6      # predicted time of the unsplit loop from which it may split
+SPLIT_MIN_SECONDS = 30e-6       # predicted time of the unsplit loop from which it may split
 SPLIT_GAIN = 0.8                # split calls must have been this much faster
 PARTS_PER_CORE = 2
 EXPLORE = 8
@@ -177,9 +179,15 @@ def split_cores(key, n: int) -> int:
 def timed(key, n: int, cores: int, call):
     """call() (a loop of n elements of kernel `key` on `cores` cores), its time recorded per
     way: from its second call on (the first may load code or start threads), the fastest of
-    three, then a moving average, a preempted call counting as at most twice the average."""
+    three, then a moving average, a preempted call counting as at most twice the average. A
+    split call that finds the helper threads asleep is not recorded: it measures their
+    waking, not the split (they then spin for the calls that follow)."""
     if n < SPLIT_MIN:
         return call()
+    if cores > 1:
+        from corejax.compiler import eager_threads
+        if not eager_threads.helpers_awake():   # (this call wakes them: not a split's time)
+            return call()
     start = time.perf_counter()
     out = call()
     per = (time.perf_counter() - start) / n
@@ -238,11 +246,14 @@ def native_kernel(source: str, params, sig):
         return None
 
 
-def run_native(native, bounds: np.ndarray, operands) -> bool:
+def run_native(native, bounds: np.ndarray, operands, seconds: float = 0.0) -> bool:
     """Runs a `native_kernel` over the parts between `bounds` on this thread and the helper
-    threads; False (nothing run) where another thread's job holds the helpers."""
+    threads; False (nothing run) where another thread's job holds the helpers, or where they
+    sleep and the job is short (`seconds`, its predicted time on one thread: see
+    eager_threads.run_native)."""
     from corejax.compiler import eager_threads
-    return eager_threads.run_native(native[0], native[1], bounds, operands, _helpers())
+    return eager_threads.run_native(native[0], native[1], bounds, operands, _helpers(),
+                                    seconds)
 
 
 def start_helpers() -> None:
@@ -304,8 +315,11 @@ def call_split(kernel: FlatKernel, n, flat, scalar, outs) -> None:
     bounds = parts(n, cores)
     native = kernel.native(scalar)
     if native is not None:
+        t = _timings.get(kernel)
+        seconds = n * t[0] if t is not None and t[0] is not None else 0.0
+
         def split():
-            if not run_native(native, np.asarray(bounds, np.int64), (*flat, *outs)):
+            if not run_native(native, np.asarray(bounds, np.int64), (*flat, *outs), seconds):
                 fn(n, *flat, *outs)
         timed(kernel, n, cores, split)
         return
@@ -653,5 +667,45 @@ def pairwise_sum(flat: np.ndarray, center=None, nan_to_zero: bool = False):
         flat, cores, run_parts if cores > 1 else None, center, nan_to_zero))
 
 
-REDUCTIONS = {"reduce_sum": _reduce_sum}
+def _full_product(primitive):
+    """A float product over every axis of a C-contiguous array of at least FAST_MIN_SIZE
+    elements: the loop jit's fused kernel runs for it (codegen's full reduction, its
+    multiplications reassociated into vector lanes), so eager and jit give the same bits, as
+    they do in JAX, at jit's speed (NumPy's product is one sequential chain of
+    multiplications: 875 us for 1M float32 here, the loop 80 us). Other products run the
+    NumPy impl."""
+    from corejax.compiler.codegen import monoid
+    kernels: dict = {}
+
+    def run(values, params):
+        (x,) = values
+        if x.dtype not in (_F32, _F64) or x.size < FAST_MIN_SIZE or \
+                not x.flags.c_contiguous or \
+                tuple(params.get("axes", ())) != tuple(range(x.ndim)):
+            return None
+        fn = kernels.get(x.dtype)
+        if fn is None:
+            from numba import types
+            from corejax.compiler import diskcache
+            init, combine = monoid(registry.kernel_lowerings[primitive][1], x.dtype, ieee=True)
+            source = "\n".join([
+                "import math", "import numpy as np", "from numba import njit, prange", "", "",
+                "@njit(parallel=False, error_model=\"numpy\", nogil=True, cache=True, "
+                "fastmath={'reassoc'})",
+                "def kernel(n0, a0, r0):",
+                f"    acc = {init}",
+                "    for i0 in range(n0):",
+                "        x0 = a0[np.uint64(i0)]",
+                f"        acc = {combine.format(a='acc', b='x0')}",
+                "    r0[np.uint64(0)] = acc"]) + "\n"
+            t = diskcache.numba_type(x.dtype)
+            fn = kernels[x.dtype] = diskcache.load_kernel(source, (types.int64, t, t))[0]
+        out = np.empty(1, x.dtype)
+        fn(x.size, x.reshape(-1), out)
+        return out.reshape(())
+
+    return run
+
+
+REDUCTIONS = {"reduce_sum": lambda primitive: _reduce_sum, "reduce_prod": _full_product}
 

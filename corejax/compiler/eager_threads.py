@@ -44,6 +44,7 @@ __all__ = ["run_parts", "run_native", "native_source", "start", "SPIN_SECONDS",
 
 SPIN_SECONDS = 50e-6    # a helper's spin for more work before it sleeps
 WAIT_SECONDS = 2e-3     # the caller's spin for the helpers' last parts before it sleeps
+WAKE_SECONDS = 200e-6   # a job from which sleeping helpers are woken to take part in it
 
 _I64 = ir.IntType(64)
 
@@ -156,6 +157,7 @@ def _spin_until(addr, target, rounds):
 # not rewritten while any thread reads them: the next job is posted after DONE reached k.
 
 SEQ, RUNNER, CLAIM, DONE, BOUNDS = 0, 1, 8, 16, 24
+LATE = 1 << 40          # a flag beside a job id: the helper woke to that job
 MAX_PARTS = 64
 ARGS = BOUNDS + MAX_PARTS + 8
 CTRL_WORDS = ARGS + 1024
@@ -164,13 +166,16 @@ CTRL_WORDS = ARGS + 1024
 @njit(nogil=True, cache=True)
 def claim_part(ctrl, job):
     """The index of a part of job `job` that this thread now runs, or -1 where none is left
-    (or `job` is no longer the posted one)."""
+    (or `job` is no longer the posted one). A helper that woke to the job (LATE set in `job`,
+    for its first claim) does not start on the last part: the caller would otherwise wait
+    for a part begun on a core that was idle, when it could run it itself."""
     addr = ctrl + CLAIM * 8
     tag = job & 0x7FFFFFFF
+    keep = 2 if job & LATE else 1
     while True:
         w = _atomic_load(addr)
         i = w & 0xFFFF
-        if (w >> 32) != tag or i >= ((w >> 16) & 0xFFFF):
+        if (w >> 32) != tag or i + keep > ((w >> 16) & 0xFFFF):
             return -1
         if _compare_and_swap(addr, w, w + 1):
             return i
@@ -208,22 +213,32 @@ def wait_job(ctrl, k, rounds):
 
 
 @njit(nogil=True, cache=True)
-def _serve(ctrl, last, rounds):
+def _serve(ctrl, last, rounds, woken):
     """A helper's loop: runs the parts it can claim of each native job posted after job
-    `last`, spinning up to `rounds` polls for the next; returns the id of a Python job
-    posted (>= 0), or -1 - the last job's id after a spin without one."""
+    `last`, spinning for the next until `rounds` polls after the last job ended (not after
+    its own last part: the poster, still running its parts, posts again soon after); returns
+    the id of a Python job posted (>= 0), or -1 - the last job's id after a spin without one.
+    `woken`: it comes from sleep, and a job it finds at once is one it was woken for (it
+    joins it LATE)."""
     polls = 0
+    late = LATE if woken else 0
     while polls < rounds:
         s = _atomic_load(ctrl + SEQ * 8)
         if s == last:
             _pause()
+            late = 0
+            w = _atomic_load(ctrl + CLAIM * 8)
+            if (w >> 32) == (last & 0x7FFFFFFF) and \
+                    _atomic_load(ctrl + DONE * 8) < ((w >> 16) & 0xFFFF):
+                continue    # (the job runs on: the spin counts from its end)
             polls += 1
             continue
         last = s
         runner = _atomic_load(ctrl + RUNNER * 8)
         if runner == 0:
             return s
-        call_runner(runner, ctrl, s)
+        call_runner(runner, ctrl, s | late)
+        late = 0
         polls = 0
     return -1 - last
 
@@ -235,25 +250,28 @@ def native_source(params) -> str:
     whether all were done within `rounds` polls). `params` describes `kernel`'s arguments in
     order: "lo" / "hi" (the part's bounds), "count" (hi - lo), ("int", name) (an operand passed
     to run), ("array", name, dtype, sliced) (an array operand, passed whole, or with `sliced`
-    from element lo, hi - lo long: a flat loop's part). None where the operands need more
-    words than a control block holds."""
+    from element lo, hi - lo long: a flat loop's part); operands' names must not begin with
+    an underscore (run's own names do). None where the operands need more words than a
+    control block holds."""
     words, lines, call, operands = 0, [], [], []
     for p in params:
+        if isinstance(p, tuple) and p[1].startswith("_"):
+            raise ValueError(f"operand name {p[1]!r}: names beginning with '_' are run's own")
         if p in ("lo", "hi"):
             call.append(p)
         elif p == "count":
             call.append("hi - lo")
         elif p[0] == "int":
             operands.append(p[1])
-            lines.append(f"    c[{ARGS + words}] = {p[1]}")
+            lines.append(f"    _words[{ARGS + words}] = {p[1]}")
             call.append(f"c[{ARGS + words}]")
             words += 1
         else:
             _, name, dt, sliced = p
             dt = np.dtype(dt)
             operands.append(name)
-            lines += [f"    c[{ARGS + words}] = {name}.ctypes.data",
-                      f"    c[{ARGS + words + 1}] = {name}.size"]
+            lines += [f"    _words[{ARGS + words}] = {name}.ctypes.data",
+                      f"    _words[{ARGS + words + 1}] = {name}.size"]
             if sliced:
                 call.append(f"carray(voidptr(c[{ARGS + words}] + lo * {dt.itemsize}), hi - lo, "
                             f"np.{dt.name})")
@@ -264,7 +282,8 @@ def native_source(params) -> str:
     if words > CTRL_WORDS - ARGS:
         return None
     return "\n".join([
-        "", "", "from numba import carray, cfunc, types",
+        "", "", f"# eager_threads sha256={_own_digest()} (its functions are inlined here)",
+        "from numba import carray, cfunc, types",
         "from corejax.compiler.eager_threads import (call_runner, claim_part, finish_part, "
         "post_job, voidptr, wait_job)", "", "",
         "def _claims(ctrl, job):",
@@ -276,18 +295,28 @@ def native_source(params) -> str:
         f"        lo = c[{BOUNDS} + i]",
         f"        hi = c[{BOUNDS} + i + 1]",
         f"        kernel({', '.join(call)})",
-        "        finish_part(ctrl)", "", "",
+        "        finish_part(ctrl)",
+        f"        job = job & {LATE - 1}", "", "",
         'claims = cfunc(types.void(types.int64, types.int64), error_model="numpy", '
         "cache=True)(_claims)",
         "", "",
         "@njit(nogil=True, cache=True)",
-        f"def run(ctrl, job, runner, bounds, rounds{''.join(', ' + o for o in operands)}):",
-        f"    c = carray(voidptr(ctrl), {CTRL_WORDS}, np.int64)",
+        f"def run(_ctrl, _job, _runner, _bounds, _rounds{''.join(', ' + o for o in operands)}):",
+        f"    _words = carray(voidptr(_ctrl), {CTRL_WORDS}, np.int64)",
         *lines,
-        "    post_job(ctrl, job, runner, bounds)",
-        "    call_runner(runner, ctrl, job)",
-        "    return wait_job(ctrl, bounds.size - 1, rounds)",
+        "    post_job(_ctrl, _job, _runner, _bounds)",
+        "    call_runner(_runner, _ctrl, _job)",
+        "    return wait_job(_ctrl, _bounds.size - 1, _rounds)",
     ]) + "\n"
+
+
+@functools.lru_cache(maxsize=None)
+def _own_digest() -> str:
+    """A digest of this file: part of every native kernel's source, so that its cache key
+    changes with the functions it inlines from here (Numba's cache would not notice)."""
+    import hashlib
+    with open(__file__, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
 
 
 class _Pool:
@@ -300,10 +329,12 @@ class _Pool:
         self.native = threading.Lock()          # held by the thread whose native job runs
         self.sleeping = 0
         self.wakes = 0
+        self.poster_cpu = -1
+        _allowed_cpus()                         # (read here: the helpers change their own)
         self.rounds = _rounds(SPIN_SECONDS)
         self.wait_rounds = _rounds(WAIT_SECONDS)
         self.n = n
-        _serve(self.addr, 0, 0)     # its code loaded here, not by the helpers as work waits
+        _serve(self.addr, 0, 0, False)  # its code loaded here, not by helpers as work waits
         for i in range(n):
             threading.Thread(target=self._loop, daemon=True, name=f"corejax-eager-{i}").start()
 
@@ -315,14 +346,33 @@ class _Pool:
 
     def wake(self) -> None:
         """Wakes the sleeping helpers into their spin (work is about to be posted)."""
+        self.poster_cpu = _current_cpu()
         with self.cond:
             self.wakes += 1
             self.cond.notify_all()
 
+    def _leave_poster_cpu(self) -> None:
+        """A helper just woken by a poster: off the poster's CPU. Linux places a thread woken
+        through a futex on (or beside) its waker's CPU when the thread's own was idle long
+        enough, and the two then take turns on one core (tanh over 1M floats: 780 us split
+        against 680 whole, where a helper on the other core makes it 360). Its affinity
+        excludes that CPU until a later wake finds it on the poster's CPU again."""
+        cpu = self.poster_cpu
+        if cpu < 0 or _current_cpu() != cpu:
+            return
+        others = _allowed_cpus() - {cpu}
+        if others:
+            try:
+                os.sched_setaffinity(0, others)     # (0: the calling thread, on Linux)
+            except OSError:
+                pass
+
     def _loop(self) -> None:
         last = int(self.ctrl[SEQ])
+        woken = False
         while True:
-            got = _serve(self.addr, last, self.rounds)
+            got = _serve(self.addr, last, self.rounds, woken)
+            woken = False
             if got < 0:
                 last = -1 - got
                 with self.cond:
@@ -331,6 +381,8 @@ class _Pool:
                     while int(self.ctrl[SEQ]) == last and self.wakes == seen:
                         self.cond.wait()
                     self.sleeping -= 1
+                woken = True
+                self._leave_poster_cpu()
                 continue
             last = got
             while True:
@@ -339,6 +391,32 @@ class _Pool:
                 except IndexError:
                     break
                 job()
+
+
+@functools.lru_cache(maxsize=None)
+def _sched_getcpu():
+    """glibc's sched_getcpu, or None (another C library, another OS)."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    import ctypes
+    try:
+        fn = ctypes.CDLL(None).sched_getcpu
+    except (AttributeError, OSError):
+        return None
+    fn.restype, fn.argtypes = ctypes.c_int, []
+    return fn
+
+
+def _current_cpu() -> int:
+    """The CPU the calling thread runs on, or -1 where that cannot be asked."""
+    fn = _sched_getcpu()
+    return fn() if fn is not None else -1
+
+
+@functools.lru_cache(maxsize=None)
+def _allowed_cpus() -> frozenset:
+    """The CPUs this process may run on (when the pool starts)."""
+    return frozenset(os.sched_getaffinity(0))
 
 
 @functools.lru_cache(maxsize=None)
@@ -421,16 +499,30 @@ def run_parts(task, bounds, helpers: int) -> None:
         raise failed[0]
 
 
-def run_native(run, runner: int, bounds: np.ndarray, operands, helpers: int) -> bool:
+def helpers_awake() -> bool:
+    """Whether the helper threads are running or spinning (none asleep): a split call's time
+    then says what splitting gains; one that had to wake them says how long they slept."""
+    return _pool is not None and _pool.sleeping == 0
+
+
+def run_native(run, runner: int, bounds: np.ndarray, operands, helpers: int,
+               seconds: float = 0.0) -> bool:
     """Runs a job of a kernel built with `native_source` (`run` its entry, `runner` the address
     of its `claims`) over the parts between `bounds` (int64) on this thread and up to `helpers`
     helper threads; returns False, running nothing, where another thread's native job holds
-    the helpers (the caller then runs the kernel itself)."""
+    the helpers, or where they sleep and the job (`seconds` on one thread, as predicted) is
+    shorter than WAKE_SECONDS (the caller then runs the kernel itself). A woken helper needs
+    the GIL on its way back to its spin (30-100 us after the wake here, on a core that was
+    idle), and a short job's caller then waits for it at its own return: measured, the
+    pairwise sum of 1M float32 (62 us) split after a sleep took 123 us against 88 whole,
+    exp (373 us) 249 against 380, tanh (620 us) 373 against 631."""
     pool = _get_pool(helpers)
     if not pool.native.acquire(blocking=False):
         return False
     try:
         if pool.sleeping:
+            if seconds < WAKE_SECONDS:
+                return False
             pool.wake()
         k = bounds.size - 1
         if not run(pool.addr, next(pool.ids), runner, bounds, pool.wait_rounds, *operands):
