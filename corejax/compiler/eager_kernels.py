@@ -302,6 +302,18 @@ def load_flat(source: str, sig) -> FlatKernel:
     return FlatKernel(fn, source, sig)
 
 
+def _short_while_asleep(key, n: int) -> bool:
+    """Whether a split of kernel `key` over n elements would find the helper threads asleep
+    and not wake them (predicted shorter than eager_threads.WAKE_SECONDS): this thread then
+    runs it whole, and no native form is built for it."""
+    from corejax.compiler import eager_threads
+    if eager_threads.helpers_awake():
+        return False
+    t = _timings.get(key)
+    seconds = n * t[0] if t is not None and t[0] is not None else 0.0
+    return seconds < eager_threads.WAKE_SECONDS
+
+
 def call_split(kernel: FlatKernel, n, flat, scalar, outs) -> None:
     """kernel(n, *flat, *outs) for a one-loop kernel over flat operands (those marked in
     `scalar` are one element, read whole by every part) and flat outputs, split over the
@@ -309,6 +321,8 @@ def call_split(kernel: FlatKernel, n, flat, scalar, outs) -> None:
     builds, else run by Python calls."""
     fn = kernel.fn
     cores = split_cores(kernel, n)
+    if cores > 1 and _short_while_asleep(kernel, n):
+        cores = 1
     if cores < 2:
         timed(kernel, n, 1, lambda: fn(n, *flat, *outs))
         return
@@ -663,6 +677,8 @@ def pairwise_sum(flat: np.ndarray, center=None, nan_to_zero: bool = False):
     from corejax.compiler import eager_sums
     key = ("pairwise_sum", flat.dtype, center is None, nan_to_zero)
     cores = split_cores(key, flat.size)
+    if cores > 1 and _short_while_asleep(key, flat.size):
+        cores = 1
     return timed(key, flat.size, cores, lambda: eager_sums.pairwise_sum(
         flat, cores, run_parts if cores > 1 else None, center, nan_to_zero))
 
