@@ -138,6 +138,17 @@ def test_eager_split_loops_claim_parts_in_compiled_code(monkeypatch):
     assert np.array_equal(got, np.maximum(x, np.float32(0.5)))
 
 
+def test_more_parts_than_a_control_block_holds_are_left_to_the_caller(counting):
+    n = 1000
+    a, o = np.ones(n), np.zeros(n)
+    bounds = np.linspace(0, n, eager_threads.MAX_PARTS + 2).astype(np.int64)
+    assert not eager_kernels.run_native(counting, bounds, (n, a, o), seconds=1.0)
+    assert not o.any()
+    ok = np.linspace(0, n, eager_threads.MAX_PARTS + 1).astype(np.int64)
+    assert eager_kernels.run_native(counting, ok, (n, a, o), seconds=1.0)
+    np.testing.assert_array_equal(o, a)
+
+
 def test_short_jobs_do_not_wake_sleeping_helpers(counting):
     """A job predicted shorter than WAKE_SECONDS is left to its caller while the helpers
     sleep (run_native says so and runs nothing); a long one wakes them."""

@@ -1,4 +1,5 @@
-"""Helper threads that run parts of eager kernels' loops (compiler/eager_kernels.run_parts).
+"""Helper threads that run parts of loops: eager kernels' and eager sums' splits
+(compiler/eager_kernels), and jit's fused groups that run in parts (compiler/cpu.py).
 
 A loop of a few hundred microseconds gains from a second core only if the helper starts at
 once and the caller learns at once that it is done. A thread blocked on a lock or a condition
@@ -516,6 +517,8 @@ def run_native(run, runner: int, bounds: np.ndarray, operands, helpers: int,
     idle), and a short job's caller then waits for it at its own return: measured, the
     pairwise sum of 1M float32 (62 us) split after a sleep took 123 us against 88 whole,
     exp (373 us) 249 against 380, tanh (620 us) 373 against 631."""
+    if bounds.size - 1 > MAX_PARTS:     # (more than a control block's bound words)
+        return False
     pool = _get_pool(helpers)
     if not pool.native.acquire(blocking=False):
         return False
