@@ -509,7 +509,14 @@ class _StepGuard:
     def step_done(self):
         self.in_step = False
         if self.agree is not None:
-            self.pending = self.agree(self.pending)
+            # (a signal that lands while the processes agree, which waits for the slowest
+            # one, stays pending for the next agreement: assigning the agreement's result to
+            # `pending` lost it, and the run went on to its end)
+            agreed = self.agree(self.pending)
+            if agreed is None:
+                return
+            self.pending = None
+            raise _Interrupted(agreed)
         if self.pending is not None:
             signum, self.pending = self.pending, None
             raise _Interrupted(signum)

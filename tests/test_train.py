@@ -509,3 +509,28 @@ def test_a_signal_whose_interruption_was_swallowed_stops_the_next_step():
     assert info.value.signum == signal.SIGTERM
     guard.step_start()                  # taken once
     guard.step_done()
+
+
+def test_a_signal_during_the_processes_agreement_stops_the_next_step():
+    """Several processes agree after each step on whether to stop (an allreduce that waits
+    for the slowest one); a signal that lands during that agreement must be taken by the
+    next one, not lost (it was: the agreement's None overwrote it, and the run went on)."""
+    import signal
+    asked = []
+
+    def agree(pending):
+        asked.append(pending)
+        if len(asked) == 1:
+            guard._handler(signal.SIGINT, None)    # lands mid-agreement
+        return pending
+
+    guard = train._StepGuard(agree=agree)
+    guard.step_start()
+    guard.step_done()                   # agreed on None: this step completes
+    guard.step_start()
+    with pytest.raises(train._Interrupted) as info:
+        guard.step_done()
+    assert asked == [None, signal.SIGINT] and info.value.signum == signal.SIGINT
+    guard.step_start()
+    guard.step_done()                   # taken once
+    assert asked[-1] is None
