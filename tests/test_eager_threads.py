@@ -196,3 +196,44 @@ def test_jit_groups_run_their_parts_in_compiled_code(monkeypatch):
     assert used
     for r in results[1:]:
         assert np.array_equal(r, results[0])
+
+
+def test_claims_follow_the_posted_job_and_a_late_helper_leaves_the_last_part():
+    """claim_part on a control block: parts in order while the job is the posted one; none
+    for another job id (a helper that read an older job's runner); a helper that woke to
+    the job (LATE) does not start on its last part."""
+    ctrl = np.zeros(eager_threads.CTRL_WORDS, np.int64)
+    addr = ctrl.ctypes.data
+    eager_threads.post_job(addr, 7, 0, np.array([0, 10, 20, 30], np.int64))
+    assert eager_threads.claim_part(addr, 6) == -1                  # not the posted job
+    assert eager_threads.claim_part(addr, 7) == 0
+    assert eager_threads.claim_part(addr, 7 | eager_threads.LATE) == 1
+    assert eager_threads.claim_part(addr, 7 | eager_threads.LATE) == -1   # only 2 left
+    assert eager_threads.claim_part(addr, 7) == 2
+    assert eager_threads.claim_part(addr, 7) == -1
+    assert ctrl[eager_threads.SEQ] == 7 and ctrl[eager_threads.DONE] == 0
+    for _ in range(3):
+        eager_threads.finish_part(addr)
+    assert eager_threads.wait_job(addr, 3, 10)
+
+
+def test_a_woken_helper_on_the_posters_cpu_moves_off_it():
+    """_Pool._leave_poster_cpu, run by a helper thread just woken: where it finds itself on
+    the poster's CPU, its affinity (its own, not the process's) excludes that CPU."""
+    import os
+    import threading
+    import types as pytypes
+    if eager_threads._current_cpu() < 0 or len(eager_threads._allowed_cpus()) < 2:
+        pytest.skip("needs sched_getcpu and two usable CPUs")
+    seen = {}
+
+    def helper():
+        cpu = eager_threads._current_cpu()
+        eager_threads._Pool._leave_poster_cpu(pytypes.SimpleNamespace(poster_cpu=cpu))
+        seen["cpu"], seen["allowed"] = cpu, os.sched_getaffinity(0)
+
+    t = threading.Thread(target=helper)
+    t.start()
+    t.join()
+    assert seen["cpu"] not in seen["allowed"] and seen["allowed"]
+    assert os.sched_getaffinity(0) == set(eager_threads._allowed_cpus())   # this thread's

@@ -89,13 +89,14 @@ _runtime_digest = None
 
 
 def _runtime_id() -> str:
-    """A digest of the modules kernels import functions from: Numba's cache does not notice
-    when an inlined callee changes, so the key must."""
+    """A digest of the modules kernels import functions from (the native forms of split
+    loops: eager_threads' claims, eager_sums' runs): Numba's cache does not notice when an
+    inlined callee changes, so the key must."""
     global _runtime_digest
     if _runtime_digest is None:
-        from corejax.compiler import fastmath, kernel_lib
+        from corejax.compiler import eager_sums, eager_threads, fastmath, kernel_lib
         h = hashlib.sha256()
-        for mod in (fastmath, kernel_lib):
+        for mod in (fastmath, kernel_lib, eager_threads, eager_sums):
             with open(mod.__file__, "rb") as f:
                 h.update(f.read())
         _runtime_digest = h.hexdigest()

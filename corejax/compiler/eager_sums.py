@@ -313,28 +313,30 @@ def pairwise_sum(a: np.ndarray, parts: int = 1, run_parts=None, center=None,
     native = _native(a.dtype)
     if native is None:
         run_parts(lambda j0, j1: _runs(addr, c, mode, b, v, j0, j1), bounds)
-    elif not _run_native(native, np.asarray(bounds, np.int64),
-                         (addr, np.full(1, c), mode, b, v)):
+    elif not _eager_kernels().run_native(native, np.asarray(bounds, np.int64),
+                                         (addr, np.full(1, c), mode, b, v)):
         _runs(addr, c, mode, b, v, 0, k)    # (the helpers asleep or held: this thread)
     return t(0.0) + t(_tree(v))
 
 
 # The first pass's native form (compiler/eager_threads.native_source: runs claimed and summed
-# in compiled code by this thread and the helpers, no GIL between them), one per dtype; its
-# module names this file's digest, since it inlines the functions above.
+# in compiled code by this thread and the helpers, no GIL between them), one per dtype. (It
+# inlines the functions above: this file is part of every kernel's cache key,
+# diskcache._runtime_id.)
 
 _natives: dict = {}
+
+
+def _eager_kernels():
+    from corejax.compiler import eager_kernels as module   # (it imports this module)
+    return module
 
 
 def _native(dt):
     dt = np.dtype(dt)
     if dt not in _natives:
-        import hashlib
-        from corejax.compiler import diskcache, eager_kernels
-        with open(__file__, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()[:16]
+        from corejax.compiler import diskcache
         source = "\n".join([
-            f"# eager_sums sha256={digest} (its functions are inlined here)",
             "import numpy as np", "from numba import njit",
             "from corejax.compiler.eager_sums import _runs", "", "",
             '@njit(error_model="numpy", nogil=True, cache=True)',
@@ -344,10 +346,5 @@ def _native(dt):
                   ("array", "b", np.int64, False), ("array", "v", dt, False)]
         arr = diskcache.numba_type
         sig = (types.int64, arr(dt), types.int64, arr(np.int64), arr(dt))
-        _natives[dt] = eager_kernels.native_kernel(source, params, sig)
+        _natives[dt] = _eager_kernels().native_kernel(source, params, sig)
     return _natives[dt]
-
-
-def _run_native(native, bounds, operands) -> bool:
-    from corejax.compiler import eager_kernels
-    return eager_kernels.run_native(native, bounds, operands)

@@ -283,8 +283,7 @@ def native_source(params) -> str:
     if words > CTRL_WORDS - ARGS:
         return None
     return "\n".join([
-        "", "", f"# eager_threads sha256={_own_digest()} (its functions are inlined here)",
-        "from numba import carray, cfunc, types",
+        "", "", "from numba import carray, cfunc, types",
         "from corejax.compiler.eager_threads import (call_runner, claim_part, finish_part, "
         "post_job, voidptr, wait_job)", "", "",
         "def _claims(ctrl, job):",
@@ -309,15 +308,6 @@ def native_source(params) -> str:
         "    call_runner(_runner, _ctrl, _job)",
         "    return wait_job(_ctrl, _bounds.size - 1, _rounds)",
     ]) + "\n"
-
-
-@functools.lru_cache(maxsize=None)
-def _own_digest() -> str:
-    """A digest of this file: part of every native kernel's source, so that its cache key
-    changes with the functions it inlines from here (Numba's cache would not notice)."""
-    import hashlib
-    with open(__file__, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()[:16]
 
 
 class _Pool:

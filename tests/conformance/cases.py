@@ -136,6 +136,8 @@ def make_array(spec, rng, shape=None):
         x = rng.uniform(0.5, 2.0, shape)
     elif domain == "unit":
         x = rng.uniform(-0.9, 0.9, shape)
+    elif domain == "near1":  # long products stay finite
+        x = rng.uniform(0.999, 1.001, shape)
     elif domain == "prob":
         x = rng.uniform(0.1, 0.9, shape)
     elif domain == "gt1":
@@ -636,6 +638,10 @@ for _fn in ("max", "min", "amax", "amin"):
              label="where_no_initial", transforms=("eager",)))
 add(case("numpy.sum", "f32[0,3]", kwargs={"axis": 0}, label="empty"),
     case("numpy.prod", "f32[0]", label="empty"),
+    # past eager_kernels.FAST_MIN_SIZE a whole float product runs jit's loop eagerly too
+    case("numpy.prod", "f32[20000]:near1", transforms=BASIC, label="whole_large", ulp=64),
+    case("numpy.prod", "f64[128,160]:near1", transforms=BASIC, label="whole_large_2d",
+         x64=True, ulp=64),
     case("numpy.sum", "f32[3,4]", kwargs={"dtype": "int32"}, label="dtype_i32"),
     case("numpy.sum", "i8[5]", label="i8_accumulates"),
     case("numpy.sum", "u8[5]", label="u8"),
