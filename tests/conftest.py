@@ -114,3 +114,24 @@ def assert_described_close(got, want, path="out"):
     np.testing.assert_allclose(np.array(got["value"], dtype=float),
                                np.array(want["value"], dtype=float), rtol=2e-6, atol=1e-6,
                                err_msg=path)
+
+
+# --- the collector's work over a long session ----------------------------------------------
+# Numba keeps each compiled kernel's typed IR alive beside its machine code, so a process that
+# has run a few thousand of these tests holds millions of objects, nearly all of them live for
+# good, and every full collection (automatic, or a test's own gc.collect()) walked all of them:
+# 100 s of each worker's 13 minutes. Every FREEZE_EVERY tests the cycles left behind are
+# collected and what survives is moved out of the collector's generations (gc.freeze), so a
+# collection walks only what the tests since then made. A frozen object that dies later in a
+# reference cycle is not reclaimed: a bounded cost in a test process, never done in corejax.
+FREEZE_EVERY = 100
+_tests_run = 0
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    global _tests_run
+    _tests_run += 1
+    if _tests_run % FREEZE_EVERY == 0:
+        import gc
+        gc.collect()
+        gc.freeze()
