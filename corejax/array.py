@@ -469,6 +469,16 @@ def apply_primitive(primitive, args, params):
 core.eval_hooks.apply_primitive = apply_primitive
 
 
+def plain_eager() -> bool:
+    """Whether an eager primitive's result is its computation and nothing else: no trace is
+    staging, and no execution guard, transfer guard, NaN / inf check, CUDA placement or
+    committed CPU device is in force (what apply_primitive honours besides the computation).
+    The jnp layer's fast paths for the commonest notebook operations check it first."""
+    return not (_Guards.no_execution or _TransferGuarded.host_to_device or _NanChecks.enabled
+                or _Placement.cuda_in_use or _Placement.cpu_committed) and \
+        core._trace_state.dynamic_level == 0
+
+
 def _guard_numpy_operands(args) -> None:
     """The host-to-device guard on NumPy operands handed straight to a lax function."""
     for a in args:

@@ -497,7 +497,7 @@ def _integer_pow_impl(x, y):
     if y == 0:
         return np.ones_like(x)
     with np.errstate(all="ignore"):
-        acc, base, m = None, x, abs(y)
+        acc, base, m = None, x, builtins.abs(y)
         while m:
             if m & 1:
                 acc = base if acc is None else acc * base

@@ -68,7 +68,8 @@ def _canon(axes, ndim):
 
 # --- sum -------------------------------------------------------------------------------------
 
-reduce_sum_p = _reduction("reduce_sum", np.sum, NUMERIC, "add")
+# (np.add.reduce is what np.sum runs for an ndarray, without its Python wrapper)
+reduce_sum_p = _reduction("reduce_sum", np.add.reduce, NUMERIC, "add")
 
 
 def _reduce_sum_transpose(ct, x, axes):
@@ -123,8 +124,8 @@ def _zero_ordered(np_fn, negative):
     return impl
 
 
-reduce_max_p = _reduction("reduce_max", _zero_ordered(np.max, False), ANY, "max")
-reduce_min_p = _reduction("reduce_min", _zero_ordered(np.min, True), ANY, "min")
+reduce_max_p = _reduction("reduce_max", _zero_ordered(np.maximum.reduce, False), ANY, "max")
+reduce_min_p = _reduction("reduce_min", _zero_ordered(np.minimum.reduce, True), ANY, "min")
 
 
 def _chooser_jvp(prim):
@@ -159,7 +160,7 @@ def reduce_min(x, axes=None):
 
 # --- prod ------------------------------------------------------------------------------------
 
-reduce_prod_p = _reduction("reduce_prod", np.prod, NUMERIC, "mul")
+reduce_prod_p = _reduction("reduce_prod", np.multiply.reduce, NUMERIC, "mul")
 
 
 def _exclusive_cumprod(x, axis):

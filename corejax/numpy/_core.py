@@ -8,8 +8,10 @@ import warnings
 import numpy as np
 
 from corejax import core, dtypes, lax, _transfer_guard
-from corejax.array import Array, _Placement, place_new, default_device, place_constants
+from corejax.array import (Array, _Placement, place_new, default_device, place_constants,
+                           plain_eager, wrap)
 from corejax._transfer_guard import Guarded as _TransferGuarded
+from corejax.compiler.eager_kernels import FAST_MIN_SIZE
 from corejax.config import config
 from corejax.core import Tracer, get_aval
 
@@ -222,6 +224,58 @@ def _with_scalar(x, scalar):
     if len(shape) <= 1 and (not shape or shape[0] <= 4096):    # as lax.full fills these
         return x, Array(np.full(shape, scalar, v.dtype), x.weak_type)
     return x, lax.full(shape, scalar, v.dtype, x.weak_type)
+
+
+# The commonest eager binary operations of a notebook (`x + 1.0`, `2 * x`, `x / y`, `x > 0.5`),
+# on arrays below the size from which eager kernels may run compiled loops
+# (compiler/eager_kernels.FAST_MIN_SIZE): there a float32 / float64 primitive's eager result is
+# its NumPy impl's, and the operation costs mostly its dispatch.
+_PLAIN_DTYPES = frozenset(map(np.dtype, (np.float32, np.float64)))
+_PLAIN_MAX_SIZE = FAST_MIN_SIZE
+
+
+def plain_binary(np_op, x, y, *, reciprocal=False):
+    """`np_op(x, y)` as an Array where its operands are eager float32 / float64 host Arrays
+    below _PLAIN_MAX_SIZE elements, of one dtype, shape and weak type, or one such Array and a
+    Python float or int (either side): what the jnp function's full path computes, for a
+    fraction of its dispatch. A Python scalar is weakly typed, so it is converted to the
+    Array's dtype as lax.full converts it, and the result (comparisons' too, as in JAX) is
+    weak where the Array is. `reciprocal` (np_op np.divide): an Array of rank 1 or more
+    divided by a Python scalar is multiplied by the scalar's reciprocal in the dtype, as
+    true_divide does for a broadcast divisor. None where anything else must decide (other
+    types, dtypes or shapes, a trace, a guard, a check, a device);
+    tests/test_numpy_dispatch.py compares the two paths bit for bit."""
+    tx, ty = type(x), type(y)
+    if tx is Array:
+        v = x._value
+        if ty is Array:
+            w = y._value
+            if type(v) is not np.ndarray or type(w) is not np.ndarray or \
+                    v.dtype not in _PLAIN_DTYPES or w.dtype != v.dtype or \
+                    w.shape != v.shape or x.weak_type != y.weak_type or \
+                    v.size >= _PLAIN_MAX_SIZE or not plain_eager():
+                return None
+            return wrap(np_op(v, w), x.weak_type)
+        a, s, swapped = x, y, False
+    elif ty is Array:
+        a, s, swapped = y, x, True
+        v = y._value
+    else:
+        return None
+    ts = type(s)
+    if ts is not float and (ts is not int or not -(1 << 31) <= s < (1 << 31)):
+        return None
+    if type(v) is not np.ndarray or v.dtype not in _PLAIN_DTYPES or \
+            v.size >= _PLAIN_MAX_SIZE or not plain_eager():
+        return None
+    c = v.dtype.type(s)
+    if swapped:
+        out = np_op(c, v)
+    elif reciprocal and v.ndim:
+        out = np.multiply(v, np.divide(v.dtype.type(1), c))
+    else:
+        out = np_op(v, c)
+    return wrap(out, a.weak_type)
 
 
 def promote_and_broadcast(*args):

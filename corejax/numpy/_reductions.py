@@ -6,6 +6,7 @@ import builtins
 import numpy as np
 
 from corejax import core, dtypes, lax
+from corejax.array import Array, plain_eager, wrap
 from corejax.core import get_aval
 from corejax.numpy._core import (asarray, canonicalize_axes, canonicalize_axis,
                                  check_arraylike)
@@ -39,8 +40,17 @@ def _upcast_f16(dt: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dt in (dtypes.float16, dtypes.bfloat16) else dt
 
 
+_WHOLE_FAST = frozenset(map(np.dtype, (np.float32, np.float64)))
+
+
 def _reduction(name, lax_fn, upcast, identity=None, bool_op=None, upcast_f16=False):
     def fn(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+        if type(a) is Array and axis is None and dtype is None and out is None and \
+                not keepdims and initial is None and where is None and not a.weak_type and \
+                a._value.dtype in _WHOLE_FAST and a._value.size:
+            # the commonest call (a whole float32 / float64 array): what the steps below
+            # reduce to for it, without them (each conversion below would return `a` as it is)
+            return lax_fn(a, tuple(range(a._value.ndim)))
         if out is not None:
             raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported: "
                                       "corejax arrays are immutable.")
@@ -135,6 +145,16 @@ def _where_count(where, shape, axes, dt, keepdims):
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    if type(a) is Array and axis is None and dtype is None and out is None and \
+            not keepdims and where is None and not a.weak_type and \
+            a._value.dtype in _WHOLE_FAST and a._value.size:
+        # a whole float32 / float64 array (as _reduction's fn): the steps below reduce to this
+        # (and as _div_by_count does: times the count's reciprocal, nonzero here; the
+        # product of two rank-0 values as the mul primitive's impl computes it)
+        v, dt = a._value, a._value.dtype
+        if type(v) is np.ndarray and plain_eager():
+            total = lax.reduce_sum(a, tuple(range(v.ndim)))._value
+            return wrap(np.multiply(total, dt.type(1) / dt.type(v.size)), False)
     a, shape, axes, result_dt = _inexact_operand("mean", a, axis, dtype)
     dt = _upcast_f16(result_dt)
     total = sum(a, axes, dtype=dt, keepdims=keepdims, where=where)

@@ -8,17 +8,23 @@ import operator
 from corejax import dtypes, lax
 from corejax.core import get_aval
 from corejax.custom_derivatives import custom_jvp
+from corejax.array import Array
 from corejax.numpy._core import (asarray, check_arraylike, promote_and_broadcast,
-                                 promote_dtypes, promote_dtypes_inexact)
+                                 promote_dtypes, promote_dtypes_inexact, plain_binary)
 from corejax.numpy._eager_fusion import fuse_eagerly
 
 __all__ = []
 
+# an Array of these dtypes is its own promote_dtypes_inexact
+_INEXACT = frozenset(map(np.dtype, (np.float16, np.float32, np.float64, np.complex64,
+                                    np.complex128)))
+
 
 def _unary_inexact(lax_fn, name):
     def fn(x, /):
-        check_arraylike(name, x)
-        (x,) = promote_dtypes_inexact(x)
+        if type(x) is not Array or x._value.dtype not in _INEXACT:
+            check_arraylike(name, x)
+            (x,) = promote_dtypes_inexact(x)
         return lax_fn(x)
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name}; integer inputs are promoted to the default float dtype."
@@ -34,8 +40,14 @@ def _unary(lax_fn, name):
     return fn
 
 
-def _binary(lax_fn, name, inexact=False):
+def _binary(lax_fn, name, inexact=False, np_op=None):
+    """A jnp binary function; `np_op`: the NumPy ufunc that is the primitive's float32 /
+    float64 impl, for the operands numpy/_core.plain_binary takes."""
     def fn(x, y, /):
+        if np_op is not None:
+            out = plain_binary(np_op, x, y)
+            if out is not None:
+                return out
         check_arraylike(name, x, y)
         x, y = promote_and_broadcast(x, y)
         if inexact:
@@ -72,17 +84,17 @@ abs = absolute
 sign = _unary(lambda x: lax.sign(x) if get_aval(x).dtype != np.bool_ else x, "sign")
 arctan2 = _binary(lax.atan2, "arctan2", inexact=True)
 add = _binary(lambda x, y: lax.bitwise_or(x, y) if get_aval(x).dtype == np.bool_
-              else lax.add(x, y), "add")
-subtract = _binary(lax.sub, "subtract")
+              else lax.add(x, y), "add", np_op=np.add)
+subtract = _binary(lax.sub, "subtract", np_op=np.subtract)
 multiply = _binary(lambda x, y: lax.bitwise_and(x, y) if get_aval(x).dtype == np.bool_
-                   else lax.mul(x, y), "multiply")
+                   else lax.mul(x, y), "multiply", np_op=np.multiply)
 maximum = _binary(lambda x, y: lax.bitwise_or(x, y) if get_aval(x).dtype == np.bool_
                   else lax.max(x, y), "maximum")
 minimum = _binary(lambda x, y: lax.bitwise_and(x, y) if get_aval(x).dtype == np.bool_
                   else lax.min(x, y), "minimum")
 nextafter = _binary(lax.nextafter, "nextafter", inexact=True)
-equal = _binary(lax.eq, "equal")
-not_equal = _binary(lax.ne, "not_equal")
+equal = _binary(lax.eq, "equal", np_op=np.equal)
+not_equal = _binary(lax.ne, "not_equal", np_op=np.not_equal)
 
 
 def _lexicographic(compare):
@@ -97,10 +109,10 @@ def _lexicographic(compare):
     return fn
 
 
-less = _binary(_lexicographic(lax.lt), "less")
-less_equal = _binary(_lexicographic(lax.le), "less_equal")
-greater = _binary(_lexicographic(lax.gt), "greater")
-greater_equal = _binary(_lexicographic(lax.ge), "greater_equal")
+less = _binary(_lexicographic(lax.lt), "less", np_op=np.less)
+less_equal = _binary(_lexicographic(lax.le), "less_equal", np_op=np.less_equal)
+greater = _binary(_lexicographic(lax.gt), "greater", np_op=np.greater)
+greater_equal = _binary(_lexicographic(lax.ge), "greater_equal", np_op=np.greater_equal)
 bitwise_and = _binary(lax.bitwise_and, "bitwise_and")
 bitwise_or = _binary(lax.bitwise_or, "bitwise_or")
 bitwise_xor = _binary(lax.bitwise_xor, "bitwise_xor")
@@ -147,6 +159,9 @@ reciprocal_dtypes = frozenset(map(np.dtype, (np.float16, np.float32, np.float64)
 
 
 def true_divide(x, y, /):
+    out = plain_binary(np.divide, x, y, reciprocal=True)   # (a scalar divisor: see below)
+    if out is not None:
+        return out
     check_arraylike("true_divide", x, y)
     x, y = promote_dtypes_inexact(*promote_dtypes(x, y))
     y_aval = get_aval(y)
