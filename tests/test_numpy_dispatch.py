@@ -13,7 +13,7 @@ from corejax import core
 from corejax.numpy import _core, _reductions
 
 BINARY = ["add", "subtract", "multiply", "true_divide", "equal", "not_equal", "less",
-          "less_equal", "greater", "greater_equal"]
+          "less_equal", "greater", "greater_equal", "maximum", "minimum"]
 SCALARS = [1.0, 0.1, -0.0, 0.0, 3, -7, 2.5e-39, 1e300, float("inf"), float("-inf"),
            float("nan"), 1 << 30]
 SPECIAL = np.array([0.0, -0.0, 1.0, -1.5, 0.1, 3e38, -3e38, 1e-42, np.inf, -np.inf, np.nan,
@@ -82,6 +82,36 @@ def test_two_arrays_match_the_full_path(monkeypatch, name, weak, dtype):
         _same(f(x, x), _full_path(monkeypatch, lambda: f(x, x)))
 
 
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("shapes", [((16,), (1,)), ((3, 5), (3, 1)), ((3, 5), (5,)),
+                                    ((4, 1), (1, 4)), ((), (16,)), ((1, 16), (16,))])
+@pytest.mark.parametrize("weaks", [(False, False), (True, False), (True, True)])
+def test_broadcast_arrays_match_the_full_path(monkeypatch, name, shapes, weaks, dtype):
+    f = getattr(jnp, name)
+    x = _operands(dtype, weaks[0], shapes[0])
+    y = _operands(dtype, weaks[1], shapes[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for a, b in ((x, y), (y, x)):
+            _same(f(a, b), _full_path(monkeypatch, lambda: f(a, b)))
+
+
+def test_what_the_full_path_refuses_is_refused_by_it():
+    x, y = jnp.ones(3, jnp.float32), jnp.ones(4, jnp.float32)
+    with pytest.raises(TypeError, match="incompatible shapes"):
+        x + y
+    with pytest.raises(ValueError):
+        x + jnp.ones((2, 4), jnp.float32)
+    prev = corejax.config.numpy_rank_promotion
+    corejax.config.update("jax_numpy_rank_promotion", "raise")
+    try:
+        with pytest.raises(ValueError, match="rank_promotion"):
+            x / jnp.ones((2, 3), jnp.float32)
+        x / jnp.ones((), jnp.float32)       # a rank-0 operand is not a promotion
+    finally:
+        corejax.config.update("jax_numpy_rank_promotion", prev)
+
+
 @pytest.mark.parametrize("name", ["sum", "mean", "max", "min", "prod"])
 @pytest.mark.parametrize("shape", [(16,), (3, 5), (1,), (2, 3, 4)])
 def test_whole_array_reductions_match_the_full_path(monkeypatch, name, shape, dtype):
@@ -119,7 +149,9 @@ def test_the_short_paths_are_taken_and_left_where_they_must_be():
     assert _binds(lambda: x.astype(jnp.int32) + 1)[1]        # integers: the full path
     big = jnp.ones(1 << 14, jnp.float32)                     # eager kernels may run there
     assert _binds(lambda: big + 1.0)[1]
-    assert _binds(lambda: x + jnp.ones((1, 16), jnp.float32))[1]   # broadcasting
+    ones, ints = jnp.ones((1, 16), jnp.float32), jnp.ones(16, jnp.int32)
+    assert _binds(lambda: x / ones)[1] == []                  # broadcasting
+    assert _binds(lambda: x + ints)[1]                         # promotion: the full path
     assert _binds(lambda: jnp.sum(x))[1] == ["reduce_sum"]
     # a setting eager evaluation honours sends the call the full way
     with corejax.debug_nans(True):

@@ -236,14 +236,15 @@ _PLAIN_MAX_SIZE = FAST_MIN_SIZE
 
 def plain_binary(np_op, x, y, *, reciprocal=False):
     """`np_op(x, y)` as an Array where its operands are eager float32 / float64 host Arrays
-    below _PLAIN_MAX_SIZE elements, of one dtype, shape and weak type, or one such Array and a
+    below _PLAIN_MAX_SIZE elements (their result too) of one dtype, or one such Array and a
     Python float or int (either side): what the jnp function's full path computes, for a
-    fraction of its dispatch. A Python scalar is weakly typed, so it is converted to the
-    Array's dtype as lax.full converts it, and the result (comparisons' too, as in JAX) is
-    weak where the Array is. `reciprocal` (np_op np.divide): an Array of rank 1 or more
-    divided by a Python scalar is multiplied by the scalar's reciprocal in the dtype, as
-    true_divide does for a broadcast divisor. None where anything else must decide (other
-    types, dtypes or shapes, a trace, a guard, a check, a device);
+    fraction of its dispatch. Shapes broadcast as the full path broadcasts them; a Python
+    scalar is weakly typed, so it is converted to the Array's dtype as lax.full converts it;
+    the result (a comparison's too, as in JAX) is weak where every Array operand is.
+    `reciprocal` (np_op np.divide): a broadcast divisor (a Python scalar under an Array of
+    rank 1 or more, an Array of another shape than the result) is turned into its reciprocal
+    in the dtype, which multiplies, as true_divide does. None where anything else must decide
+    (other types or dtypes, a trace, a guard, a check, a device, a rank promotion to warn of);
     tests/test_numpy_dispatch.py compares the two paths bit for bit."""
     tx, ty = type(x), type(y)
     if tx is Array:
@@ -252,10 +253,23 @@ def plain_binary(np_op, x, y, *, reciprocal=False):
             w = y._value
             if type(v) is not np.ndarray or type(w) is not np.ndarray or \
                     v.dtype not in _PLAIN_DTYPES or w.dtype != v.dtype or \
-                    w.shape != v.shape or x.weak_type != y.weak_type or \
-                    v.size >= _PLAIN_MAX_SIZE or not plain_eager():
+                    v.size >= _PLAIN_MAX_SIZE or w.size >= _PLAIN_MAX_SIZE or \
+                    not plain_eager():
                 return None
-            return wrap(np_op(v, w), x.weak_type)
+            if w.shape != v.shape:
+                if _RankPromotion.mode != "allow" and v.ndim and w.ndim and v.ndim != w.ndim:
+                    return None             # (the full path warns or raises)
+                try:
+                    out = np_op(v, w)
+                except ValueError:          # shapes that do not broadcast: the full path
+                    return None             # raises its own error
+                if out.size >= _PLAIN_MAX_SIZE:
+                    return None
+                if reciprocal and out.shape != w.shape:
+                    out = np.multiply(v, np.divide(v.dtype.type(1), w))
+            else:
+                out = np_op(v, w)
+            return wrap(out, x.weak_type and y.weak_type)
         a, s, swapped = x, y, False
     elif ty is Array:
         a, s, swapped = y, x, True

@@ -8,6 +8,7 @@ import operator
 from corejax import dtypes, lax
 from corejax.core import get_aval
 from corejax.custom_derivatives import custom_jvp
+from corejax.lax.elementwise import max_values, min_values
 from corejax.array import Array
 from corejax.numpy._core import (asarray, check_arraylike, promote_and_broadcast,
                                  promote_dtypes, promote_dtypes_inexact, plain_binary)
@@ -89,9 +90,9 @@ subtract = _binary(lax.sub, "subtract", np_op=np.subtract)
 multiply = _binary(lambda x, y: lax.bitwise_and(x, y) if get_aval(x).dtype == np.bool_
                    else lax.mul(x, y), "multiply", np_op=np.multiply)
 maximum = _binary(lambda x, y: lax.bitwise_or(x, y) if get_aval(x).dtype == np.bool_
-                  else lax.max(x, y), "maximum")
+                  else lax.max(x, y), "maximum", np_op=max_values)
 minimum = _binary(lambda x, y: lax.bitwise_and(x, y) if get_aval(x).dtype == np.bool_
-                  else lax.min(x, y), "minimum")
+                  else lax.min(x, y), "minimum", np_op=min_values)
 nextafter = _binary(lax.nextafter, "nextafter", inexact=True)
 equal = _binary(lax.eq, "equal", np_op=np.equal)
 not_equal = _binary(lax.ne, "not_equal", np_op=np.not_equal)
