@@ -11,8 +11,9 @@ drifts from second to second: both sides run as persistent worker processes that
 `turn` timed calls of an op (who goes first alternating, `pause` seconds between turns)
 until each made `repeats`, and each keeps the median, so a ratio compares times from the same
 seconds; rerun rows that look off with --only.
-One row is not on 1M elements: add1_16, `x + 1.0` on 16 float32, where the op's dispatch
-overhead is all there is to time. --load [N] runs N busy-looping processes (bench/_load.py)
+The rows named *_16 are not on 1M elements but on 16 float32 (add1_16: `x + 1.0`; div2_16,
+mul_16, sub_row_16: a 4x4 less its first row, mean_16, softmax_16 over rows of 4x4, relu_16),
+where an op's dispatch overhead is all there is to time. --load [N] runs N busy-looping processes (bench/_load.py)
 beside both sides, to see how each slows down when another process competes for the cores.
 """
 import argparse
@@ -37,7 +38,7 @@ BINARY = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum"
 REDUCTIONS = ["sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "all",
               "any", "cumsum", "sort", "median", "nansum", "logsumexp"]
 OTHER = ["int_add", "int_floor_divide", "int_mod", "where", "clip", "astype_f16", "x*2+1",
-         "add1_16"]
+         "add1_16", "div2_16", "mul_16", "sub_row_16", "mean_16", "softmax_16", "relu_16"]
 ALL = UNARY + BINARY + REDUCTIONS + OTHER
 
 
@@ -48,7 +49,7 @@ def cases(jax, jnp, special):
     x = jnp.asarray(rng.random(n, dtype=np.float32) + np.float32(0.1))
     y = jnp.asarray(rng.random(n, dtype=np.float32) + np.float32(0.2))
     i = jnp.asarray(rng.integers(1, 100, n).astype(np.int32))
-    x16 = x[:16]
+    x16, y16, x44 = x[:16], y[:16], x[:16].reshape(4, 4)
     out = {}
     for u in UNARY:
         out[u] = (lambda f: lambda: f(x))(getattr(jnp, u))
@@ -62,6 +63,11 @@ def cases(jax, jnp, special):
         "where": lambda: jnp.where(x > 0.5, x, y), "clip": lambda: jnp.clip(x, 0.2, 0.8),
         "astype_f16": lambda: x.astype(jnp.float16), "x*2+1": lambda: x * 2 + 1,
         "add1_16": lambda: x16 + 1.0,
+        # dispatch rows on 16 floats: a scalar divisor, two arrays, a broadcast, a reduction,
+        # a composed function of a model
+        "div2_16": lambda: x16 / 2.0, "mul_16": lambda: x16 * y16,
+        "sub_row_16": lambda: x44 - x44[:1], "mean_16": lambda: jnp.mean(x16),
+        "softmax_16": lambda: jax.nn.softmax(x44), "relu_16": lambda: jax.nn.relu(x16),
     })
     return out
 

@@ -7,6 +7,8 @@ import numpy as np
 
 from corejax import core, dtypes, lax
 from corejax.array import Array, plain_eager, wrap
+from corejax.compiler.eager_kernels import FAST_MIN_SIZE
+from corejax.lax.elementwise import max_values, min_values
 from corejax.core import get_aval
 from corejax.numpy._core import (asarray, canonicalize_axes, canonicalize_axis,
                                  check_arraylike)
@@ -43,8 +45,39 @@ def _upcast_f16(dt: np.dtype) -> np.dtype:
 _WHOLE_FAST = frozenset(map(np.dtype, (np.float32, np.float64)))
 
 
-def _reduction(name, lax_fn, upcast, identity=None, bool_op=None, upcast_f16=False):
+def _plain_reduction(prim, a, axis, keepdims, initial=None, combine=None):
+    """(the values of) `prim` over `axis` of an eager float32 / float64 host Array below
+    FAST_MIN_SIZE elements, where no eager kernel runs and the primitive's eager result is its
+    impl's, with a Python scalar `initial` combined by `combine` (lax's impl on NumPy values)
+    and the reduced dimensions kept if asked, as the full path below computes them; for
+    a dtype of None and no `where`. Returns (NumPy result, reduced size), or None where the
+    full path must decide (tests/test_numpy_dispatch.py compares the two bit for bit)."""
+    v = a._value
+    if type(v) is not np.ndarray or v.dtype not in _WHOLE_FAST or \
+            not 0 < v.size < FAST_MIN_SIZE or not plain_eager() or \
+            (initial is not None and type(initial) is not float and type(initial) is not int):
+        return None
+    axes = canonicalize_axes(axis, v.ndim)
+    if not axes:            # (lax returns the operand itself: np.add.reduce would turn -0 to 0)
+        return None
+    r = prim.impl(v, axes=axes)
+    if initial is not None:
+        r = combine(r, v.dtype.type(initial))
+    if keepdims:
+        r = np.reshape(r, tuple(1 if i in axes else n for i, n in enumerate(v.shape)))
+    count = 1
+    for i in axes:
+        count *= v.shape[i]
+    return r, count
+
+
+def _reduction(name, lax_fn, upcast, identity=None, bool_op=None, upcast_f16=False,
+               prim=None, np_combine=None):
     def fn(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+        if type(a) is Array and dtype is None and out is None and where is None:
+            got = _plain_reduction(prim, a, axis, keepdims, initial, np_combine)
+            if got is not None:
+                return wrap(got[0], False)
         if type(a) is Array and axis is None and dtype is None and out is None and \
                 not keepdims and initial is None and where is None and not a.weak_type and \
                 a._value.dtype in _WHOLE_FAST and a._value.size:
@@ -97,11 +130,15 @@ def _reduction(name, lax_fn, upcast, identity=None, bool_op=None, upcast_f16=Fal
     return fn
 
 
-sum = _reduction("sum", lax.reduce_sum, _upcast_small_ints, lambda dt: 0, lax.reduce_or, True)
+sum = _reduction("sum", lax.reduce_sum, _upcast_small_ints, lambda dt: 0, lax.reduce_or, True,
+                 lax.reduce_sum_p, np.add)
 prod = _reduction("prod", lax.reduce_prod, _upcast_small_ints, lambda dt: 1, lax.reduce_and,
-                  True)
-max = _reduction("max", lax.reduce_max, None, None, lax.reduce_or)
-min = _reduction("min", lax.reduce_min, None, None, lax.reduce_and)
+                  True,
+                  lax.reduce_prod_p, np.multiply)
+max = _reduction("max", lax.reduce_max, None, None, lax.reduce_or, prim=lax.reduce_max_p,
+                 np_combine=max_values)
+min = _reduction("min", lax.reduce_min, None, None, lax.reduce_and, prim=lax.reduce_min_p,
+                 np_combine=min_values)
 amax, amin = max, min
 
 
@@ -145,16 +182,12 @@ def _where_count(where, shape, axes, dt, keepdims):
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-    if type(a) is Array and axis is None and dtype is None and out is None and \
-            not keepdims and where is None and not a.weak_type and \
-            a._value.dtype in _WHOLE_FAST and a._value.size:
-        # a whole float32 / float64 array (as _reduction's fn): the steps below reduce to this
-        # (and as _div_by_count does: times the count's reciprocal, nonzero here; the
-        # product of two rank-0 values as the mul primitive's impl computes it)
-        v, dt = a._value, a._value.dtype
-        if type(v) is np.ndarray and plain_eager():
-            total = lax.reduce_sum(a, tuple(range(v.ndim)))._value
-            return wrap(np.multiply(total, dt.type(1) / dt.type(v.size)), False)
+    if type(a) is Array and dtype is None and out is None and where is None:
+        got = _plain_reduction(lax.reduce_sum_p, a, axis, keepdims)
+        if got is not None:
+            # the sum times its count's reciprocal, as _div_by_count computes it (nonzero)
+            dt = a._value.dtype
+            return wrap(np.multiply(got[0], dt.type(1) / dt.type(got[1])), False)
     a, shape, axes, result_dt = _inexact_operand("mean", a, axis, dtype)
     dt = _upcast_f16(result_dt)
     total = sum(a, axes, dtype=dt, keepdims=keepdims, where=where)
