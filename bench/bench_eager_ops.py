@@ -13,8 +13,9 @@ until each made `repeats`, and each keeps the median, so a ratio compares times 
 seconds; rerun rows that look off with --only.
 The rows named *_16 are not on 1M elements but on 16 float32 (add1_16: `x + 1.0`; div2_16,
 mul_16, sub_row_16: a 4x4 less its first row, mean_16, softmax_16 over rows of 4x4, relu_16),
-where an op's dispatch overhead is all there is to time. --load [N] runs N busy-looping processes (bench/_load.py)
-beside both sides, to see how each slows down when another process competes for the cores.
+where an op's dispatch overhead is all there is to time. --load [N] runs N busy-looping
+processes (bench/_load.py) beside both sides, to see how each slows down when another process
+competes for the cores.
 """
 import argparse
 import json
