@@ -33,7 +33,7 @@ def _operands(dtype, weak, shape):
 def _full_path(monkeypatch, fn):
     """fn() with the short paths off."""
     with monkeypatch.context() as m:
-        m.setattr(_core, "_PLAIN_MAX_SIZE", 0)
+        m.setattr(_core, "_PLAIN_MAX_SIZE", -1)
         m.setattr(_reductions, "_WHOLE_FAST", frozenset())
         return fn()
 
@@ -143,6 +143,23 @@ def test_reductions_over_axes_match_the_full_path(monkeypatch, name, axis, keepd
         f(y, 3)
 
 
+@pytest.mark.parametrize("shape", [(), (16,), (3, 5)])
+@pytest.mark.parametrize("weaks", [(False, False), (True, False), (True, True)])
+def test_where_matches_the_full_path(monkeypatch, plain_process, shape, weaks, dtype):
+    x = _operands(dtype, weaks[0], shape)
+    y = _operands(dtype, weaks[1], shape)
+    y = y[::-1] if shape else y
+    c = x > 0.3
+    for args in ((c, x, y), (c, y, x), (c, x, 0.0), (c, -2, y), (c, 1.5, x)):
+        _same(jnp.where(*args), _full_path(monkeypatch, lambda: jnp.where(*args)))
+    # other shapes, dtypes, a non-bool condition: the full path
+    assert _binds(lambda: jnp.where(c, x, y))[1] == []
+    if shape:
+        z = jnp.ones((1,) + shape[-1:], x.dtype)
+        _same(jnp.where(c, x, z), _full_path(monkeypatch, lambda: jnp.where(c, x, z)))
+        assert _binds(lambda: jnp.where(c, x, z))[1]
+
+
 def _binds(fn):
     """(result, how many primitives fn evaluated eagerly)."""
     calls = []
@@ -158,7 +175,21 @@ def _binds(fn):
         core.eval_hooks.apply_primitive = prev
 
 
-def test_the_short_paths_are_taken_and_left_where_they_must_be():
+@pytest.fixture
+def plain_process(monkeypatch):
+    """Eager evaluation as in a fresh process: placement as where no array was put on a CUDA
+    device or committed to a CPU device other than cpu:0 (both stay set in a process once they
+    happen: an earlier test of this worker may have done either), and no guard or check on."""
+    from corejax._guards import Guards
+    from corejax._transfer_guard import Guarded
+    from corejax.array import _NanChecks, _Placement
+    for cls, name in ((_Placement, "cuda_in_use"), (_Placement, "cpu_committed"),
+                      (_NanChecks, "enabled"), (Guarded, "host_to_device"),
+                      (Guards, "no_execution")):
+        monkeypatch.setattr(cls, name, False)
+
+
+def test_the_short_paths_are_taken_and_left_where_they_must_be(plain_process):
     x = jnp.arange(16, dtype=jnp.float32)
     for fn in (lambda: x + 1.0, lambda: 2 * x, lambda: x / 4.0, lambda: 1 / (x + 1),
                lambda: x > 0.5, lambda: x * x, lambda: x == x):

@@ -292,6 +292,42 @@ def plain_binary(np_op, x, y, *, reciprocal=False):
     return wrap(out, a.weak_type)
 
 
+def plain_select(condition, x, y):
+    """jnp.where(condition, x, y) as an Array where `condition` is an eager bool host Array
+    and x and y eager host Arrays of its shape and of one float32 / float64 dtype (or one of
+    them a Python float or int, weakly typed), below _PLAIN_MAX_SIZE elements: the select's
+    impl on NumPy values, as the full path computes it (tests/test_numpy_dispatch.py); None
+    where the full path must decide."""
+    if type(condition) is not Array:
+        return None
+    c = condition._value
+    if type(c) is not np.ndarray or c.dtype != np.bool_ or c.size >= _PLAIN_MAX_SIZE:
+        return None
+    arrays = [a for a in (x, y) if type(a) is Array]
+    if not arrays:
+        return None
+    v = arrays[0]._value
+    dt = v.dtype
+    if dt not in _PLAIN_DTYPES:
+        return None
+    vals = []
+    for a in (x, y):
+        ta = type(a)
+        if ta is Array:
+            w = a._value
+            if type(w) is not np.ndarray or w.dtype != dt or w.shape != c.shape:
+                return None
+            vals.append(w)
+        elif ta is float or (ta is int and -(1 << 31) <= a < (1 << 31)):
+            vals.append(dt.type(a))
+        else:
+            return None
+    if not plain_eager():
+        return None
+    weak = all(a.weak_type for a in arrays)
+    return wrap(np.where(c, vals[0], vals[1]), weak)
+
+
 def promote_and_broadcast(*args):
     """jnp binary-op operands: promoted to a common dtype and broadcast to a common shape."""
     a0 = args[0]

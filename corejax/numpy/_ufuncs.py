@@ -11,7 +11,8 @@ from corejax.custom_derivatives import custom_jvp
 from corejax.lax.elementwise import max_values, min_values
 from corejax.array import Array
 from corejax.numpy._core import (asarray, check_arraylike, promote_and_broadcast,
-                                 promote_dtypes, promote_dtypes_inexact, plain_binary)
+                                 promote_dtypes, promote_dtypes_inexact, plain_binary,
+                                 plain_select)
 from corejax.numpy._eager_fusion import fuse_eagerly
 
 __all__ = []
@@ -457,6 +458,9 @@ def where(condition, x=None, y=None, /):
         raise TypeError(f"where requires ndarray or scalar arguments, got NoneType at position "
                         f"{1 if x is None else 2}: pass both x and y, or neither (the "
                         "one-argument form is jnp.nonzero).")
+    out = plain_select(condition, x, y)
+    if out is not None:
+        return out
     check_arraylike("where", condition, x, y)
     cond = asarray(condition)
     if get_aval(cond).dtype != np.bool_:
