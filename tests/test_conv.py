@@ -645,3 +645,63 @@ def test_kernel_gradient_reads_the_forward_gather_under_jit(rng, monkeypatch):
         assert len(gathers) == 3                    # eagerly: forward and kernel gradient
         for a, b in zip(compiled, eager):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_direct_forward_convolutions(rng, monkeypatch, x64):
+    """Forward convolutions of at most DIRECT_MAX_REDUCTION values a window run without a
+    GEMM (a DirectForm): against the naive loops over geometries (the same NaNs where a padded
+    tap's zero meets an infinite weight), against the GEMM path (same values to rounding),
+    eager and compiled bit for bit, and the same bits split over threads."""
+    from corejax.lax import _conv_gemm, _split
+    dn = ("NHWC", "HWIO", "NHWC")
+    cases = [((4, 9, 8, 1), (3, 3, 1, 6), (1, 1), "SAME", (1, 1), (1, 1)),
+             ((3, 7, 9, 2), (2, 3, 2, 5), (2, 1), [(1, 2), (-1, 1)], (1, 2), (2, 1)),
+             ((2, 6, 5, 4), (2, 2, 4, 3), (1, 2), [(0, 1), (2, 0)], (2, 1), (1, 1)),
+             ((5, 8, 3), (3, 3, 4), (1,), "SAME", (1,), (1,))]
+    for dtype in (np.float32, np.float64):
+        for xs, ws, strides, pads, ld, rd in cases:
+            dnums = dn if len(xs) == 4 else ("NWC", "WIO", "NWC")
+            x = rng.standard_normal(xs).astype(dtype)
+            w = rng.standard_normal(ws).astype(dtype)
+            params = dict(window_strides=strides,
+                          padding=padtype_to_pads(xs[1:-1], ws[:-2], strides, pads)
+                          if isinstance(pads, str) else tuple(pads),
+                          lhs_dilation=ld, rhs_dilation=rd,
+                          dimension_numbers=conv_dimension_numbers(xs, ws, dnums),
+                          feature_group_count=1, batch_group_count=1)
+            assert isinstance(_conv_gemm.gemm_form(x, w, **params), _conv_gemm.DirectForm)
+
+            def conv(a, b):
+                return conv_general_dilated(a, b, strides, pads, ld, rd, dnums)
+            y = np.asarray(conv(x, w))
+            ref = naive_conv(x, w, strides, params["padding"], ld, rd,
+                             params["dimension_numbers"])
+            tol = 1e-5 if dtype == np.float32 else 1e-12
+            np.testing.assert_allclose(y, ref, rtol=tol, atol=tol)
+            np.testing.assert_array_equal(np.asarray(corejax.jit(conv)(x, w)), y)
+            with monkeypatch.context() as m:
+                m.setattr(_split, "SPLIT_MIN", 1)
+                np.testing.assert_array_equal(np.asarray(conv(x, w)), y)
+            w_inf = w.copy()
+            w_inf.reshape(-1)[::3] = np.inf
+            direct = np.asarray(conv(x, w_inf))
+            with monkeypatch.context() as m:
+                m.setattr(_conv_gemm, "DIRECT_MAX_REDUCTION", 0)
+                assert not isinstance(_conv_gemm.gemm_form(x, w, **params),
+                                      _conv_gemm.DirectForm)
+                gemm = np.asarray(conv(x, w_inf))
+                np.testing.assert_allclose(np.asarray(conv(x, w)), y, rtol=tol, atol=tol)
+            with np.errstate(invalid="ignore"):
+                naive_inf = naive_conv(x, w_inf, strides, params["padding"], ld, rd,
+                                       params["dimension_numbers"])
+            # a padded tap's zero times an infinite weight: NaN, as XLA pads with zeros
+            np.testing.assert_array_equal(np.isnan(direct), np.isnan(naive_inf))
+            finite = np.isfinite(direct) & np.isfinite(gemm)
+            np.testing.assert_allclose(direct[finite], gemm[finite], rtol=tol, atol=10 * tol)
+    # more values a window than that: the GEMM over gathered windows
+    x = rng.standard_normal((2, 6, 6, 2)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 2, 4)).astype(np.float32)
+    params = dict(window_strides=(1, 1), padding=((1, 1), (1, 1)), lhs_dilation=(1, 1),
+                  rhs_dilation=(1, 1), dimension_numbers=conv_dimension_numbers(
+                      x.shape, w.shape, dn), feature_group_count=1, batch_group_count=1)
+    assert not isinstance(_conv_gemm.gemm_form(x, w, **params), _conv_gemm.DirectForm)
