@@ -10,7 +10,7 @@ from corejax.array import Array, plain_eager, wrap
 from corejax.compiler.eager_kernels import FAST_MIN_SIZE
 from corejax.lax.elementwise import max_values, min_values
 from corejax.core import get_aval
-from corejax.numpy._core import (asarray, canonicalize_axes, canonicalize_axis,
+from corejax.numpy._core import (_PLAIN_DTYPES, asarray, canonicalize_axes, canonicalize_axis,
                                  check_arraylike)
 from corejax.numpy._eager_fusion import fuse_eagerly, sum_of_squared_deviations
 from corejax.numpy._ufuncs import reciprocal_dtypes
@@ -42,7 +42,7 @@ def _upcast_f16(dt: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dt in (dtypes.float16, dtypes.bfloat16) else dt
 
 
-_WHOLE_FAST = frozenset(map(np.dtype, (np.float32, np.float64)))
+_WHOLE_FAST = _PLAIN_DTYPES        # float32, float64
 
 
 def _plain_reduction(prim, a, axis, keepdims, initial=None, combine=None):
