@@ -665,9 +665,7 @@ class CpuExecutable:
         """A primitive computed as one GEMM (a convolution, registry's ("gemm", form_of)):
         `form_of` gathers its first matrix into a pooled scratch buffer and returns (a, b,
         finish), the product runs on this step's BLAS call site into a pooled buffer, and
-        `finish` makes it the output; or a form with `shape`, `fill` and `finish` (computed
-        without a GEMM: `fill` writes a pooled buffer of `shape`); where form_of returns None
-        the impl runs."""
+        `finish` makes it the output; where form_of returns None the impl runs."""
         prim, params = eqn.primitive, eqn.params
         getters = [(None, np.asarray(v.val, v.aval.dtype)) if type(v) is Literal
                    else (self._slot(v, template), None) for v in eqn.invars]
@@ -711,10 +709,6 @@ class CpuExecutable:
             form = form_of(*args, scratch, gathered=gathered(env), **params)
             if form is None:
                 out = to_numpy(prim.impl(*args, **params))
-            elif hasattr(form, "fill"):     # computed without a GEMM, into a pooled buffer
-                buf = buffer(os_, form.shape, dt)
-                form.fill(buf)
-                out = form.finish(buf)
             else:
                 a, b, finish = form
                 buf = buffer(os_, (a.shape[0], b.shape[1]), a.dtype)

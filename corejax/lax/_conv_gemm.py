@@ -34,13 +34,12 @@ complex keep the general impl (lax/conv.py).
 from __future__ import annotations
 
 import functools
-from typing import Callable, NamedTuple
 
 import numpy as np
 
 from corejax.lax._split import over_cores
 
-__all__ = ["gemm_form", "DirectForm"]
+__all__ = ["gemm_form"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -109,54 +108,7 @@ def _kernels():
                             for b in range(o_):
                                 of[np.uint64(dst + b)] += yf[np.uint64(src + b)]
 
-    @jit
-    def direct(x, out, w, lo_h, lo_w, s_h, s_w, d_h, d_w, l_h, l_w, a0, a1):
-        # x (N, H, W, C), w (KH, KW, C, O) -> out (N, PH, PW, O) for N in [a0, a1): each
-        # output the sum, from -0 and in the gather's (kh, kw, c) order, of its taps'
-        # products, a padded tap's zero times its weight included, as the GEMM over the
-        # gathered windows multiplies it; vectorized over the output features
-        h_, w_, c_ = x.shape[1], x.shape[2], x.shape[3]
-        kh_, kw_, o_ = w.shape[0], w.shape[1], w.shape[3]
-        ph_, pw_ = out.shape[1], out.shape[2]
-        acc = np.empty(o_, out.dtype)
-        zero = np.zeros(1, x.dtype)[0]
-        for a in range(a0, a1):
-            for ph in range(ph_):
-                for pw in range(pw_):
-                    for q in range(o_):
-                        acc[q] = -0.0
-                    for kh in range(kh_):
-                        hd = ph * s_h + kh * d_h - lo_h
-                        hi = hd // l_h
-                        h_in = hd >= 0 and hd - hi * l_h == 0 and hi < h_
-                        for kw in range(kw_):
-                            wd = pw * s_w + kw * d_w - lo_w
-                            wi = wd // l_w
-                            inside = h_in and wd >= 0 and wd - wi * l_w == 0 and wi < w_
-                            for b in range(c_):
-                                v = x[a, np.uint64(hi), np.uint64(wi), b] if inside else zero
-                                for q in range(o_):
-                                    acc[q] += v * w[kh, kw, b, q]
-                    for q in range(o_):
-                        out[a, ph, pw, q] = acc[q]
-
-    return rows, tap_sum, direct
-
-
-class DirectForm(NamedTuple):
-    """A convolution computed without a GEMM (gemm_form's other answer): `fill(buffer)`
-    writes a (rows, out features) result, laid out as the GEMM's product would be, into
-    `buffer` of `shape`, and `finish(buffer)` makes it the output, as for a product."""
-    shape: tuple
-    fill: Callable
-    finish: Callable
-
-
-# A forward convolution whose windows hold at most this many values (kernel taps times input
-# features: the reduction of its GEMM) is computed directly: a GEMM that short reads and
-# writes more memory than it multiplies (the CNN's first layer, 9 values into 32 features:
-# 4.1 ms as a gathered GEMM).
-DIRECT_MAX_REDUCTION = 16
+    return rows, tap_sum
 
 
 def _matrix(m):
@@ -172,8 +124,7 @@ def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, 
               dimension_numbers, feature_group_count, batch_group_count, precision=None,
               preferred_element_type=None, gathered=None):
     """(a, b, finish) with the convolution equal to finish(a @ b), a and b 2-D matrices BLAS
-    reads in place, or a DirectForm for a forward convolution of at most DIRECT_MAX_REDUCTION
-    values a window (real floats) (the first gathered into `scratch(shape, dtype)`'s buffer, np.empty by
+    reads in place (the first gathered into `scratch(shape, dtype)`'s buffer, np.empty by
     default), finish giving the output in its dimension numbers' layout; or None where the
     general impl runs instead (see the module docstring). `gathered(src, shape, dtype, args,
     fill)`, where given, returns the gathered buffer: `fill(buffer)` writes it, and a caller
@@ -202,7 +153,7 @@ def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, 
     if 0 in (n, c, o, kh, kw, ph, pw):
         return None
     scratch = scratch or np.empty
-    rows, tap_sum, direct = _kernels()
+    rows, tap_sum = _kernels()
 
     def gather(src, shape, args):
         def fill(buf):
@@ -214,14 +165,6 @@ def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, 
     args = (pads[0][0], pads[1][0], strides[0], strides[1], rdil[0], rdil[1], ldil[0], ldil[1])
     # which axis of the input is the inner one (a unit axis counts as innermost)
     batch_inner = n == 1 or (c > 1 and lhs_spec[0] > lhs_spec[1])
-    if not batch_inner and kh * kw * c <= DIRECT_MAX_REDUCTION and dt.kind == "f":
-        xs = x.transpose(0, 2, 3, 1)
-        wk = np.ascontiguousarray(w.transpose(2, 3, 1, 0))
-        to_logical = lambda p: p.reshape(n, ph, pw, o).transpose(0, 3, 1, 2)
-
-        def fill(buf):
-            over_cores(direct, xs, buf.reshape(n, ph, pw, o), (wk,) + args)
-        return DirectForm((n * ph * pw, o), fill, _finisher(lhs, out_spec, to_logical))
     if not batch_inner and h * wd * o < ph * pw * c:
         # the product of the input (as it is) with every tap's kernel is smaller than the
         # gathered windows: multiply first, then sum each output's taps from the product
@@ -253,12 +196,7 @@ def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, 
         a = a6.reshape(c * kh * kw, ph * pw * n).T
         b = w.transpose(1, 2, 3, 0).reshape(c * kh * kw, o)
         to_logical = lambda p: p.reshape(ph, pw, n, o).transpose(2, 3, 0, 1)
-    return a, _matrix(b), _finisher(lhs, out_spec, to_logical)
-
-
-def _finisher(lhs, out_spec, to_logical):
-    """finish(product): the output, in its dimension numbers' layout, from a product whose
-    logical (N, O, *spatial) view `to_logical` gives."""
+    b = _matrix(b)
     back = tuple(int(i) for i in np.argsort(out_spec))
 
     def finish(product):
@@ -267,4 +205,5 @@ def _finisher(lhs, out_spec, to_logical):
             logical = logical[:, :, 0, :]
         out = logical.transpose(back)
         return out if out.flags.c_contiguous else np.ascontiguousarray(out)
-    return finish
+
+    return a, b, finish

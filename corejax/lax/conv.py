@@ -209,11 +209,6 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                       feature_group_count=feature_group_count,
                       batch_group_count=batch_group_count,
                       preferred_element_type=preferred_element_type)
-    from corejax.lax._conv_gemm import DirectForm
-    if isinstance(form, DirectForm):
-        buf = np.empty(form.shape, lhs.dtype)
-        form.fill(buf)
-        return form.finish(buf)
     if form is not None:
         a, b, finish = form
         return finish(np.matmul(a, b))
