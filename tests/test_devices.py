@@ -20,9 +20,14 @@ no_gpu = pytest.mark.skipif(_HAVE_CUDA, reason="a CUDA device (or the simulator)
 
 @pytest.fixture
 def platform():
-    prev = jax.config.platform
+    """Restores the default platform, and eager evaluation's placement checks with it: setting
+    the platform to cuda turns them on for the rest of a process (arrays may live there from
+    then on), which would leave the tests this worker runs next on the placing path."""
+    from corejax.array import _Placement
+    prev, checks = jax.config.platform, _Placement.cuda_in_use
     yield
     jax.config.update("platform", prev)
+    _Placement.cuda_in_use = checks
 
 
 def test_cpu_device_is_listed_first_and_arrays_live_there():
