@@ -34,7 +34,7 @@ def _full_path(monkeypatch, fn):
     """fn() with the short paths off."""
     with monkeypatch.context() as m:
         m.setattr(_core, "_PLAIN_MAX_SIZE", -1)
-        m.setattr(_reductions, "_WHOLE_FAST", frozenset())
+        m.setattr(_reductions, "_PLAIN_DTYPES", frozenset())
         return fn()
 
 
@@ -213,6 +213,23 @@ def test_the_short_paths_are_taken_and_left_where_they_must_be(plain_process):
     # under a trace the operation is staged, not computed
     jaxpr = corejax.make_jaxpr(lambda: x + 1.0)()
     assert [e.primitive.name for e in jaxpr.jaxpr.eqns][-1:] == ["add"]
+
+
+def test_the_short_paths_warn_as_the_full_path(monkeypatch, plain_process):
+    """They compute with the primitive's own impl, so they raise NumPy's floating-point
+    warnings where it does and not where it does not (the division's impl is quiet, as XLA
+    is; a product that overflows warns on both paths)."""
+    x = jnp.asarray(np.array([0.0, 1.0, 3e38, -2.0], np.float32))
+    for fn in (lambda: x / 0.0, lambda: 1 / x, lambda: x / x, lambda: x * 10.0,
+               lambda: x / jnp.zeros((1,), jnp.float32), lambda: jnp.maximum(x, np.nan)):
+        for path in (fn, lambda: _full_path(monkeypatch, fn)):
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                path()
+            if path is fn:
+                short = sorted(str(w.message) for w in seen)
+            else:
+                assert short == sorted(str(w.message) for w in seen)
 
 
 def test_integer_pow_evaluates_as_one_primitive():

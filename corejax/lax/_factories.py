@@ -93,6 +93,10 @@ def naryop(name: str, np_fn: Callable, accepted_per_arg, lowering=None, result_d
         return np_impl(*args, **params)
 
     prim.def_impl(impl)
+    # The impl on NumPy values without its equal-operands check (broadcasting and promoting
+    # as NumPy does): the jnp layer's short paths call it on operands it has checked
+    # (numpy/_core.plain_binary), so they compute what the primitive computes.
+    prim.numpy_impl = np_impl
 
     def abstract_eval(*avals, **params):
         for aval, accepted in zip(avals, accepted_per_arg):

@@ -588,23 +588,21 @@ def _pow_jvp_y(t, ans, x, y):
 
 defjvp(pow_p, _pow_jvp_x, _pow_jvp_y)
 
-def max_values(x, y):
-    """max's impl on NumPy values (broadcasting as NumPy does): XLA's maximum."""
+def _max_impl(x, y):
     if x.dtype.kind != "f":
         return np.maximum(x, y)
     # XLA orders -0 below +0: max(0, -0) is 0 whichever comes first (np.maximum picks one)
     return np.where(x == y, np.where(np.signbit(x), y, x), np.maximum(x, y))
 
 
-def min_values(x, y):
-    """min's impl on NumPy values (broadcasting as NumPy does): XLA's minimum."""
+def _min_impl(x, y):
     if x.dtype.kind != "f":
         return np.minimum(x, y)
     return np.where(x == y, np.where(np.signbit(x), x, y), np.minimum(x, y))
 
 
-max_p = naryop("max", max_values, (NUMERIC, NUMERIC), lambda ctx, x, y: ctx.math("max", x, y))
-min_p = naryop("min", min_values, (NUMERIC, NUMERIC), lambda ctx, x, y: ctx.math("min", x, y))
+max_p = naryop("max", _max_impl, (NUMERIC, NUMERIC), lambda ctx, x, y: ctx.math("max", x, y))
+min_p = naryop("min", _min_impl, (NUMERIC, NUMERIC), lambda ctx, x, y: ctx.math("min", x, y))
 
 # square: x * x (its own primitive, as in JAX: jaxprs print `square`)
 square_p = unop("square", np.square, NUMERIC, lambda ctx, x: f"({x} * {x})")

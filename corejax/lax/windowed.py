@@ -30,7 +30,7 @@ from corejax.transforms import ad, batching
 from corejax.transforms.ad import Zero, deflinear
 from corejax.lax._factories import ANY, NUMERIC, check_dtype, shape_str
 from corejax.lax.structural import _pad_impl
-from corejax.lax.elementwise import max_values, min_values
+from corejax.lax.elementwise import _max_impl, _min_impl
 from corejax.lax.conv import padtype_to_pads
 from corejax.lax._split import over_cores
 
@@ -272,8 +272,8 @@ def _ordered(impl):
     return op
 
 
-reduce_window_max_p = _make_reduce_window("max", _ordered(max_values), ANY)
-reduce_window_min_p = _make_reduce_window("min", _ordered(min_values), ANY)
+reduce_window_max_p = _make_reduce_window("max", _ordered(_max_impl), ANY)
+reduce_window_min_p = _make_reduce_window("min", _ordered(_min_impl), ANY)
 
 
 def _reduce_window_sum_transpose(ct, x, *, window_dimensions, window_strides, padding,

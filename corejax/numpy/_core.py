@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import functools
 import operator
 import warnings
 
@@ -210,6 +211,13 @@ def _rank_promotion(shapes) -> None:
 _FAST_SCALARS = (float, int)
 
 
+def _small_scalar(s) -> bool:
+    """Whether `s` is a Python float, or an int in int32's range: a weakly typed scalar that
+    the eager short paths convert to their Array's float dtype as lax.full would."""
+    t = type(s)
+    return t is float or (t is int and -(1 << 31) <= s < (1 << 31))
+
+
 def _with_scalar(x, scalar):
     """(x, scalar as a constant like x) for an eager float Array and a Python float or small
     int outside any trace, the commonest operand pair of notebooks (`x + 1.0`, `2 * x`): a
@@ -218,7 +226,7 @@ def _with_scalar(x, scalar):
     v = x._value
     if type(v) is not np.ndarray or v.dtype.kind != "f" or _Placement.cpu_committed or \
             _TransferGuarded.host_to_device or core._trace_state.dynamic_level != 0 or \
-            (type(scalar) is int and not -(1 << 31) <= scalar < (1 << 31)):
+            not _small_scalar(scalar):
         return None
     shape = v.shape
     if len(shape) <= 1 and (not shape or shape[0] <= 4096):    # as lax.full fills these
@@ -234,18 +242,20 @@ _PLAIN_DTYPES = frozenset(map(np.dtype, (np.float32, np.float64)))
 _PLAIN_MAX_SIZE = FAST_MIN_SIZE
 
 
-def plain_binary(np_op, x, y, *, reciprocal=False):
-    """`np_op(x, y)` as an Array where its operands are eager float32 / float64 host Arrays
+def plain_binary(prim, x, y, *, times=None):
+    """`prim(x, y)` as an Array where its operands are eager float32 / float64 host Arrays
     below _PLAIN_MAX_SIZE elements (their result too) of one dtype, or one such Array and a
     Python float or int (either side): what the jnp function's full path computes, for a
-    fraction of its dispatch. Shapes broadcast as the full path broadcasts them; a Python
-    scalar is weakly typed, so it is converted to the Array's dtype as lax.full converts it;
-    the result (a comparison's too, as in JAX) is weak where every Array operand is.
-    `reciprocal` (np_op np.divide): a broadcast divisor (a Python scalar under an Array of
-    rank 1 or more, an Array of another shape than the result) is turned into its reciprocal
-    in the dtype, which multiplies, as true_divide does. None where anything else must decide
+    fraction of its dispatch: the primitive's own impl on the NumPy values (its numpy_impl).
+    Shapes broadcast as the full path broadcasts them; a Python scalar is weakly typed, so it
+    is converted to the Array's dtype as lax.full converts it; the result (a comparison's too,
+    as in JAX) is weak where every Array operand is. `times` (the mul primitive, prim being
+    div): a broadcast divisor (a Python scalar under an Array of rank 1 or more, an Array of
+    another shape than the result) is turned into its reciprocal, which multiplies, as
+    true_divide does. None where anything else must decide
     (other types or dtypes, a trace, a guard, a check, a device, a rank promotion to warn of);
     tests/test_numpy_dispatch.py compares the two paths bit for bit."""
+    op = prim.numpy_impl
     tx, ty = type(x), type(y)
     if tx is Array:
         v = x._value
@@ -260,15 +270,15 @@ def plain_binary(np_op, x, y, *, reciprocal=False):
                 if _RankPromotion.mode != "allow" and v.ndim and w.ndim and v.ndim != w.ndim:
                     return None             # (the full path warns or raises)
                 try:
-                    out = np_op(v, w)
+                    out = op(v, w)
                 except ValueError:          # shapes that do not broadcast: the full path
                     return None             # raises its own error
                 if out.size >= _PLAIN_MAX_SIZE:
                     return None
-                if reciprocal and out.shape != w.shape:
-                    out = np.multiply(v, np.divide(v.dtype.type(1), w))
+                if times is not None and out.shape != w.shape:
+                    out = times.numpy_impl(v, op(v.dtype.type(1), w))
             else:
-                out = np_op(v, w)
+                out = op(v, w)
             return wrap(out, x.weak_type and y.weak_type)
         a, s, swapped = x, y, False
     elif ty is Array:
@@ -276,20 +286,27 @@ def plain_binary(np_op, x, y, *, reciprocal=False):
         v = y._value
     else:
         return None
-    ts = type(s)
-    if ts is not float and (ts is not int or not -(1 << 31) <= s < (1 << 31)):
+    if not _small_scalar(s):
         return None
     if type(v) is not np.ndarray or v.dtype not in _PLAIN_DTYPES or \
             v.size >= _PLAIN_MAX_SIZE or not plain_eager():
         return None
     c = v.dtype.type(s)
     if swapped:
-        out = np_op(c, v)
-    elif reciprocal and v.ndim:
-        out = np.multiply(v, np.divide(v.dtype.type(1), c))
+        out = op(c, v)
+    elif times is not None and v.ndim:
+        out = times.numpy_impl(v, _reciprocal(prim, v.dtype, s, repr(s)))
     else:
-        out = np_op(v, c)
+        out = op(v, c)
     return wrap(out, a.weak_type)
+
+
+@functools.lru_cache(maxsize=256)
+def _reciprocal(div, dt, s, key):
+    """1 / s in `dt` by the div primitive's impl (quiet: it warns of nothing), for a Python
+    scalar divisor `s`; cached (by `key`, s's repr, which tells -0.0 from 0.0): a loop that
+    divides by one constant pays the division's floating-point error state once."""
+    return div.numpy_impl(dt.type(1), dt.type(s))
 
 
 def plain_select(condition, x, y):
@@ -312,13 +329,12 @@ def plain_select(condition, x, y):
         return None
     vals = []
     for a in (x, y):
-        ta = type(a)
-        if ta is Array:
+        if type(a) is Array:
             w = a._value
             if type(w) is not np.ndarray or w.dtype != dt or w.shape != c.shape:
                 return None
             vals.append(w)
-        elif ta is float or (ta is int and -(1 << 31) <= a < (1 << 31)):
+        elif _small_scalar(a):
             vals.append(dt.type(a))
         else:
             return None

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import builtins
+import math
 
 import numpy as np
 
 from corejax import core, dtypes, lax
 from corejax.array import Array, plain_eager, wrap
 from corejax.compiler.eager_kernels import FAST_MIN_SIZE
-from corejax.lax.elementwise import max_values, min_values
 from corejax.core import get_aval
 from corejax.numpy._core import (_PLAIN_DTYPES, asarray, canonicalize_axes, canonicalize_axis,
                                  check_arraylike)
@@ -18,11 +18,14 @@ from corejax.numpy._ufuncs import reciprocal_dtypes
 __all__ = []
 
 
+def _kept_shape(shape, axes):
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
 def _keep(out, axes, shape, keepdims):
     if not keepdims:
         return out
-    kept_shape = tuple(1 if i in axes else n for i, n in enumerate(shape))
-    return lax.reshape(out, kept_shape)
+    return lax.reshape(out, _kept_shape(shape, axes))
 
 
 def _upcast_small_ints(dt: np.dtype) -> np.dtype:
@@ -42,18 +45,15 @@ def _upcast_f16(dt: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dt in (dtypes.float16, dtypes.bfloat16) else dt
 
 
-_WHOLE_FAST = _PLAIN_DTYPES        # float32, float64
-
-
 def _plain_reduction(prim, a, axis, keepdims, initial=None, combine=None):
     """(the values of) `prim` over `axis` of an eager float32 / float64 host Array below
     FAST_MIN_SIZE elements, where no eager kernel runs and the primitive's eager result is its
-    impl's, with a Python scalar `initial` combined by `combine` (lax's impl on NumPy values)
-    and the reduced dimensions kept if asked, as the full path below computes them; for
-    a dtype of None and no `where`. Returns (NumPy result, reduced size), or None where the
+    impl's, with a Python scalar `initial` combined by the primitive `combine` (its impl on
+    NumPy values) and the reduced dimensions kept if asked, as the full path below computes
+    them; for a dtype of None and no `where`. Returns (NumPy result, reduced size), or None where the
     full path must decide (tests/test_numpy_dispatch.py compares the two bit for bit)."""
     v = a._value
-    if type(v) is not np.ndarray or v.dtype not in _WHOLE_FAST or \
+    if type(v) is not np.ndarray or v.dtype not in _PLAIN_DTYPES or \
             not 0 < v.size < FAST_MIN_SIZE or not plain_eager() or \
             (initial is not None and type(initial) is not float and type(initial) is not int):
         return None
@@ -62,25 +62,22 @@ def _plain_reduction(prim, a, axis, keepdims, initial=None, combine=None):
         return None
     r = prim.impl(v, axes=axes)
     if initial is not None:
-        r = combine(r, v.dtype.type(initial))
+        r = combine.numpy_impl(r, v.dtype.type(initial))
     if keepdims:
-        r = np.reshape(r, tuple(1 if i in axes else n for i, n in enumerate(v.shape)))
-    count = 1
-    for i in axes:
-        count *= v.shape[i]
-    return r, count
+        r = np.reshape(r, _kept_shape(v.shape, axes))
+    return r, _count(v.shape, axes)
 
 
 def _reduction(name, lax_fn, upcast, identity=None, bool_op=None, upcast_f16=False,
-               prim=None, np_combine=None):
+               prim=None, combine=None):
     def fn(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
         if type(a) is Array and dtype is None and out is None and where is None:
-            got = _plain_reduction(prim, a, axis, keepdims, initial, np_combine)
+            got = _plain_reduction(prim, a, axis, keepdims, initial, combine)
             if got is not None:
                 return wrap(got[0], False)
         if type(a) is Array and axis is None and dtype is None and out is None and \
                 not keepdims and initial is None and where is None and not a.weak_type and \
-                a._value.dtype in _WHOLE_FAST and a._value.size:
+                a._value.dtype in _PLAIN_DTYPES and a._value.size:
             # the commonest call (a whole float32 / float64 array): what the steps below
             # reduce to for it, without them (each conversion below would return `a` as it is)
             return lax_fn(a, tuple(range(a._value.ndim)))
@@ -119,9 +116,9 @@ def _reduction(name, lax_fn, upcast, identity=None, bool_op=None, upcast_f16=Fal
             result = lax_fn(a, axes)
         if initial is not None:
             from corejax.numpy import _ufuncs
-            combine = {"sum": _ufuncs.add, "prod": _ufuncs.multiply, "max": _ufuncs.maximum,
-                       "min": _ufuncs.minimum}[name]
-            result = lax.convert_element_type(combine(result, initial), dt)
+            join = {"sum": _ufuncs.add, "prod": _ufuncs.multiply, "max": _ufuncs.maximum,
+                    "min": _ufuncs.minimum}[name]
+            result = lax.convert_element_type(join(result, initial), dt)
         result = lax.convert_element_type(result, result_dt)
         return _keep(result, axes, aval.shape, keepdims)
 
@@ -131,14 +128,13 @@ def _reduction(name, lax_fn, upcast, identity=None, bool_op=None, upcast_f16=Fal
 
 
 sum = _reduction("sum", lax.reduce_sum, _upcast_small_ints, lambda dt: 0, lax.reduce_or, True,
-                 lax.reduce_sum_p, np.add)
+                 prim=lax.reduce_sum_p, combine=lax.add_p)
 prod = _reduction("prod", lax.reduce_prod, _upcast_small_ints, lambda dt: 1, lax.reduce_and,
-                  True,
-                  lax.reduce_prod_p, np.multiply)
+                  True, prim=lax.reduce_prod_p, combine=lax.mul_p)
 max = _reduction("max", lax.reduce_max, None, None, lax.reduce_or, prim=lax.reduce_max_p,
-                 np_combine=max_values)
+                 combine=lax.max_p)
 min = _reduction("min", lax.reduce_min, None, None, lax.reduce_and, prim=lax.reduce_min_p,
-                 np_combine=min_values)
+                 combine=lax.min_p)
 amax, amin = max, min
 
 
@@ -162,7 +158,7 @@ any = _bool_reduction("any", lax.reduce_or)
 
 
 def _count(shape, axes):
-    return int(np.prod([shape[i] for i in axes], dtype=np.int64))
+    return math.prod(shape[i] for i in axes)
 
 
 def _inexact_operand(name, a, axis, dtype):
@@ -184,10 +180,9 @@ def _where_count(where, shape, axes, dt, keepdims):
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     if type(a) is Array and dtype is None and out is None and where is None:
         got = _plain_reduction(lax.reduce_sum_p, a, axis, keepdims)
-        if got is not None:
-            # the sum times its count's reciprocal, as _div_by_count computes it (nonzero)
+        if got is not None:     # the sum times its count's reciprocal, as _div_by_count does
             dt = a._value.dtype
-            return wrap(np.multiply(got[0], dt.type(1) / dt.type(got[1])), False)
+            return wrap(lax.mul_p.numpy_impl(got[0], _reciprocal(got[1], dt)), False)
     a, shape, axes, result_dt = _inexact_operand("mean", a, axis, dtype)
     dt = _upcast_f16(result_dt)
     total = sum(a, axes, dtype=dt, keepdims=keepdims, where=where)
@@ -204,8 +199,13 @@ def _div_by_count(total, count, dt):
     dt = np.dtype(dt)
     if dt in reciprocal_dtypes:
         with np.errstate(divide="ignore"):
-            return lax.mul(total, lax.full((), dt.type(1) / dt.type(count), dt))
+            return lax.mul(total, lax.full((), _reciprocal(count, dt), dt))
     return lax.div(total, lax.full((), count, dt))
+
+
+def _reciprocal(count, dt):
+    """1 / count rounded in `dt`."""
+    return dt.type(1) / dt.type(count)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,

@@ -8,7 +8,6 @@ import operator
 from corejax import dtypes, lax
 from corejax.core import get_aval
 from corejax.custom_derivatives import custom_jvp
-from corejax.lax.elementwise import max_values, min_values
 from corejax.array import Array
 from corejax.numpy._core import (asarray, check_arraylike, promote_and_broadcast,
                                  promote_dtypes, promote_dtypes_inexact, plain_binary,
@@ -42,12 +41,12 @@ def _unary(lax_fn, name):
     return fn
 
 
-def _binary(lax_fn, name, inexact=False, np_op=None):
-    """A jnp binary function; `np_op`: the NumPy ufunc that is the primitive's float32 /
-    float64 impl, for the operands numpy/_core.plain_binary takes."""
+def _binary(lax_fn, name, inexact=False, prim=None):
+    """A jnp binary function; `prim`: the lax primitive it computes for the operands
+    numpy/_core.plain_binary takes."""
     def fn(x, y, /):
-        if np_op is not None:
-            out = plain_binary(np_op, x, y)
+        if prim is not None:
+            out = plain_binary(prim, x, y)
             if out is not None:
                 return out
         check_arraylike(name, x, y)
@@ -86,17 +85,17 @@ abs = absolute
 sign = _unary(lambda x: lax.sign(x) if get_aval(x).dtype != np.bool_ else x, "sign")
 arctan2 = _binary(lax.atan2, "arctan2", inexact=True)
 add = _binary(lambda x, y: lax.bitwise_or(x, y) if get_aval(x).dtype == np.bool_
-              else lax.add(x, y), "add", np_op=np.add)
-subtract = _binary(lax.sub, "subtract", np_op=np.subtract)
+              else lax.add(x, y), "add", prim=lax.add_p)
+subtract = _binary(lax.sub, "subtract", prim=lax.sub_p)
 multiply = _binary(lambda x, y: lax.bitwise_and(x, y) if get_aval(x).dtype == np.bool_
-                   else lax.mul(x, y), "multiply", np_op=np.multiply)
+                   else lax.mul(x, y), "multiply", prim=lax.mul_p)
 maximum = _binary(lambda x, y: lax.bitwise_or(x, y) if get_aval(x).dtype == np.bool_
-                  else lax.max(x, y), "maximum", np_op=max_values)
+                  else lax.max(x, y), "maximum", prim=lax.max_p)
 minimum = _binary(lambda x, y: lax.bitwise_and(x, y) if get_aval(x).dtype == np.bool_
-                  else lax.min(x, y), "minimum", np_op=min_values)
+                  else lax.min(x, y), "minimum", prim=lax.min_p)
 nextafter = _binary(lax.nextafter, "nextafter", inexact=True)
-equal = _binary(lax.eq, "equal", np_op=np.equal)
-not_equal = _binary(lax.ne, "not_equal", np_op=np.not_equal)
+equal = _binary(lax.eq, "equal", prim=lax.eq_p)
+not_equal = _binary(lax.ne, "not_equal", prim=lax.ne_p)
 
 
 def _lexicographic(compare):
@@ -111,10 +110,10 @@ def _lexicographic(compare):
     return fn
 
 
-less = _binary(_lexicographic(lax.lt), "less", np_op=np.less)
-less_equal = _binary(_lexicographic(lax.le), "less_equal", np_op=np.less_equal)
-greater = _binary(_lexicographic(lax.gt), "greater", np_op=np.greater)
-greater_equal = _binary(_lexicographic(lax.ge), "greater_equal", np_op=np.greater_equal)
+less = _binary(_lexicographic(lax.lt), "less", prim=lax.lt_p)
+less_equal = _binary(_lexicographic(lax.le), "less_equal", prim=lax.le_p)
+greater = _binary(_lexicographic(lax.gt), "greater", prim=lax.gt_p)
+greater_equal = _binary(_lexicographic(lax.ge), "greater_equal", prim=lax.ge_p)
 bitwise_and = _binary(lax.bitwise_and, "bitwise_and")
 bitwise_or = _binary(lax.bitwise_or, "bitwise_or")
 bitwise_xor = _binary(lax.bitwise_xor, "bitwise_xor")
@@ -161,7 +160,7 @@ reciprocal_dtypes = frozenset(map(np.dtype, (np.float16, np.float32, np.float64)
 
 
 def true_divide(x, y, /):
-    out = plain_binary(np.divide, x, y, reciprocal=True)   # (a scalar divisor: see below)
+    out = plain_binary(lax.div_p, x, y, times=lax.mul_p)   # (a broadcast divisor: below)
     if out is not None:
         return out
     check_arraylike("true_divide", x, y)
