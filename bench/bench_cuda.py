@@ -178,14 +178,41 @@ def bench_mnist_epoch(data_dir, repeats, limit, backends=("cpu", "cuda")):
     return rows
 
 
-def profile_mlp_step(data_dir, repeats=50):
-    """Where the CUDA MLP step's time goes: each program step's host time (launching) and
-    device time (synchronized before and after), medians over `repeats` steps, and the costs
-    of Numba's allocation and launch paths themselves."""
+def _cnn_step(batch=None):
+    """train.py's CNN step (configs/cnn.yaml), its parameters for key 0, and a batch (the
+    config's size) of random images in [0, 1) with one-hot labels (timing needs no data)."""
+    import corejax as cj
+    import optim
+    import train
+
+    cfg = train.load_config(os.path.join(ROOT, "configs", "cnn.yaml"))
+    model, tx, loss_of = (train.build_model(cfg), train.build_optimizer(cfg),
+                          train.make_loss(cfg["loss"]))
+    rng = np.random.default_rng(0)
+    x = rng.random((batch or cfg["train.batch_size"], 28, 28, 1), dtype=np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, x.shape[0])]
+
+    def step(params, opt_state, x, y):
+        loss, grads = cj.value_and_grad(
+            lambda p: loss_of(model.apply(p, x), y))(params)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optim.apply_updates(params, updates), opt_state, loss
+
+    def init(device):
+        params = cj.device_put(model.init(cj.random.PRNGKey(0), x[:1]), device)
+        return params, tx.init(params)
+    return step, init, [(x, y)]
+
+
+def profile_step(data_dir, model="mlp", repeats=50, tiny=False):
+    """Where a CUDA training step's time goes (train.py's MLP or CNN step): each program
+    step's host time (launching) and device time (synchronized before and after), medians
+    over `repeats` steps, and the costs of Numba's allocation and launch paths themselves."""
     import corejax as cj
     from numba import cuda
 
-    step_fn, init, batches = _mlp_step(data_dir, 4)
+    step_fn, init, batches = (_mlp_step(data_dir, 4) if model == "mlp" else
+                              _cnn_step(2 if tiny else None))
     gpu = cj.devices("cuda")[0]
     p, o = init(gpu)
     x, y = batches[0]
@@ -216,12 +243,13 @@ def profile_mlp_step(data_dir, repeats=50):
             t1 = time.perf_counter()
             cuda.synchronize()
             per[i].append((t1 - t0, time.perf_counter() - t0))
-    print(f"MLP step on cuda: {len(exe._program)} program steps, {len(exe.kernels)} kernels; "
+    print(f"{model.upper()} step on cuda: {len(exe._program)} program steps, "
+          f"{len(exe.kernels)} kernels; "
           f"run_device {host * 1e6:.0f} us on the host, {total * 1e6:.0f} us synchronized")
     rows = sorted(((statistics.median(a for a, _ in t), statistics.median(b for _, b in t), i)
                    for i, t in enumerate(per)), key=lambda r: -r[1])
     print(f"{'host us':>8} {'sync us':>8}  step")
-    for h, s_, i in rows:
+    for h, s_, i in rows[:30]:
         print(f"{h * 1e6:8.1f} {s_ * 1e6:8.1f}  {exe.plan[i][:110]}")
 
     def timed(fn, n=200):
@@ -249,15 +277,16 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--tiny", action="store_true",
                     help="tiny sizes, for a smoke run under NUMBA_ENABLE_CUDASIM=1")
-    ap.add_argument("--profile", action="store_true",
-                    help="only profile the MLP step on cuda:0 (needs --data-dir)")
+    ap.add_argument("--profile", nargs="?", const="mlp", choices=("mlp", "cnn"),
+                    help="only profile train.py's MLP step (needs --data-dir) or CNN step "
+                         "on cuda:0")
     ap.add_argument("--compile-times", action="store_true",
                     help="also time the MLP step's first call in two fresh processes")
     args = ap.parse_args(argv)
     import corejax as jax
     jax.devices("cuda")                              # a clear error without a GPU
     if args.profile:
-        profile_mlp_step(args.data_dir, 3 if args.tiny else 50)
+        profile_step(args.data_dir, args.profile, 3 if args.tiny else 50, args.tiny)
         return
     n_selus, n_mm, steps = ((64,), 16, 2) if args.tiny else ((1 << 20, 100 << 20), 4096, None)
     sheet, measured = card_bandwidth_gbs()

@@ -23,7 +23,7 @@ import numpy as np
 
 from corejax import _cuda_driver, core
 from corejax.core import Literal, Var
-from corejax.compiler import cuda_codegen, cuda_kernels as K, cuda_loops, registry
+from corejax.compiler import cuda_codegen, cuda_gemm as G, cuda_kernels as K, cuda_loops, registry
 from corejax.compiler.fusion import FusedGroup, HostStep, Virtual, partition
 from corejax.compiler.passes import PASSES, run_passes
 
@@ -565,22 +565,54 @@ class CudaExecutable:
         n = _size([rs[i] for i in rf])
         k = _size([ls[i] for i in lc])
         (sa, (sab, sam, sak)), (sb, (sbb, sbk, sbn)) = views
-        src = K.matmul_source(dt)
+        # Consecutive threads load along an operand's contiguous axis.
+        src = G.dot_source(dt, a_rows_fast=not (sak == 1 and sam != 1),
+                           b_cols_fast=not (sbk == 1 and sbn != 1))
+        plan = G.gemm_plan(nb, m, n, k)
+        scal = [nb, m, n, k, plan.nsplit, plan.kchunk, sab, sam, sak, sbb, sbk, sbn]
+        return self._gemm_steps("dot_general", eqn, steps, src, G.dot_reduce_source(dt), plan,
+                                [sa, sb], [], scal, [plan.reduce_total, m, n, plan.nsplit])
+
+    def _gemm_steps(self, name, eqn, steps, src, reduce_src, plan, operand_slots, const_slots,
+                    scal, reduce_scal):
+        """The run of a GEMM-shaped step (cuda_gemm): the tiled kernel, and where its
+        reduction is split, the scratch of partials and the kernel summing them."""
         from numba import types, from_dtype
+        out = eqn.outvars[0]
+        dt = np.dtype(out.aval.dtype)
         arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
-        launch = self._kernel("dot_general (tiled matmul)", src,
-                     [arr(lhs.aval.dtype), arr(rhs.aval.dtype), arr(dt)] + [types.int64] * 10)
-        T = K.TILE
-        grid = (max(1, min(K.MAX_GRID, -(-n // T))), max(1, min(K.MAX_GRID, -(-m // T))),
-                max(1, min(K.MAX_GRID, nb)))
+        in_types = [arr(v.aval.dtype) for v in eqn.invars]
+        ctypes_ = [types.Array(types.int64, 1, "C")] * len(const_slots)
+        launch = self._kernel(f"{name} (tiled GEMM, {plan.nsplit} split)", src,
+                              in_types + [arr(dt), arr(dt)] + ctypes_ +
+                              [types.int64] * len(scal))
         s_o, alloc = self._slot(out), self._alloc
-        scal = [nb, m, n, k, sab, sam, sak, sbb, sbk, sbn]
+        total = plan.reduce_total
+        ins = list(operand_slots) + list(const_slots)
+        if plan.nsplit == 1:
+            def run(env):
+                for s in steps:
+                    s(env)
+                o = env[s_o] = alloc(out.aval, s_o)
+                if total:
+                    a, b, *rest = [env[s] for s in ins]
+                    launch(plan.grid, plan.block, a, b, o, o, *rest, *scal)
+            return run
+        reduce = self._kernel(f"{name} (split reduction)", reduce_src,
+                              [arr(dt), arr(dt)] + [types.int64] * len(reduce_scal))
+        s_p = len(self._host_template)
+        self._host_template.append(None)
+        p_aval = core.ShapedArray((plan.scratch,), dt)
+        rgrid = K.grid_for(total)
 
         def run(env):
             for s in steps:
                 s(env)
             o = env[s_o] = alloc(out.aval, s_o)
-            launch(grid, (T, T), env[sa], env[sb], o, *scal)
+            part = alloc(p_aval, s_p)
+            a, b, *rest = [env[s] for s in ins]
+            launch(plan.grid, plan.block, a, b, o, part, *rest, *scal)
+            reduce(rgrid, K.BLOCK, part, o, *reduce_scal)
         return run
 
     # --- windowed reductions and convolution ---------------------------------------------
@@ -639,34 +671,36 @@ class CudaExecutable:
         L = [lhs.aval.shape[d] for d in lspec]          # logical (N, C, spatial...)
         R = [rhs.aval.shape[d] for d in rspec]          # (O, I, spatial...)
         Ot = [out.aval.shape[d] for d in ospec]         # (N/B, O, spatial...)
-        G, B = p["feature_group_count"], p["batch_group_count"]
+        fg, bg = p["feature_group_count"], p["batch_group_count"]
         O, Cg = R[0], R[1]
-        groups = max(G, B)
+        groups = max(fg, bg)
         Og = O // groups
         Nout = Ot[0]
-        total = _size(out.aval.shape)
-        # Nb == N tells the kernel its groups are feature groups (or none); -1: batch groups.
-        scal = [total, Nout, O, Cg, Og, Nout if B == 1 else -1,
-                lst[lspec[0]], lst[lspec[1]], rst[rspec[0]], rst[rspec[1]],
-                ost[ospec[0]], ost[ospec[1]]]
-        scal += Ot[2:] + L[2:] + R[2:]
-        scal += [lst[d] for d in lspec[2:]] + [rst[d] for d in rspec[2:]] + \
-            [ost[d] for d in ospec[2:]]
-        scal += list(p["window_strides"]) + [lo for lo, _ in p["padding"]] + \
-            list(p["lhs_dilation"]) + list(p["rhs_dilation"])
-        src = K.conv_source(nsp, dt)
-        from numba import types, from_dtype
-        arr = lambda d: types.Array(from_dtype(np.dtype(d)), 1, "C")
-        launch = self._kernel("conv_general_dilated (direct)", src,
-                     [arr(lhs.aval.dtype), arr(rhs.aval.dtype), arr(dt)] +
-                     [types.int64] * len(scal))
-        s_l, s_r, s_o, alloc = self._slot(lhs), self._slot(rhs), self._slot(out), self._alloc
+        if _size(out.aval.shape) == 0:
+            s_o, alloc = self._slot(out), self._alloc
 
-        def run(env):
-            o = env[s_o] = alloc(out.aval, s_o)
-            if total:
-                launch(K.grid_for(total), K.BLOCK, env[s_l], env[s_r], o, *scal)
-        return run
+            def run(env):
+                env[s_o] = alloc(out.aval, s_o)
+            return run
+        ksz = R[2:]
+        m = Nout * _size(Ot[2:])
+        kk = Cg * _size(ksz)
+        plan = G.gemm_plan(groups, m, Og, kk)
+        tab = self._const(G.conv_table(Cg, ksz, lst[lspec[1]], rst[rspec[1]],
+                                       p["rhs_dilation"], [rst[d] for d in rspec[2:]]))
+        ld = list(p["lhs_dilation"])
+        # Feature groups offset the lhs features by g * Cg; batch groups its batch by g * Nout.
+        scal = [groups, m, Og, kk, plan.nsplit, plan.kchunk, Nout if bg > 1 else 0,
+                Cg if fg > 1 else 0, lst[lspec[0]], lst[lspec[1]], rst[rspec[0]],
+                ost[ospec[0]], ost[ospec[1]]]
+        scal += Ot[2:] + L[2:] + [lst[d] for d in lspec[2:]] + [ost[d] for d in ospec[2:]]
+        scal += list(p["window_strides"]) + [lo for lo, _ in p["padding"]] + ld
+        src = G.conv_source(nsp, dt, lhs_dilated=any(d != 1 for d in ld))
+        rscal = [plan.reduce_total, m, Og, plan.nsplit, ost[ospec[0]], ost[ospec[1]]] + \
+            Ot[2:] + [ost[d] for d in ospec[2:]]
+        return self._gemm_steps("conv_general_dilated", eqn, [], src,
+                                G.conv_reduce_source(nsp, dt), plan,
+                                [self._slot(lhs), self._slot(rhs)], [tab], scal, rscal)
 
     def _k_gather(self, eqn):
         op, idx = eqn.invars
