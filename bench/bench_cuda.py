@@ -265,6 +265,9 @@ def profile_step(data_dir, model="mlp", repeats=50, tiny=False):
     def empty(a, b, n, m):
         pass
     a = cuda.device_array(1024, np.float32)
+    from corejax._cuda_memory import ArrayFactory
+    make = ArrayFactory(1024, np.float32)
+    print(f"corejax: ArrayFactory(1024)() {timed(make):.1f} us")
     print(f"numba: device_array(1024) {timed(lambda: cuda.device_array(1024, np.float32)):.1f} us,"
           f" empty kernel launch (4 args) {timed(lambda: empty[4, 256](a, a, 1, 2)):.1f} us, "
           f"to_device(128x784 f32) {timed(lambda: cuda.to_device(x)):.1f} us, "

@@ -18,7 +18,7 @@ import os
 import threading
 import weakref
 
-__all__ = ["install"]
+__all__ = ["install", "ArrayFactory"]
 
 _MIN_BLOCK = 512
 _BIG_BLOCK = 1 << 20
@@ -109,3 +109,53 @@ class _Release:
     def __call__(self):
         with self.lock:
             self.free.setdefault(self.n, []).append(self.ptr)
+
+
+# The instance state a numba.cuda DeviceNDArray constructor sets (numba-cuda 0.30 and Numba's
+# own numba.cuda); ArrayFactory copies it from a template array and adds fresh memory.
+_ARRAY_STATE = frozenset({"ndim", "_dummy", "shape", "strides", "dtype", "size", "alloc_size",
+                          "stream", "gpu_data"})
+
+
+class ArrayFactory:
+    """New 1-D C-contiguous device arrays of one size and dtype: `factory()`.
+
+    Numba's `device_array` builds each array from scratch (shape checks, an index descriptor,
+    the context lookup): tens of microseconds of Python per array, and a compiled program
+    makes one per output at every call. A factory takes the array state of one array built by
+    Numba, and each call copies that state into a new array with memory of its own from the
+    context's memory manager (this allocator, or Numba's): what the constructor does, without
+    recomputing the parts every such array shares (the index descriptor is immutable, and
+    Numba's own copies of an array share it too). Where the constructor sets
+    other state than it is known to (another numba-cuda version), under the simulator, and
+    for empty arrays, a call is Numba's `device_array` itself."""
+
+    __slots__ = ("n", "dtype", "_cls", "_state", "_nbytes", "_get_context")
+
+    def __init__(self, n: int, dtype):
+        import numpy as np
+        from numba import config
+        self.n, self.dtype = int(n), np.dtype(dtype)
+        self._state = None
+        if self.n <= 0 or config.ENABLE_CUDASIM:
+            return
+        from numba import cuda
+        from numba.cuda.cudadrv import devices
+        t = cuda.device_array(self.n, self.dtype)      # the template (its memory is freed)
+        state = dict(t.__dict__)
+        if set(state) != _ARRAY_STATE:
+            return
+        del state["gpu_data"]
+        self._cls, self._state, self._nbytes = type(t), state, t.alloc_size
+        self._get_context = devices.get_context
+
+    def __call__(self):
+        state = self._state
+        if state is None:
+            from numba import cuda
+            return cuda.device_array(self.n, self.dtype)
+        a = object.__new__(self._cls)
+        d = a.__dict__
+        d.update(state)
+        d["gpu_data"] = self._get_context().memalloc(self._nbytes)
+        return a

@@ -170,3 +170,50 @@ def test_freed_device_buffers_are_reused_by_size_class():
     assert b.device_ctypes_pointer.value == ptr
     c = cuda.device_array(900, np.float32)
     assert c.device_ctypes_pointer.value != ptr     # b still holds it
+
+
+def test_array_factory_makes_the_arrays_device_array_makes():
+    """corejax/_cuda_memory.ArrayFactory (a compiled program's fresh outputs): each call is a
+    new array with memory of its own, the same in every attribute as Numba's device_array,
+    usable by kernels and transfers, its memory reused once it is gone."""
+    from corejax._cuda_memory import ArrayFactory
+    sim = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+    for n, dt in ((1000, np.float32), (7, np.int64), (0, np.float32), (1, np.bool_)):
+        make = ArrayFactory(n, dt)
+        assert (make._state is None) == (sim or n == 0)
+        a, b = make(), make()
+        ref = cuda.device_array(n, dt)
+        for arr in (a, b):
+            assert type(arr) is type(ref)
+            assert (arr.shape, arr.strides, arr.dtype, arr.size, arr.ndim) == \
+                (ref.shape, ref.strides, ref.dtype, ref.size, ref.ndim)
+            if not sim:
+                assert arr.alloc_size == ref.alloc_size and arr.nbytes == ref.nbytes
+                assert arr.__cuda_array_interface__["shape"] == (n,)
+        if n and not sim:
+            assert a.device_ctypes_pointer.value != b.device_ctypes_pointer.value
+        if n == 0:
+            continue
+        host = (np.arange(n) % 3).astype(dt)
+        a.copy_to_device(host)
+        b.copy_to_device(host[::-1].copy())
+        np.testing.assert_array_equal(a.copy_to_host(), host)
+        np.testing.assert_array_equal(b.copy_to_host(), host[::-1])
+    if sim:
+        return
+    make = ArrayFactory(1000, np.float32)
+    a = make()
+    ptr = a.device_ctypes_pointer.value
+    del a
+    assert make().device_ctypes_pointer.value == ptr         # the freed block, reused
+
+
+def test_fresh_outputs_of_a_program_are_distinct_arrays_at_every_call():
+    f = jax.jit(lambda x: (x * 2.0, x + 1.0), backend="cuda")
+    x = np.arange(6, dtype=np.float32)
+    first = f(x)
+    second = f(x + 10.0)
+    np.testing.assert_array_equal(np.asarray(first[0]), x * 2.0)
+    np.testing.assert_array_equal(np.asarray(first[1]), x + 1.0)
+    np.testing.assert_array_equal(np.asarray(second[0]), (x + 10.0) * 2.0)
+    np.testing.assert_array_equal(np.asarray(second[1]), x + 11.0)

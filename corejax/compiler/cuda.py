@@ -21,7 +21,7 @@ import threading
 
 import numpy as np
 
-from corejax import _cuda_driver, core
+from corejax import _cuda_driver, _cuda_memory, core
 from corejax.core import Literal, Var
 from corejax.compiler import cuda_codegen, cuda_gemm as G, cuda_kernels as K, cuda_loops, registry
 from corejax.compiler.fusion import FusedGroup, HostStep, Virtual, partition
@@ -86,6 +86,7 @@ class CudaExecutable:
         self._template = None
         self._fresh = set(self._outs)   # slots allocated anew at every call (see _alloc)
         self._arena: dict = {}          # slot -> the buffer it reuses from call to call
+        self._factories: dict = {}      # fresh slot -> its ArrayFactory
         self._arena_ids: set = set()    # ids of those buffers and of the input staging ones
         self._lock = threading.RLock()
 
@@ -126,8 +127,14 @@ class CudaExecutable:
         of the program, gets the same buffer at every call: kernels run in order on one
         stream, so a call's writes into it wait for the previous call's reads, and calls run
         one at a time (run_device's lock)."""
-        if slot is None or slot in self._fresh:
+        if slot is None:
             return _new_buffer(aval)
+        if slot in self._fresh:
+            make = self._factories.get(slot)
+            if make is None:
+                make = self._factories[slot] = _cuda_memory.ArrayFactory(
+                    max(0, _size(aval.shape)), aval.dtype)
+            return make()
         b = self._arena.get(slot)
         if b is None:
             b = self._arena[slot] = _new_buffer(aval)
