@@ -3,8 +3,9 @@
 Every value of a program lives in a flat (1-D, C-contiguous) numba device array; shapes are
 static, so reshapes and squeezes are aliases and every kernel indexes flat buffers. Steps:
 - fused groups: one generated kernel each (compiler/cuda_codegen.py), threefry2x32 included;
-- dot_general, layout ops, gather, scatters, sort, argmax/argmin, cumsum, windowed
-  reductions and convolution: hand-written kernels (compiler/cuda_kernels.py);
+- dot_general and conv_general_dilated: one tiled GEMM kernel (compiler/cuda_gemm.py);
+- layout ops, gather, scatters, sort, argmax/argmin, cumsum and windowed reductions:
+  hand-written kernels (compiler/cuda_kernels.py);
 - cond / while / scan with small values: the whole loop (or the branch choice) as one
   single-block kernel launch (compiler/cuda_loops.py);
 - bigger cond / while / scan: driven from the host (the predicate / branch index is read

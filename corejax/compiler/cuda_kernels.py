@@ -35,7 +35,6 @@ SIM = bool(_nb_config.ENABLE_CUDASIM)
 # per CUDA thread). Reduction blocks must be powers of two (tree reduction).
 BLOCK = 8 if SIM else 256
 REDUCE_BLOCK = 8 if SIM else 256
-TILE = 4 if SIM else 16          # matmul tile edge (TILE x TILE threads per block)
 MAX_GRID = 64 if SIM else 65535
 
 
@@ -500,48 +499,7 @@ def sort_source(key_dtypes, n_operands: int, less_name: str = "less") -> str:
     return "\n".join(less) + "\n" + _kernel(xs + ys + ["perm", "lanes", "n", "post", "P"], body)
 
 
-# --- matmul --------------------------------------------------------------------------------------
-
-def matmul_source(dtype) -> str:
-    """C[b, i, j] = sum_p A[b, i, p] * B[b, p, j], operands read through strides (so transposed
-    operands are not copied), TILE x TILE output tiles staged through shared memory, edge tiles
-    masked, batches on the grid's z axis; accumulates in `dtype`."""
-    T, nt = TILE, np_name(dtype)
-    return f"""def kernel(A, B, C, nb, m, n, k, sab, sam, sak, sbb, sbk, sbn):
-    sA = cuda.shared.array(({T}, {T}), {nt})
-    sB = cuda.shared.array(({T}, {T}), {nt})
-    tx = cuda.threadIdx.x
-    ty = cuda.threadIdx.y
-    zero = {nt}(0)
-    tiles_m = (m + {T} - 1) // {T}
-    tiles_n = (n + {T} - 1) // {T}
-    for b in range(cuda.blockIdx.z, nb, cuda.gridDim.z):
-        for tm in range(cuda.blockIdx.y, tiles_m, cuda.gridDim.y):
-            for tn in range(cuda.blockIdx.x, tiles_n, cuda.gridDim.x):
-                row = tm * {T} + ty
-                col = tn * {T} + tx
-                acc = zero
-                for t0 in range(0, k, {T}):
-                    p = t0 + tx
-                    if row < m and p < k:
-                        sA[ty, tx] = {nt}(A[b * sab + row * sam + p * sak])
-                    else:
-                        sA[ty, tx] = zero
-                    p = t0 + ty
-                    if p < k and col < n:
-                        sB[ty, tx] = {nt}(B[b * sbb + p * sbk + col * sbn])
-                    else:
-                        sB[ty, tx] = zero
-                    cuda.syncthreads()
-                    for q in range({T}):
-                        acc += sA[ty, q] * sB[q, tx]
-                    cuda.syncthreads()
-                if row < m and col < n:
-                    C[(b * m + row) * n + col] = acc
-"""
-
-
-# --- windowed reductions and convolution --------------------------------------------------------
+# --- windowed reductions ------------------------------------------------------------------------
 
 def reduce_window_source(rank: int, kind: str, dtype) -> str:
     """One thread per output element; window taps innermost, out-of-range (padding) taps
@@ -565,44 +523,6 @@ def reduce_window_source(rank: int, kind: str, dtype) -> str:
         idx = f"({idx}) * m{d} + p{d} // bd{d}"
     body += [f"{ind}v = src[{idx}]", f"{ind}acc = {np_name(dtype)}({comb})"]
     body.append("dst[t] = acc")
-    return _kernel(args, _grid_loop("total", body))
-
-
-def conv_source(nsp: int, dtype) -> str:
-    """Direct convolution, one thread per output element (any dimension numbers: each logical
-    dim is read through its stride), with padding, lhs/rhs dilation, window strides, feature
-    groups and batch groups (lhs batch split as [B, N/B], as the CPU impl does)."""
-    S = range(nsp)
-    args = ["lhs", "rhs", "dst", "total", "N", "O", "Cg", "Og", "Nb",
-            "ls_n", "ls_c", "rs_o", "rs_i", "os_n", "os_c"]
-    args += [f"osz{d}" for d in S] + [f"lsz{d}" for d in S] + [f"ksz{d}" for d in S]
-    args += [f"ls{d}" for d in S] + [f"rs{d}" for d in S] + [f"os{d}" for d in S]
-    args += [f"st{d}" for d in S] + [f"lo{d}" for d in S] + [f"ld{d}" for d in S] + \
-        [f"rd{d}" for d in S]
-    nt = np_name(dtype)
-    # Output logical index: (n, o, y0..): decompose t in (N, O, osz...) order.
-    body = ["r = t"]
-    for d in reversed(S):
-        body += [f"y{d} = r % osz{d}", f"r = r // osz{d}"]
-    body += ["o = r % O", "n = r // O",
-             "g = o // Og",                    # feature group, or batch group when Nb != N
-             "cbase = g * Cg if Nb == N else 0",
-             "nsrc = (g * N + n) if Nb != N else n",
-             f"acc = {nt}(0)",
-             "for c in range(Cg):"]
-    ind = "    "
-    lin = "nsrc * ls_n + (cbase + c) * ls_c"
-    rin = "o * rs_o + c * rs_i"
-    for d in S:
-        body += [f"{ind}for k{d} in range(ksz{d}):",
-                 f"{ind}    p{d} = y{d} * st{d} + k{d} * rd{d} - lo{d}",
-                 f"{ind}    if p{d} >= 0 and p{d} % ld{d} == 0 and p{d} // ld{d} < lsz{d}:"]
-        ind += "        "
-        lin += f" + (p{d} // ld{d}) * ls{d}"
-        rin += f" + k{d} * rs{d}"
-    body += [f"{ind}acc += {nt}(lhs[{lin}]) * {nt}(rhs[{rin}])"]
-    oidx = "n * os_n + o * os_c" + "".join(f" + y{d} * os{d}" for d in S)
-    body.append(f"dst[{oidx}] = acc")
     return _kernel(args, _grid_loop("total", body))
 
 
