@@ -430,6 +430,28 @@ def test_float64_programs_compile(ptx, x64_on):
     ptx(_plan(lambda p: jnp.sum(p * 2.0, axis=1), (np.ones((2, 200)),)))
 
 
+def test_gemm_kernel_variants_compile(ptx, monkeypatch):
+    """cuda_gemm's kernels for the variants the program cases leave out: float16 and int8
+    products, 3-D and float16 convolutions, each with its reduction whole and split."""
+    from corejax import lax
+    from corejax.compiler import cuda_gemm
+    rng = np.random.default_rng(0)
+    h = lambda *s: rng.standard_normal(s).astype(np.float16)
+    i8 = np.arange(40, dtype=np.int8).reshape(5, 8)
+    for target in (1, 10_000):
+        monkeypatch.setattr(cuda_gemm, "_target_blocks", lambda: target)
+        exe = _plan(lambda p, q, a, b: (p @ q, a @ b), (h(5, 300), h(300, 6), i8, i8.T.copy()))
+        exe3 = _plan(lambda x, w: lax.conv_general_dilated(x, w, (1, 2, 1), "SAME"),
+                     (_f32((1, 2, 4, 5, 3)), _f32((3, 2, 2, 3, 2))))
+        exe16 = _plan(lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME"),
+                      (h(2, 300, 4, 4), h(3, 300, 3, 3)))
+        for e in (exe, exe3, exe16):
+            assert not e.fallbacks, e.fallbacks
+            ptx(e)
+        labels = " ".join(k[0] for k in exe.kernels + exe16.kernels)
+        assert ("split reduction" in labels) == (target > 1)
+
+
 def test_training_step_kernels_compile(ptx):
     for label, fn, args in mlp_and_cnn_steps():
         exe = _plan(fn, args)
