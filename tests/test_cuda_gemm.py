@@ -13,7 +13,7 @@ if not cuda.is_available():
 import corejax as jax
 import corejax.numpy as jnp
 from corejax import lax
-from corejax.compiler import compile_jaxpr, cuda_gemm
+from corejax.compiler import compile_jaxpr, cuda_gemm, cuda_kernels
 
 from test_cuda_compiler import _host, run_both
 
@@ -32,7 +32,7 @@ def splitting(request, monkeypatch):
     """Plans with the reduction whole (one block is enough) or split (a target of more
     blocks than the tiles give)."""
     target = 1 if request.param == "whole" else 24
-    monkeypatch.setattr(cuda_gemm, "_target_blocks", lambda: target)
+    monkeypatch.setattr(cuda_kernels, "target_blocks", lambda: target)
     return request.param
 
 
@@ -101,7 +101,7 @@ def test_empty_reduction_and_empty_output():
 
 
 def test_split_reduction_gives_the_same_bits_every_call(monkeypatch):
-    monkeypatch.setattr(cuda_gemm, "_target_blocks", lambda: 10_000)
+    monkeypatch.setattr(cuda_kernels, "target_blocks", lambda: 10_000)
     k = 3 * cuda_gemm.MIN_KT * cuda_gemm.BK + 5           # long enough to split at any tile size
     a, b = _rand((6, k), 11), _rand((k, 5), 12)
     closed = jax.make_jaxpr(lambda p, q: p @ q)(a, b)
@@ -152,7 +152,7 @@ CONVS = {
 
 @pytest.fixture
 def split(monkeypatch):
-    monkeypatch.setattr(cuda_gemm, "_target_blocks", lambda: 24)
+    monkeypatch.setattr(cuda_kernels, "target_blocks", lambda: 24)
 
 
 @pytest.mark.parametrize("name", list(CONVS))

@@ -434,12 +434,12 @@ def test_gemm_kernel_variants_compile(ptx, monkeypatch):
     """cuda_gemm's kernels for the variants the program cases leave out: float16 and int8
     products, 3-D and float16 convolutions, each with its reduction whole and split."""
     from corejax import lax
-    from corejax.compiler import cuda_gemm
+    from corejax.compiler import cuda_kernels
     rng = np.random.default_rng(0)
     h = lambda *s: rng.standard_normal(s).astype(np.float16)
     i8 = np.arange(40, dtype=np.int8).reshape(5, 8)
     for target in (1, 10_000):
-        monkeypatch.setattr(cuda_gemm, "_target_blocks", lambda: target)
+        monkeypatch.setattr(cuda_kernels, "target_blocks", lambda: target)
         exe = _plan(lambda p, q, a, b: (p @ q, a @ b), (h(5, 300), h(300, 6), i8, i8.T.copy()))
         exe3 = _plan(lambda x, w: lax.conv_general_dilated(x, w, (1, 2, 1), "SAME"),
                      (_f32((1, 2, 4, 5, 3)), _f32((3, 2, 2, 3, 2))))
@@ -450,6 +450,22 @@ def test_gemm_kernel_variants_compile(ptx, monkeypatch):
             ptx(e)
         labels = " ".join(k[0] for k in exe.kernels + exe16.kernels)
         assert ("split reduction" in labels) == (target > 1)
+
+
+def test_column_reduction_kernels_compile(ptx, monkeypatch):
+    """cuda_codegen's "cols" mode (long reductions over the outer dims), with its reduction
+    whole and split in chunks combined by a second kernel, for float, integer and bool."""
+    from corejax.compiler import cuda_kernels
+    x = np.random.default_rng(0).standard_normal((1000, 5)).astype(np.float32)
+    f = lambda a, i, b: (jnp.sum(jnp.tanh(a), axis=0), jnp.max(a, axis=0),
+                         jnp.sum(i * 2, axis=0), jnp.any(b, axis=0))
+    args = (x, (x * 4).astype(np.int32), x > 1)
+    for target in (1, 10_000):
+        monkeypatch.setattr(cuda_kernels, "target_blocks", lambda: target)
+        exe = _plan(f, args)
+        assert sum("(fused, cols)" in line for line in exe.plan) == 4, exe.plan
+        assert any("chunks combined" in k[0] for k in exe.kernels) == (target > 1)
+        ptx(exe)
 
 
 def test_training_step_kernels_compile(ptx):

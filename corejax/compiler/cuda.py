@@ -167,7 +167,7 @@ class CudaExecutable:
 
     def _group(self, i, group):
         try:
-            plan = cuda_codegen.generate(group)
+            plan = cuda_codegen.generate(group, columns=True)
         except NotImplementedError as e:
             self.fallbacks.append((repr(group), f"no CUDA scalar lowering: {e}"))
             self.plan.append(f"step {i}: HOST FALLBACK group {group!r} ({e})")
@@ -181,6 +181,31 @@ class CudaExecutable:
         grid, block = plan.launch_config()
         head, tail = list(plan.sizes), list(plan.extra)
         alloc = self._alloc
+        if plan.mode == "cols":
+            # the partials of a split reduction (scratch), combined by a second kernel; a
+            # reduction in one chunk writes its result directly (the output stands in)
+            r_slot = outs[-1][0]
+            finish, p_slot = None, None
+            if plan.chunks > 1:
+                finish = self._kernel(f"fused {group!r} (chunks combined)", plan.finish_source,
+                                      plan.finish_argtypes())
+                p_slot = len(self._host_template)
+                self._host_template.append(None)
+                p_aval = core.ShapedArray((plan.chunks * plan.extra[0],),
+                                          plan.reduction_out.aval.dtype)
+                fgrid = K.grid_for(plan.extra[0])
+            fin = [plan.extra[0], plan.chunks]
+
+            def run(env):
+                args = head + [env[s] for s in in_slots]
+                for s, aval in outs:
+                    env[s] = alloc(aval, s)
+                    args.append(env[s])
+                part = alloc(p_aval, p_slot) if finish is not None else env[r_slot]
+                launch(grid, block, *args, part, *tail)
+                if finish is not None:
+                    finish(fgrid, K.BLOCK, part, env[r_slot], *fin)
+            return run
 
         def run(env):
             args = head + [env[s] for s in in_slots]

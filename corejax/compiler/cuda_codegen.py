@@ -10,7 +10,14 @@ is passed flat and indexed with offsets over the collapsed indices it spans.
   into the collapsed loop indices.
 - Trailing reduction, "row" mode (long reductions): one block per kept output element (blocks
   loop over kept elements), threads stride over the reduced elements, then a tree reduction in
-  shared memory. "serial" mode (short reductions): one thread per kept element.
+  shared memory. "serial" mode (short reductions): one thread per kept element. "cols" mode
+  (long reductions whose kept elements are the innermost loop dim, as a bias gradient's sum
+  over the batch and positions; only for kernels of their own, `columns=True`): a block's
+  threads.x take consecutive kept elements (coalesced loads), its threads.y stride over a
+  chunk of the reduced elements and combine in shared memory in a fixed order; where the
+  kept elements are too few to fill the GPU the reduced elements are split in chunks over
+  blocks, each writing a partial, and a second kernel (`finish_source`) combines the
+  partials in chunk order: the same bits at every call.
 Scalar expressions come from the registry's elementwise lowerings with `CudaScalarCtx`, which
 names only math that compiles for CUDA (math.* / libdevice, the helpers of cuda_kernels).
 """
@@ -21,7 +28,8 @@ import numpy as np
 from corejax.core import Literal
 from corejax.compiler import registry
 from corejax.compiler.codegen import collapse, emit_eqns, flat_offset, monoid
-from corejax.compiler.cuda_kernels import REDUCE_BLOCK, np_name
+from corejax.compiler import cuda_kernels as K
+from corejax.compiler.cuda_kernels import REDUCE_BLOCK, SIM, np_name
 from corejax.compiler.fusion import FusedGroup
 from corejax.compiler.scalar_ctx import ScalarCtx, literal
 
@@ -29,6 +37,9 @@ __all__ = ["CudaScalarCtx", "CudaKernelPlan", "generate", "SERIAL_MAX"]
 
 # Reductions over at most this many elements per output run one thread per output.
 SERIAL_MAX = 64
+# "cols" mode: COLS_X kept elements by COLS_Y reduction lanes per block; a chunk of the
+# reduction has at least COLS_MIN elements.
+COLS_X, COLS_Y, COLS_MIN = (4, 2, 4) if SIM else (32, 8, 256)
 
 _MATH = {n: f"math.{n}" for n in (
     "exp", "log", "log1p", "expm1", "tanh", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
@@ -82,31 +93,50 @@ class CudaScalarCtx(ScalarCtx):
 class CudaKernelPlan:
     """A generated kernel and how to launch it."""
 
-    def __init__(self, source, sizes, arrays, outputs, reduction_out, mode, extra):
+    def __init__(self, source, sizes, arrays, outputs, reduction_out, mode, extra,
+                 chunks=1, finish_source=None):
         self.source = source
         self.sizes = sizes                  # collapsed loop sizes, passed first
         self.arrays = arrays                # materialized input Vars (flat buffers)
         self.outputs = outputs              # full-shape output Vars
         self.reduction_out = reduction_out
-        self.mode = mode                    # "elementwise" | "row" | "serial"
-        self.extra = extra                  # trailing scalar arguments (total / nk, nr)
+        self.mode = mode                    # "elementwise" | "row" | "serial" | "cols"
+        self.extra = extra                  # trailing scalar arguments (total / nk, nr[, chunk])
+        # "cols": chunks of the reduction; with more than one the kernel's partials (an
+        # argument after the outputs: nk * chunks elements) are combined by finish_source:
+        # kernel(part, r0, nk, chunks).
+        self.chunks = chunks
+        self.finish_source = finish_source
 
     def argtypes(self):
         """Numba argument types of a launch (for compile_ptx)."""
         from numba import types, from_dtype
         arr = lambda v: types.Array(from_dtype(np.dtype(v.aval.dtype)), 1, "C")
         outs = self.outputs + ([self.reduction_out] if self.reduction_out is not None else [])
+        part = [arr(self.reduction_out)] if self.mode == "cols" else []
         return tuple([types.int64] * len(self.sizes) + [arr(v) for v in self.arrays] +
-                     [arr(v) for v in outs] + [types.int64] * len(self.extra))
+                     [arr(v) for v in outs] + part + [types.int64] * len(self.extra))
+
+    def finish_argtypes(self):
+        from numba import types, from_dtype
+        arr = types.Array(from_dtype(np.dtype(self.reduction_out.aval.dtype)), 1, "C")
+        return (arr, arr, types.int64, types.int64)
 
     def launch_config(self):
         from corejax.compiler.cuda_kernels import BLOCK, grid_for, MAX_GRID
         if self.mode == "row":
             return max(1, min(MAX_GRID, self.extra[0])), REDUCE_BLOCK
+        if self.mode == "cols":
+            tiles = -(-self.extra[0] // COLS_X)
+            return ((max(1, min(MAX_GRID, tiles)), max(1, min(MAX_GRID, self.chunks))),
+                    (COLS_X, COLS_Y))
         return grid_for(self.extra[0]), BLOCK
 
 
-def generate(group: FusedGroup) -> CudaKernelPlan:
+def generate(group: FusedGroup, columns: bool = False) -> CudaKernelPlan:
+    """The kernel of `group`. columns=True allows "cols" mode (a 2-D block, and a second
+    kernel where the reduction is split): for kernels launched on their own, not for the
+    device functions of compiled loops (compiler/cuda_loops.py)."""
     S = group.shape
     red = group.reduction
     arrays, operand, collapsed, red_axes = collapse(group)
@@ -173,12 +203,50 @@ def generate(group: FusedGroup) -> CudaKernelPlan:
         val = expr_of(red.invars[0])
         args += ["r0", "nk", "nr"]
         accumulate = body + [f"acc = {T}({combine.format(a='acc', b=val)})"]
+        chunks, finish = 1, None
         if nr <= SERIAL_MAX:
             mode = "serial"
             lines = ["for q in range(cuda.grid(1), nk, cuda.gridsize(1)):"]
             lines += ind(unravel("q", kept) + [f"acc = {init}", "for p in range(nr):"], 1)
             lines += ind(unravel("p", reds) + accumulate, 2)
             lines += ind(["r0[q] = acc"], 1)
+        elif columns and k and not reduced[k - 1]:
+            mode = "cols"
+            X, Y = COLS_X, COLS_Y
+            tiles = max(1, -(-nk // X))
+            chunks = max(1, min(-(-K.target_blocks() // tiles), nr // COLS_MIN))
+            chunk = -(-nr // chunks)
+            chunks = -(-nr // chunk)
+            args.insert(args.index("nk"), "part")
+            args.append("chunk")
+            lines = [f"sh = cuda.shared.array(({Y}, {X}), {T})",
+                     "tx = cuda.threadIdx.x", "ty = cuda.threadIdx.y",
+                     "nch = (nr + chunk - 1) // chunk",
+                     f"for kb in range(cuda.blockIdx.x, (nk + {X - 1}) // {X}, cuda.gridDim.x):",
+                     f"    q = kb * {X} + tx",
+                     "    for cb in range(cuda.blockIdx.y, nch, cuda.gridDim.y):",
+                     f"        acc = {init}",
+                     "        if q < nk:"]
+            lines += ind(unravel("q", kept) +
+                         ["p1 = nr if nr < (cb + 1) * chunk else (cb + 1) * chunk",
+                          f"for p in range(cb * chunk + ty, p1, {Y}):"], 3)
+            lines += ind(unravel("p", reds) + accumulate, 4)
+            lines += ind(["sh[ty, tx] = acc", "cuda.syncthreads()",
+                          "if ty == 0 and q < nk:",
+                          "    s = sh[0, tx]",
+                          f"    for j in range(1, {Y}):",
+                          f"        s = {T}({combine.format(a='s', b='sh[j, tx]')})",
+                          "    if nch == 1:",
+                          "        r0[q] = s",
+                          "    else:",
+                          "        part[cb * nk + q] = s",
+                          "cuda.syncthreads()"], 2)
+            finish = ("def kernel(part, r0, nk, chunks):\n"
+                      "    for q in range(cuda.grid(1), nk, cuda.gridsize(1)):\n"
+                      "        s = part[q]\n"
+                      "        for c in range(1, chunks):\n"
+                      f"            s = {T}({combine.format(a='s', b='part[c * nk + q]')})\n"
+                      "        r0[q] = s\n") if chunks > 1 else None
         else:
             mode = "row"
             B = REDUCE_BLOCK
@@ -196,7 +264,10 @@ def generate(group: FusedGroup) -> CudaKernelPlan:
                           "if tid == 0:",
                           "    r0[q] = sh[0]",
                           "cuda.syncthreads()"], 1)
-        extra = [nk, nr]
+        extra = [nk, nr] + ([chunk] if mode == "cols" else [])
     source = f"def kernel({', '.join(args)}):\n" + "".join(f"    {l}\n" for l in lines)
+    if red is None:
+        chunks, finish = 1, None
     return CudaKernelPlan(source, sizes, [b for b, _ in arrays], outputs,
-                          red.outvars[0] if red is not None else None, mode, extra)
+                          red.outvars[0] if red is not None else None, mode, extra,
+                          chunks, finish)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from corejax.compiler import cuda_kernels as K
 from corejax.compiler.cuda_kernels import MAX_GRID, SIM, _grid_loop, _kernel, np_name
 
 __all__ = ["GemmPlan", "gemm_plan", "dot_source", "conv_source", "dot_reduce_source",
@@ -34,21 +35,11 @@ __all__ = ["GemmPlan", "gemm_plan", "dot_source", "conv_source", "dot_reduce_sou
 TX, TY, RM, RN, BK = (2, 2, 2, 2, 4) if SIM else (16, 16, 4, 4, 16)
 BM, BN, NT = TY * RM, TX * RN, TX * TY
 BLOCK_DIM = (TX, TY)
-# Splitting the reduction: at least MIN_KT tiles of BK per chunk, and enough blocks for about
-# two per multiprocessor.
+# Splitting the reduction: at least MIN_KT tiles of BK per chunk, and enough blocks to fill the
+# GPU (cuda_kernels.target_blocks).
 MIN_KT = 1 if SIM else 4
 assert NT % BM == 0 and NT % BN == 0 and NT % BK == 0
 assert (BM * BK) % NT == 0 and (BK * BN) % NT == 0
-
-
-def _target_blocks() -> int:
-    if SIM:
-        return 8
-    from numba import cuda
-    try:
-        return 2 * int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
-    except Exception:           # no context yet or an attribute the driver lacks
-        return 264
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -69,7 +60,7 @@ class GemmPlan(NamedTuple):
 def gemm_plan(nb: int, m: int, n: int, k: int, target: int | None = None) -> GemmPlan:
     tm, tn, kt = _cdiv(m, BM), _cdiv(n, BN), _cdiv(k, BK)
     blocks = max(1, tm * tn * nb)
-    target = _target_blocks() if target is None else target
+    target = K.target_blocks() if target is None else target
     nsplit = 1
     if blocks < target and kt >= 2 * MIN_KT:
         nsplit = max(1, min(_cdiv(target, blocks), kt // MIN_KT))

@@ -309,6 +309,17 @@ def grid_for(n: int, block: int = BLOCK) -> int:
     return max(1, min(MAX_GRID, -(-n // block)))
 
 
+def target_blocks() -> int:
+    """Blocks that fill the GPU: about two per multiprocessor of the current device (kernels
+    that would launch fewer split their long loops over more blocks to get there)."""
+    if SIM:
+        return 8
+    try:
+        return 2 * int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+    except Exception:           # no context yet, or an attribute the driver lacks
+        return 264
+
+
 # --- layout kernels ------------------------------------------------------------------------------
 
 def _unravel(rank: int, t: str = "t", prefix: str = "i", sizes: str = "n") -> list[str]:
