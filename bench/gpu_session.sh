@@ -5,7 +5,7 @@
 #   bash bench/gpu_session.sh env tests profile bench jax train
 # MNIST is read from $COREJAX_DATA_DIR (default .devwork/mnist, a folder carried to the GPU
 # machine). Phases: env (driver, toolkit, packages), install (pip install -e . as README says,
-# offline), tests (the CUDA tests without the simulator), profile / cnnprofile (bench_cuda.py
+# offline), tests (the CUDA tests without the simulator; $TESTS names other files), profile / cnnprofile (bench_cuda.py
 # --profile: the MLP / CNN step's program steps timed one by one), bench (bench_cuda.py,
 # compile times included), jax = jaxmlp jaxcnn (JAX's MLP and CNN epochs on the GPU),
 # train = trainmlp traincnn (train.py's MLP and CNN on the GPU), cnnprobe (100 CNN steps).
@@ -50,8 +50,9 @@ $PY -c 'from numba import cuda; cuda.detect()'"
       phase install 120 $PY -m pip install --no-deps --no-build-isolation -q -e .
       tail -n 5 "$LOGS/install.log" >>"$summary" ;;
     tests)
-      phase tests 300 $PY -m pytest -q -p no:cacheprovider -n 14 tests/test_cuda*.py \
-        tests/test_ptx.py
+      # shellcheck disable=SC2086  # TESTS: test files, split on spaces
+      phase tests 300 $PY -m pytest -q -p no:cacheprovider -n 14 \
+        ${TESTS:-tests/test_cuda*.py tests/test_ptx.py}
       grep -E "^(FAILED|ERROR)|passed|failed" "$LOGS/tests.log" | tail -n 40 >>"$summary" ;;
     profile)
       phase profile 180 $PY bench/bench_cuda.py --profile
