@@ -48,7 +48,7 @@ def _labels(exe):
 
 # M x K @ K x N with every operand layout: each operand's contiguous axis is its rows or its
 # reduction axis (the loads switch which axis consecutive threads read).
-@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (5, 7, 6), (9, 33, 3), (13, 2, 17)])
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (9, 33, 3), (13, 2, 17)])
 @pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
 def test_matmul_layouts_and_edges(m, k, n, layout, splitting):
     a = _rand((m, k) if layout[0] == "n" else (k, m), 1)
