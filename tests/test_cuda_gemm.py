@@ -112,16 +112,30 @@ def test_split_reduction_gives_the_same_bits_every_call(monkeypatch):
         np.testing.assert_array_equal(_host(exe(a, b)[0]), first)
 
 
-def test_plan_splits_only_when_blocks_are_few():
+def test_plan_splits_only_when_blocks_are_few(monkeypatch):
+    monkeypatch.setattr(cuda_kernels, "target_blocks", lambda: 16)
     bm, bn, bk = cuda_gemm.BM, cuda_gemm.BN, cuda_gemm.BK
-    many = cuda_gemm.gemm_plan(1, 64 * bm, 64 * bn, 64 * bk, target=16)
+    many = cuda_gemm.gemm_plan(1, 64 * bm, 64 * bn, 64 * bk)
     assert many.nsplit == 1 and many.scratch == 0
-    few = cuda_gemm.gemm_plan(1, bm, bn, 64 * bk, target=16)
+    few = cuda_gemm.gemm_plan(1, bm, bn, 64 * bk)
     assert few.nsplit == 16 and few.kchunk * few.nsplit >= 64 * bk
     assert (few.nsplit - 1) * few.kchunk < 64 * bk          # no empty chunk
     assert few.scratch == few.nsplit * bm * bn
-    short = cuda_gemm.gemm_plan(1, bm, bn, bk, target=16)   # too short to split
+    short = cuda_gemm.gemm_plan(1, bm, bn, bk)   # too short to split
     assert short.nsplit == 1
+
+
+def test_split_loop_parts_are_contiguous_and_never_empty(monkeypatch):
+    """cuda_kernels.split_loop, shared by the GEMM's reduction and the column reductions."""
+    monkeypatch.setattr(cuda_kernels, "target_blocks", lambda: 16)
+    for blocks, n, min_part in [(1, 100, 4), (3, 100, 4), (1, 7, 4), (16, 1000, 1), (2, 0, 4),
+                                (1, 64, 1), (5, 1001, 8)]:
+        parts, length = cuda_kernels.split_loop(blocks, n, min_part)
+        assert parts >= 1 and (parts - 1) * length < max(n, 1) and parts * length >= n
+        assert parts == 1 or (length >= min_part and blocks * parts <= 16 + blocks)
+    assert cuda_kernels.split_loop(16, 1000, 1) == (1, 1000)      # the blocks fill the GPU
+    assert cuda_kernels.split_loop(1, 7, 4) == (1, 7)             # too short to split
+    assert cuda_kernels.split_loop(1, 64, 1) == (16, 4)
 
 
 # --- convolutions -----------------------------------------------------------------------------

@@ -165,38 +165,31 @@ class CudaExecutable(LayoutSteps):
         grid, block = plan.launch_config()
         head, tail = list(plan.sizes), list(plan.extra)
         alloc = self._alloc
-        if plan.mode == "cols":
-            # the partials of a split reduction (scratch), combined by a second kernel; a
-            # reduction in one chunk writes its result directly (the output stands in)
-            r_slot = outs[-1][0]
-            finish, p_slot = None, None
-            if plan.chunks > 1:
-                finish = self._kernel(f"fused {group!r} (chunks combined)", plan.finish_source,
-                                      plan.finish_argtypes())
-                p_slot = len(self._host_template)
-                self._host_template.append(None)
-                p_aval = core.ShapedArray((plan.chunks * plan.extra[0],),
-                                          plan.reduction_out.aval.dtype)
-                fgrid = K.grid_for(plan.extra[0])
-            fin = [plan.extra[0], plan.chunks]
-
-            def run(env):
-                args = head + [env[s] for s in in_slots]
-                for s, aval in outs:
-                    env[s] = alloc(aval, s)
-                    args.append(env[s])
-                part = alloc(p_aval, p_slot) if finish is not None else env[r_slot]
-                launch(grid, block, *args, part, *tail)
-                if finish is not None:
-                    finish(fgrid, K.BLOCK, part, env[r_slot], *fin)
-            return run
+        # "cols" mode takes a buffer of partials after the outputs: its scratch where the
+        # reduction is split (then combined by a second kernel), else the reduction's own
+        # output, which the kernel writes directly
+        cols, finish = plan.mode == "cols", None
+        if cols and plan.chunks > 1:
+            nk = plan.extra[0]
+            finish = self._kernel(f"fused {group!r} (chunks combined)", plan.finish_source,
+                                  plan.finish_argtypes())
+            p_slot = len(self._host_template)
+            self._host_template.append(None)
+            p_aval = core.ShapedArray((plan.chunks * nk,), plan.reduction_out.aval.dtype)
+            fgrid, fin = K.grid_for(nk), [nk, nk, plan.chunks]
 
         def run(env):
             args = head + [env[s] for s in in_slots]
             for s, aval in outs:
                 env[s] = alloc(aval, s)
                 args.append(env[s])
-            launch(grid, block, *args, *tail)
+            if not cols:
+                launch(grid, block, *args, *tail)
+                return
+            part = args[-1] if finish is None else alloc(p_aval, p_slot)
+            launch(grid, block, *args, part, *tail)
+            if finish is not None:
+                finish(fgrid, K.BLOCK, part, args[-1], *fin)
         return run
 
     def _group_on_host(self, group):
@@ -284,13 +277,14 @@ class CudaExecutable(LayoutSteps):
                            b_cols_fast=not (sbk == 1 and sbn != 1))
         plan = G.gemm_plan(nb, m, n, k)
         scal = [nb, m, n, k, plan.nsplit, plan.kchunk, sab, sam, sak, sbb, sbk, sbn]
-        return self._gemm_steps("dot_general", eqn, steps, src, G.dot_reduce_source(dt), plan,
-                                [sa, sb], [], scal, [plan.reduce_total, m, n, plan.nsplit])
+        return self._gemm_steps("dot_general", eqn, steps, src, G.reduce_source(dt), plan,
+                                [sa, sb], [], scal, [])
 
     def _gemm_steps(self, name, eqn, steps, src, reduce_src, plan, operand_slots, const_slots,
-                    scal, reduce_scal):
+                    scal, store_scal):
         """The run of a GEMM-shaped step (cuda_gemm): the tiled kernel, and where its
-        reduction is split, the scratch of partials and the kernel summing them."""
+        reduction is split, the scratch of partials and the kernel summing them (its store
+        taking `store_scal`)."""
         from numba import types, from_dtype
         out = eqn.outvars[0]
         dt = np.dtype(out.aval.dtype)
@@ -303,30 +297,26 @@ class CudaExecutable(LayoutSteps):
         s_o, alloc = self._slot(out), self._alloc
         total = plan.reduce_total
         ins = list(operand_slots) + list(const_slots)
-        if plan.nsplit == 1:
-            def run(env):
-                for s in steps:
-                    s(env)
-                o = env[s_o] = alloc(out.aval, s_o)
-                if total:
-                    a, b, *rest = [env[s] for s in ins]
-                    launch(plan.grid, plan.block, a, b, o, o, *rest, *scal)
-            return run
-        reduce = self._kernel(f"{name} (split reduction)", reduce_src,
-                              [arr(dt), arr(dt)] + [types.int64] * len(reduce_scal))
-        s_p = len(self._host_template)
-        self._host_template.append(None)
-        p_aval = core.ShapedArray((plan.scratch,), dt)
-        rgrid = K.grid_for(total)
+        reduce = None
+        if plan.nsplit > 1:
+            rscal = [total, plan.inner, plan.nsplit] + list(store_scal)
+            reduce = self._kernel(f"{name} (split reduction)", reduce_src,
+                                  [arr(dt), arr(dt)] + [types.int64] * len(rscal))
+            s_p = len(self._host_template)
+            self._host_template.append(None)
+            p_aval = core.ShapedArray((plan.scratch,), dt)
+            rgrid = K.grid_for(total)
 
         def run(env):
             for s in steps:
                 s(env)
             o = env[s_o] = alloc(out.aval, s_o)
-            part = alloc(p_aval, s_p)
-            a, b, *rest = [env[s] for s in ins]
-            launch(plan.grid, plan.block, a, b, o, part, *rest, *scal)
-            reduce(rgrid, K.BLOCK, part, o, *reduce_scal)
+            if total:
+                a, b, *rest = [env[s] for s in ins]
+                part = o if reduce is None else alloc(p_aval, s_p)
+                launch(plan.grid, plan.block, a, b, o, part, *rest, *scal)
+                if reduce is not None:
+                    reduce(rgrid, K.BLOCK, part, o, *rscal)
         return run
 
     # --- windowed reductions and convolution ---------------------------------------------
@@ -410,11 +400,10 @@ class CudaExecutable(LayoutSteps):
         scal += Ot[2:] + L[2:] + [lst[d] for d in lspec[2:]] + [ost[d] for d in ospec[2:]]
         scal += list(p["window_strides"]) + [lo for lo, _ in p["padding"]] + ld
         src = G.conv_source(nsp, dt, lhs_dilated=any(d != 1 for d in ld))
-        rscal = [plan.reduce_total, m, Og, plan.nsplit, ost[ospec[0]], ost[ospec[1]]] + \
-            Ot[2:] + [ost[d] for d in ospec[2:]]
+        store = [Og, ost[ospec[0]], ost[ospec[1]]] + Ot[2:] + [ost[d] for d in ospec[2:]]
         return self._gemm_steps("conv_general_dilated", eqn, [], src,
                                 G.conv_reduce_source(nsp, dt), plan,
-                                [self._slot(lhs), self._slot(rhs)], [tab], scal, rscal)
+                                [self._slot(lhs), self._slot(rhs)], [tab], scal, store)
 
     def _k_gather(self, eqn):
         op, idx = eqn.invars

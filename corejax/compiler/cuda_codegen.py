@@ -103,8 +103,8 @@ class CudaKernelPlan:
         self.mode = mode                    # "elementwise" | "row" | "serial" | "cols"
         self.extra = extra                  # trailing scalar arguments (total / nk, nr[, chunk])
         # "cols": chunks of the reduction; with more than one the kernel's partials (an
-        # argument after the outputs: nk * chunks elements) are combined by finish_source:
-        # kernel(part, r0, nk, chunks).
+        # argument after the outputs: nk * chunks elements) are combined by finish_source
+        # (cuda_kernels.partials_source: kernel(part, r0, nk, nk, chunks)).
         self.chunks = chunks
         self.finish_source = finish_source
 
@@ -120,7 +120,7 @@ class CudaKernelPlan:
     def finish_argtypes(self):
         from numba import types, from_dtype
         arr = types.Array(from_dtype(np.dtype(self.reduction_out.aval.dtype)), 1, "C")
-        return (arr, arr, types.int64, types.int64)
+        return (arr, arr, types.int64, types.int64, types.int64)
 
     def launch_config(self):
         from corejax.compiler.cuda_kernels import BLOCK, grid_for, MAX_GRID
@@ -187,6 +187,7 @@ def generate(group: FusedGroup, columns: bool = False) -> CudaKernelPlan:
     args = [f"n{c}" for c in range(k)] + [f"a{j}" for j in range(len(arrays))] + \
         [f"o{j}" for j in range(len(outputs))]
     ind = lambda lines, n: ["    " * n + line for line in lines]
+    chunks, finish = 1, None            # "cols": the split of its reduction
     if red is None:
         total = int(np.prod(sizes, dtype=np.int64))
         args.append("total")
@@ -203,7 +204,6 @@ def generate(group: FusedGroup, columns: bool = False) -> CudaKernelPlan:
         val = expr_of(red.invars[0])
         args += ["r0", "nk", "nr"]
         accumulate = body + [f"acc = {T}({combine.format(a='acc', b=val)})"]
-        chunks, finish = 1, None
         if nr <= SERIAL_MAX:
             mode = "serial"
             lines = ["for q in range(cuda.grid(1), nk, cuda.gridsize(1)):"]
@@ -213,10 +213,7 @@ def generate(group: FusedGroup, columns: bool = False) -> CudaKernelPlan:
         elif columns and k and not reduced[k - 1]:
             mode = "cols"
             X, Y = COLS_X, COLS_Y
-            tiles = max(1, -(-nk // X))
-            chunks = max(1, min(-(-K.target_blocks() // tiles), nr // COLS_MIN))
-            chunk = -(-nr // chunks)
-            chunks = -(-nr // chunk)
+            chunks, chunk = K.split_loop(-(-nk // X), nr, COLS_MIN)
             args.insert(args.index("nk"), "part")
             args.append("chunk")
             lines = [f"sh = cuda.shared.array(({Y}, {X}), {T})",
@@ -241,12 +238,8 @@ def generate(group: FusedGroup, columns: bool = False) -> CudaKernelPlan:
                           "    else:",
                           "        part[cb * nk + q] = s",
                           "cuda.syncthreads()"], 2)
-            finish = ("def kernel(part, r0, nk, chunks):\n"
-                      "    for q in range(cuda.grid(1), nk, cuda.gridsize(1)):\n"
-                      "        s = part[q]\n"
-                      "        for c in range(1, chunks):\n"
-                      f"            s = {T}({combine.format(a='s', b='part[c * nk + q]')})\n"
-                      "        r0[q] = s\n") if chunks > 1 else None
+            if chunks > 1:
+                finish = K.partials_source(T, combine)
         else:
             mode = "row"
             B = REDUCE_BLOCK
@@ -266,8 +259,6 @@ def generate(group: FusedGroup, columns: bool = False) -> CudaKernelPlan:
                           "cuda.syncthreads()"], 1)
         extra = [nk, nr] + ([chunk] if mode == "cols" else [])
     source = f"def kernel({', '.join(args)}):\n" + "".join(f"    {l}\n" for l in lines)
-    if red is None:
-        chunks, finish = 1, None
     return CudaKernelPlan(source, sizes, [b for b, _ in arrays], outputs,
                           red.outvars[0] if red is not None else None, mode, extra,
                           chunks, finish)

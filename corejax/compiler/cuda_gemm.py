@@ -16,18 +16,21 @@ gradients are such convolutions with few outputs and a reduction over the whole 
 Each block computes a BM x BN tile of C with TX x TY threads, each thread RM x RN outputs (rows
 ty + i*TY, columns tx + j*TX: conflict-free shared-memory reads and coalesced stores); the
 reduction advances BK at a time through shared memory. When the tiles are too few to fill the
-GPU, the reduction is split into `nsplit` contiguous chunks: each writes its partial tile to a
-scratch buffer, and a second kernel sums the partials in split order. Every element's sum is
+GPU, the reduction is split into `nsplit` contiguous chunks (cuda_kernels.split_loop): each
+writes its partial tile to a scratch buffer, and a second kernel (cuda_kernels.partials_source)
+sums the partials in split order. Every element's sum is
 therefore formed in the same order at every call (no atomics): the same bits run after run.
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from corejax.compiler import cuda_kernels as K
-from corejax.compiler.cuda_kernels import MAX_GRID, SIM, _grid_loop, _kernel, np_name
+import numpy as np
 
-__all__ = ["GemmPlan", "gemm_plan", "dot_source", "conv_source", "dot_reduce_source",
+from corejax.compiler import cuda_kernels as K
+from corejax.compiler.cuda_kernels import MAX_GRID, SIM, _kernel, np_name
+
+__all__ = ["GemmPlan", "gemm_plan", "dot_source", "conv_source", "reduce_source",
            "conv_reduce_source", "conv_table", "BLOCK_DIM"]
 
 # Threads per block (TX x TY) and outputs per thread (RM x RN); the simulator runs each thread
@@ -54,22 +57,18 @@ class GemmPlan(NamedTuple):
     nsplit: int
     kchunk: int
     scratch: int                  # elements of partial sums (0 when the reduction is whole)
-    reduce_total: int             # elements the reducing kernel writes (nb * M * N)
+    reduce_total: int             # outputs (nb * M * N): the split reduction's second pass
+    inner: int                    # outputs of one batch or group (M * N)
 
 
-def gemm_plan(nb: int, m: int, n: int, k: int, target: int | None = None) -> GemmPlan:
-    tm, tn, kt = _cdiv(m, BM), _cdiv(n, BN), _cdiv(k, BK)
-    blocks = max(1, tm * tn * nb)
-    target = K.target_blocks() if target is None else target
-    nsplit = 1
-    if blocks < target and kt >= 2 * MIN_KT:
-        nsplit = max(1, min(_cdiv(target, blocks), kt // MIN_KT))
-    kchunk = _cdiv(kt, nsplit) * BK if k else BK
-    nsplit = _cdiv(k, kchunk) if k else 1
+def gemm_plan(nb: int, m: int, n: int, k: int) -> GemmPlan:
+    tm, tn = _cdiv(m, BM), _cdiv(n, BN)
+    nsplit, ktiles = K.split_loop(tm * tn * nb, _cdiv(k, BK), MIN_KT)
+    kchunk = max(1, ktiles) * BK
     grid = (max(1, min(MAX_GRID, tn)), max(1, min(MAX_GRID, tm)),
             max(1, min(MAX_GRID, nb * nsplit)))
     scratch = nb * nsplit * m * n if nsplit > 1 else 0
-    return GemmPlan(grid, BLOCK_DIM, nsplit, kchunk, scratch, nb * m * n)
+    return GemmPlan(grid, BLOCK_DIM, nsplit, kchunk, scratch, nb * m * n, m * n)
 
 
 # --- the kernel's skeleton ------------------------------------------------------------------
@@ -126,8 +125,8 @@ def _gemm(args, nt, tile_setup, a_loads, b_loads, store_row, store_at):
 def _tile_loads(sname, nfixed, fixed_ok, load_expr, fixed_fast: bool):
     """Lines staging one operand's BK x nfixed tile into shared memory `sname`[q, f] for the
     step at t0. `fixed_ok(slot)` checks the bound of a slot's index along the fixed axis (rows
-    of A, columns of B: `_fixed_setup`'s); `load_expr(slot, q)`
-    reads the element (q the global reduction index). Consecutive threads take consecutive
+    of A, columns of B: `_fixed_setup`'s); `load_expr(slot, q)` reads the element (q the
+    global reduction index). Consecutive threads take consecutive
     fixed-axis indices (fixed_fast) or consecutive reduction indices (for an operand whose
     reduction axis is its contiguous one)."""
     lines = []
@@ -182,15 +181,10 @@ def dot_source(dtype, a_rows_fast: bool = True, b_cols_fast: bool = True) -> str
     return _gemm(args, nt, setup, a, b, lambda i: [], "(b * M + row) * N + col")
 
 
-def dot_reduce_source(dtype) -> str:
-    """C[t] = sum over s (in order) of P[((b*nsplit + s)*M + row)*N + col], t = (b*M + row)*N
-    + col: the partial products of a split reduction, summed the same way at every call."""
-    body = ["r = t % (M * N)", "b = t // (M * N)",
-            f"acc = P[(b * nsplit * M * N) + r]",
-            "for s in range(1, nsplit):",
-            "    acc += P[(b * nsplit + s) * M * N + r]",
-            "C[t] = acc"]
-    return _kernel(["P", "C", "total", "M", "N", "nsplit"], _grid_loop("total", body))
+def reduce_source(dtype) -> str:
+    """The product's split reduction: partials summed in split order (cuda_kernels'
+    partials_source) into C, (b * M + row) * N + col."""
+    return K.partials_source(np_name(dtype), "{a} + {b}")
 
 
 # --- conv_general_dilated -------------------------------------------------------------------
@@ -251,24 +245,18 @@ def conv_source(nsp: int, dtype, lhs_dilated: bool) -> str:
 
 
 def conv_reduce_source(nsp: int, dtype) -> str:
-    """The convolution's split reduction: partials summed in split order, then stored through
-    the output's strides."""
+    """The convolution's split reduction: partials summed in split order (cuda_kernels'
+    partials_source), stored through the output's strides (r = row * N + col)."""
     S = range(nsp)
-    body = ["r = t % (M * N)", "b = t // (M * N)", "row = r // N", "col = r % N",
-            "acc = P[(b * nsplit * M * N) + r]",
-            "for s in range(1, nsplit):",
-            "    acc += P[(b * nsplit + s) * M * N + r]"]
-    body += _conv_row(nsp, "row", "on", "oy")
-    body += ["C[on * os_n + (b * N + col) * os_c" + "".join(f" + oy{d} * os{d}" for d in S) +
-             "] = acc"]
-    args = ["P", "C", "total", "M", "N", "nsplit", "os_n", "os_c"] + \
-        [f"osz{d}" for d in S] + [f"os{d}" for d in S]
-    return _kernel(args, _grid_loop("total", body))
+    store = ["row = r // N", "col = r % N"] + _conv_row(nsp, "row", "on", "oy")
+    store += ["C[on * os_n + (b * N + col) * os_c" + "".join(f" + oy{d} * os{d}" for d in S) +
+              "] = acc"]
+    args = ["N", "os_n", "os_c"] + [f"osz{d}" for d in S] + [f"os{d}" for d in S]
+    return K.partials_source(np_name(dtype), "{a} + {b}", args, store)
 
 
-def conv_table(cg: int, ksz, ls_c: int, rs_i: int, rd, rs) -> "np.ndarray":
+def conv_table(cg: int, ksz, ls_c: int, rs_i: int, rd, rs) -> np.ndarray:
     """The per-reduction-index offsets (see conv_source), int64, flat: q = c*prod(ksz) + k."""
-    import numpy as np
     nsp = len(ksz)
     taps = np.indices(tuple(ksz), dtype=np.int64).reshape(nsp, -1).T        # (T, nsp)
     c = np.arange(cg, dtype=np.int64)[:, None]

@@ -320,6 +320,30 @@ def target_blocks() -> int:
         return 264
 
 
+def split_loop(blocks: int, n: int, min_part: int) -> tuple[int, int]:
+    """(parts, part length) for a loop of n steps that `blocks` blocks each run whole: split
+    into contiguous parts of at least min_part steps until about target_blocks() blocks run,
+    none empty. (1, n) where the blocks already fill the GPU or the loop is too short."""
+    if n <= 0:
+        return 1, 0
+    parts = max(1, min(-(-target_blocks() // max(1, blocks)), n // min_part))
+    length = -(-n // parts)
+    return -(-n // length), length
+
+
+def partials_source(nt: str, combine: str, store_args=(), store=("C[t] = acc",)) -> str:
+    """The second pass of a loop split in parts (split_loop): the partial results of each of
+    `total` outputs, P[(b * parts + s) * inner + r] for s = 0, 1, ... (t = b * inner + r),
+    combined in that order (`combine`: a format of a and b, cast to `nt`), so a split gives
+    the same bits at every call; `store` lines write `acc` (t, b and r in scope, and
+    `store_args`). kernel(P, C, total, inner, parts, *store_args)."""
+    body = ["r = t % inner", "b = t // inner", "acc = P[b * parts * inner + r]",
+            "for s in range(1, parts):",
+            f"    acc = {nt}({combine.format(a='acc', b='P[(b * parts + s) * inner + r]')})"]
+    return _kernel(["P", "C", "total", "inner", "parts", *store_args],
+                   _grid_loop("total", body + list(store)))
+
+
 # --- layout kernels ------------------------------------------------------------------------------
 
 def _unravel(rank: int, t: str = "t", prefix: str = "i", sizes: str = "n") -> list[str]:
