@@ -133,6 +133,7 @@ REFERENCES_F32 = {
     fm.sinh_f32: np.sinh,
     fm.cosh_f32: np.cosh,
     fm.asinh_f32: np.arcsinh,
+    fm.cbrt_f32: np.cbrt,
 }
 
 
@@ -248,6 +249,9 @@ SPECIAL = [
     (fm.asinh_f32, [(np.inf, np.inf), (-np.inf, -np.inf), (np.nan, np.nan), (-0.0, -0.0),
                     (0.0, 0.0), (1e-45, 1e-45), (-1e-45, -1e-45),
                     (3.4028235e38, 89.415985), (-3.4028235e38, -89.415985)]),
+    (fm.cbrt_f32, [(np.inf, np.inf), (-np.inf, -np.inf), (np.nan, np.nan), (-0.0, -0.0),
+                   (0.0, 0.0), (8.0, 2.0), (-27.0, -3.0), (1e-45, 1.1190347e-15),
+                   (-1e-45, -1.1190347e-15), (3.4028235e38, 6.9814636e12)]),
     (fm.exp_f64, [(np.inf, np.inf), (-np.inf, 0.0), (np.nan, np.nan), (709.8, np.inf),
                   (-746.0, 0.0), (5e-324, 1.0)]),
     (fm.expm1_f64, [(-np.inf, -1.0), (-0.0, -0.0), (5e-324, 5e-324), (-50.0, -1.0)]),

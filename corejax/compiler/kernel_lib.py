@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
-from corejax.compiler.fastmath import _fma
+from corejax.compiler.fastmath_ops import _fma
 from corejax.lax.prng import threefry2x32_scalar
 
 MODULE = __name__

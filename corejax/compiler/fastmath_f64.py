@@ -1,0 +1,203 @@
+"""float64 functions of corejax.compiler.fastmath, and float32 pow (computed in float64)."""
+import numpy as np
+
+from corejax.compiler.fastmath_f32 import _HALF, _INF, _NAN, _ONE, _ZERO, _ratio_one_plus
+from corejax.compiler.fastmath_ops import (_HALF64, _INF64, _NAN64, _ONE64, _TWO64, _ZERO64,
+                                          _horner, _jit, _rint, f32, f64, f64_as_i64,
+                                          i64_as_f64)
+
+
+# float64. Same algorithms, longer polynomials (fitted as above, but with the least-squares
+# residuals computed in 120-bit mpmath arithmetic so that the fit itself is not limited by
+# float64; coefficients are the float64 roundings). Functions not here fall back to math.*.
+
+_LOG2E64 = f64(1.4426950408889634)
+_LN2_HI64 = f64(0.6931471803691238)  # ln 2 truncated to 32 bits: k * hi is exact for |k| < 2^21
+_LN2_LO64 = f64(1.9082149292705877e-10)
+_SQRT_HALF_BITS64 = 0x3FE6A09E667F3BCD
+_TWO52 = f64(4503599627370496.0)
+_MIN_NORMAL64 = f64(2.2250738585072014e-308)
+
+# exp(r) = 1 + r + r^2 * P(r) on |r| <= ln2/2 (fit error 1.1e-17 relative)
+_EXP_P64 = (2.5000077508960032e-08, 2.763025044936786e-07, 2.755758633499844e-06,
+            2.4801493092719673e-05, 0.00019841269506604375, 0.0013888888943636504,
+            0.008333333333494461, 0.041666666666530135, 0.16666666666666413, 0.5000000000000011)
+# expm1(r) = r + r^2/2 + r^3 * Q(r) on |r| <= ln2/2 (fit error 1.5e-18 relative)
+_EXPM1_Q64 = (2.087893619801095e-09, 2.51086892267223e-08, 2.755738697370444e-07,
+              2.7557245286094205e-06, 2.4801587198291627e-05, 0.00019841269884950742,
+              0.001388888888894264, 0.008333333333322156, 0.04166666666666658,
+              0.16666666666666677)
+# log(1+f) = 2 atanh(s), s = f/(2+f): 2 atanh(s) = 2s + s * z * R(z), z = s^2 <= 0.0295
+# (fit error of z*R(z) 1.4e-18 absolute)
+_LOG_R64 = (0.1479626924744942, 0.15314020243265303, 0.18183565444841843, 0.2222219855297632,
+            0.285714287425712, 0.39999999999413915, 0.6666666666666735)
+
+
+@_jit
+def _scale_pow2_f64(p, kf):
+    """p * 2^k for integral kf in [-2044, 2046], p in [0.5, 2], with one rounding."""
+    k = np.int64(kf)
+    k_half = k >> 1
+    s1 = i64_as_f64((k_half + 1023) << 52)
+    s2 = i64_as_f64((k - k_half + 1023) << 52)
+    return p * s1 * s2
+
+
+@_jit
+def _reduce_ln2_f64(xc):
+    """(k, r, c) with xc = k*ln2 + r + c, |r| <= ln2/2, c the rounding error of r: at float64
+    the rounding of r alone would cost up to half an ulp of the result."""
+    kf = _rint(xc * _LOG2E64)
+    r_hi = xc - kf * _LN2_HI64                       # exact
+    r = r_hi - kf * _LN2_LO64
+    c = (r_hi - r) - kf * _LN2_LO64
+    return kf, r, c
+
+
+@_jit
+def exp_f64(x):
+    """e**x for float64 (<= 1 ulp)."""
+    x = f64(x)
+    xc = f64(710.0) if not x < f64(710.0) else x
+    xc = f64(-746.0) if xc < f64(-746.0) else xc
+    kf, r, c = _reduce_ln2_f64(xc)
+    # 1 + r + (c + r^2 P(r)) with 1 + r split exactly, so only the last addition rounds.
+    one_r = _ONE64 + r
+    one_r_err = (_ONE64 - one_r) + r
+    p = one_r + (one_r_err + (c + r * r * _horner(r, _EXP_P64)))
+    y = _scale_pow2_f64(p, kf)
+    return y if x == x else x
+
+
+@_jit
+def expm1_f64(x):
+    """e**x - 1 for float64, accurate near 0 (<= 1.5 ulp)."""
+    x = f64(x)
+    xc = f64(710.0) if not x < f64(710.0) else x
+    xc = f64(-40.0) if xc < f64(-40.0) else xc     # e**-40 is below half an ulp of -1
+    kf, r, c = _reduce_ln2_f64(xc)
+    tail = c + r * (r * (_HALF64 + r * _horner(r, _EXPM1_Q64)))   # expm1(r + c) - r
+    # e**x - 1 = (2^k - 1) + 2^k r + 2^k tail: the first two are exact and summed exactly
+    # (two-sum), so the result rounds once at full size. 2^k - 1 is exact for -53 <= k <= 53.
+    k_small = f64(53.0) if kf > f64(53.0) else kf
+    s = i64_as_f64((np.int64(k_small) + 1023) << 52)
+    a = s - _ONE64
+    b = s * r
+    hi = a + b
+    b_part = hi - a
+    lo = (a - (hi - b_part)) + (b - b_part)
+    y_small = hi + (lo + s * tail)
+    one_r = _ONE64 + r
+    y_large = _scale_pow2_f64(one_r + (((_ONE64 - one_r) + r) + tail), kf)   # -1 is negligible
+    y = y_large if kf > f64(53.0) else y_small
+    return x if (x == _ZERO64 or x != x) else y
+
+
+@_jit
+def _log_split_f64(x):
+    """For finite x > 0: (e, f) with x = 2^e * (1 + f), sqrt(1/2) <= 1+f < sqrt(2)."""
+    denormal = x < _MIN_NORMAL64
+    xs = x * _TWO52 if denormal else x
+    ix = f64_as_i64(xs) - _SQRT_HALF_BITS64
+    e = f64(ix >> 52) - (f64(52.0) if denormal else _ZERO64)
+    m = i64_as_f64((ix & 0x000FFFFFFFFFFFFF) + _SQRT_HALF_BITS64)
+    return e, m - _ONE64
+
+
+@_jit
+def _log_assemble_f64(e, f):
+    """e*ln2 + log(1+f) for sqrt(1/2)-1 <= f <= sqrt(2)-1, with the large terms added last:
+    log(1+f) = f - (f^2/2 - s*(f^2/2 + z*R(z))) since 2s = f - s*f."""
+    s = f / (_TWO64 + f)
+    z = s * s
+    half_f2 = _HALF64 * f * f
+    tail = s * (half_f2 + z * _horner(z, _LOG_R64)) + e * _LN2_LO64
+    return (f - (half_f2 - tail)) + e * _LN2_HI64
+
+
+@_jit
+def log_f64(x):
+    """Natural logarithm for float64 (<= 1 ulp)."""
+    x = f64(x)
+    e, f = _log_split_f64(x)
+    y = _log_assemble_f64(e, f)
+    if x > _ZERO64 and x < _INF64:
+        return y
+    if x == _ZERO64:
+        return -_INF64
+    return x if x > _ZERO64 else _NAN64
+
+
+@_jit
+def log1p_f64(x):
+    """log(1 + x) for float64, accurate near 0 (<= 2 ulp)."""
+    x = f64(x)
+    u = _ONE64 + x
+    ub = u - x
+    c = (x - (u - ub)) + (_ONE64 - ub)
+    e, f = _log_split_f64(u if u < _INF64 else _ONE64)
+    e_capped = f64(600.0) if e > f64(600.0) else e
+    f = f + c * i64_as_f64((1023 - np.int64(e_capped)) << 52)
+    y = _log_assemble_f64(e, f)
+    if x > f64(-1.0) and x < _INF64:
+        return x if x == _ZERO64 else y
+    if x == f64(-1.0):
+        return -_INF64
+    return x if x > _ZERO64 else _NAN64
+
+
+@_jit
+def tanh_f64(x):
+    """Hyperbolic tangent for float64 (<= 3 ulp): q/(q + 2) with q = expm1(2|x|)."""
+    x = f64(x)
+    a = abs(x)
+    ac = f64(20.0) if a > f64(20.0) else a     # tanh rounds to 1 past 19.1; keeps nan
+    q = expm1_f64(ac + ac)
+    t = q / (q + _TWO64)
+    y = t if x > _ZERO64 else -t
+    return x if x == _ZERO64 else y
+
+
+@_jit
+def logistic_f64(x):
+    """The logistic sigmoid for float64 (<= 2 ulp), without overflow."""
+    x = f64(x)
+    e = exp_f64(-abs(x))
+    return _ratio_one_plus(_ONE64 if x >= _ZERO64 else e, e, _ONE64)
+
+
+@_jit
+def softplus_f64(x):
+    """log(1 + e**x) for float64 (<= 2 ulp), without overflow."""
+    x = f64(x)
+    pos = x if x > _ZERO64 else _ZERO64
+    return pos + log1p_f64(exp_f64(-abs(x)))
+
+
+# ---------------------------------------------------------------------------------------------
+# float32 power, through float64: y*log(x) needs more than float32 carries (its absolute error
+# becomes the result's relative error), and float64 gives it with room to spare.
+
+@_jit
+def pow_f32(x, y):
+    """x**y for float32 (<= 1 ulp) with C99 pow's special cases: x**0 = 1 and 1**y = 1 even for
+    nan, a finite negative base needs an integral exponent (else nan), odd integral exponents keep
+    the base's sign (-0 and -inf included), 0**negative = inf, (+-1)**(+-inf) = 1."""
+    x = f32(x)
+    y = f32(y)
+    yi = _rint(y)
+    integral = yi == y
+    odd = integral and _rint(y * _HALF) != y * _HALF
+    ax = f64(abs(x))
+    magnitude = f32(exp_f64(f64(y) * log_f64(ax)))
+    if ax == _ONE64 and (y == _INF or y == -_INF):
+        magnitude = _ONE
+    result = -magnitude if (x < _ZERO or (x == _ZERO and _ONE / x < _ZERO)) and odd else magnitude
+    if x < _ZERO and x > -_INF and not integral:
+        result = _NAN
+    if y == _ZERO or x == _ONE:
+        result = _ONE
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
