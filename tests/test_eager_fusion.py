@@ -68,6 +68,7 @@ def fusing(monkeypatch):
     monkeypatch.setattr(_eager_fusion, "MIN_SIZE", 1)
     monkeypatch.setattr(_eager_fusion, "_programs", {})
     monkeypatch.setattr(_eager_fusion, "_seen", set())
+    monkeypatch.setattr(_eager_fusion, "_scalar_values", {})
     ran = []
     make = _eager_fusion._program
 
@@ -379,6 +380,18 @@ def test_scalars_whose_conversion_differs_run_op_by_op(fusing):
     for _ in range(2):
         assert_same(jnp.hypot(h, 0.1), op_by_op(jnp.hypot, h, 0.1))
     assert fusing == []
+
+
+def test_a_scalar_is_judged_again_for_other_operand_dtypes(fusing):
+    # The scalar's conversion is remembered per operand dtypes: 0.1 converts as the op-by-op
+    # path does for float32 operands, not for float16 ones (rounding through float32 could
+    # differ), and the float32 answer must not carry over.
+    x = jnp.asarray(np.linspace(-3, 3, 101).astype(np.float32))
+    h = jnp.asarray(np.linspace(-3, 3, 101).astype(np.float16))
+    for _ in range(2):
+        assert_same(jnp.hypot(x, 0.1), op_by_op(jnp.hypot, x, 0.1))
+        assert_same(jnp.hypot(h, 0.1), op_by_op(jnp.hypot, h, 0.1))
+    assert fusing == ["hypot"]
 
 
 # --- static arguments, weak types, errors -------------------------------------------------------

@@ -53,6 +53,7 @@ by type and value, and passed to the function as given.
 from __future__ import annotations
 
 import functools
+import math
 import inspect
 import struct
 
@@ -212,7 +213,7 @@ class _FlatProgram:
                 flat.append(v.reshape(1))
                 scalar.append(True)
         outs = [np.empty(shape, dt) for dt, _ in out_avals]
-        _eager_kernels().call_split(fn, int(np.prod(shape, dtype=np.int64)), flat, scalar,
+        _eager_kernels().call_split(fn, math.prod(shape), flat, scalar,
                                     [o.reshape(-1) for o in outs])
         from corejax.tree_util import tree_unflatten
         return tree_unflatten(out_tree, [Array(o, weak) for o, (_, weak) in zip(outs, out_avals)])
@@ -335,10 +336,30 @@ _NATIVE = frozenset(map(np.dtype, (
     np.float32, np.float64, np.complex64, np.complex128)))
 
 
+_scalar_values: dict = {}   # (scalar's key, operands' dtypes) -> (its rank-0 value, weak) or None
+
+
 def _scalar_operand(s, ops):
     """The Python scalar `s` as a rank-0 Array of its own (weak) dtype, when the program
     converting it to the operands' promoted dtype gives the value the op-by-op path makes of
-    it (np.asarray(s, promoted)); else None."""
+    it (np.asarray(s, promoted)); else None. Remembered per scalar and operand dtypes (a
+    notebook's jnp.clip(x, 0.2, 0.8) asks the same question at every call)."""
+    try:
+        key = (_static_key(s), tuple([(a._value.dtype, a.weak_type) if type(a) is Array
+                                      else _static_key(a) for a in ops]))
+        got = _scalar_values.get(key, False)
+    except TypeError:
+        key, got = None, False
+    if got is False:
+        got = _scalar_value(s, ops)
+        if key is not None:
+            if len(_scalar_values) >= 1024:
+                _scalar_values.clear()
+            _scalar_values[key] = got
+    return None if got is None else Array(*got)
+
+
+def _scalar_value(s, ops):
     try:
         own, weak = dtypes.result_type_and_weakness(s)
         promoted, _ = dtypes.result_type_and_weakness(*[a for a in ops if a is not None])
@@ -350,7 +371,8 @@ def _scalar_operand(s, ops):
                 return None
     except (OverflowError, ValueError, TypeError):
         return None
-    return Array(value, weak)
+    value.flags.writeable = False       # shared by every call that asks for it
+    return value, weak
 
 
 def _whole_sum_operand(a, axes):
