@@ -1,12 +1,13 @@
 """What the machine gives this process: the cores it may run on (its affinity mask where the
-OS reports one, else the CPU count). Kernels that split work over threads size their parts
-by it."""
+OS reports one, else the CPU count), by which kernels that split work over threads size
+their parts, and the size of a core's L2 cache, by which loops that work in blocks size
+theirs."""
 from __future__ import annotations
 
 import functools
 import os
 
-__all__ = ["usable_cores"]
+__all__ = ["usable_cores", "l2_bytes"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -14,3 +15,36 @@ def usable_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+# Where the OS does not say (not Linux, no sysfs): the smallest L2 of current x86-64 and ARM
+# server cores.
+_DEFAULT_L2 = 1 << 20
+
+
+@functools.lru_cache(maxsize=None)
+def l2_bytes() -> int:
+    """The size of the first CPU's level-2 cache (Linux's sysfs), else 1 MiB."""
+    root = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError:
+        return _DEFAULT_L2
+    for entry in entries:
+        try:
+            with open(os.path.join(root, entry, "level")) as f:
+                level = f.read().strip()
+            with open(os.path.join(root, entry, "type")) as f:
+                kind = f.read().strip()
+            with open(os.path.join(root, entry, "size")) as f:
+                size = f.read().strip()
+        except OSError:
+            continue
+        if level != "2" or kind not in ("Unified", "Data"):
+            continue
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+        try:
+            return int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+        except ValueError:
+            return _DEFAULT_L2
+    return _DEFAULT_L2

@@ -645,3 +645,41 @@ def test_kernel_gradient_reads_the_forward_gather_under_jit(rng, monkeypatch):
         assert len(gathers) == 3                    # eagerly: forward and kernel gradient
         for a, b in zip(compiled, eager):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_input_gradient_runs_in_image_blocks_under_jit(rng, monkeypatch):
+    """The input gradient of a layer that widens its features (32 -> 64, as configs/cnn.yaml's
+    second layer) narrows them (64 -> 32): the product-first form. Compiled, its product and
+    tap sums run in blocks of images over the threads (blas.image_blocks: each block's
+    product on one OpenBLAS thread), with the eager bits, the whole product's. Blocks hold
+    about one L2 cache of product (4 images of 196 x 288 float32 in 1 MiB): two images run
+    whole."""
+    from corejax import _machine
+    from corejax.compiler import blas
+    if blas._adaptive is None:
+        pytest.skip("no OpenBLAS thread control (one core, or another BLAS): no blocks")
+    ran = []
+    real = blas.image_blocks
+
+    def recording(a, b, blocks):
+        done = real(a, b, blocks)
+        ran.append((a.shape, blocks.images, done))
+        return done
+
+    monkeypatch.setattr(blas, "image_blocks", recording)
+    monkeypatch.setattr(_machine, "l2_bytes", lambda: 1 << 20)
+    dn = ("NHWC", "HWIO", "NHWC")
+    w = (rng.standard_normal((3, 3, 32, 64)) / 17).astype(np.float32)
+
+    def loss(x, w):
+        y = conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn)
+        return jnp.sum(jnp.tanh(y) ** 2)
+    g = corejax.jit(corejax.grad(loss, argnums=0))
+    for n in (24, 2):
+        x = rng.standard_normal((n, 14, 14, 32)).astype(np.float32)
+        ran.clear()
+        compiled = g(x, w)
+        eager = corejax.grad(loss, argnums=0)(x, w)
+        np.testing.assert_array_equal(np.asarray(compiled), np.asarray(eager))
+        assert [r[:2] for r in ran] == [((n * 196, 64), n)], ran
+        assert ran[0][2] == (n > 4), ran

@@ -664,8 +664,10 @@ class CpuExecutable:
     def _gemm_form(self, eqn, form_of, template):
         """A primitive computed as one GEMM (a convolution, registry's ("gemm", form_of)):
         `form_of` gathers its first matrix into a pooled scratch buffer and returns (a, b,
-        finish), the product runs on this step's BLAS call site into a pooled buffer, and
-        `finish` makes it the output; where form_of returns None the impl runs."""
+        finish, blocks), the product runs on this step's BLAS call site into a pooled buffer,
+        and `finish` makes it the output; a form with `blocks` runs them over the cores
+        instead where that gives the same bits (blas.image_blocks); where form_of returns None
+        the impl runs."""
         prim, params = eqn.primitive, eqn.params
         getters = [(None, np.asarray(v.val, v.aval.dtype)) if type(v) is Literal
                    else (self._slot(v, template), None) for v in eqn.invars]
@@ -709,11 +711,13 @@ class CpuExecutable:
             form = form_of(*args, scratch, gathered=gathered(env), **params)
             if form is None:
                 out = to_numpy(prim.impl(*args, **params))
+            elif form.blocks is not None and blas.image_blocks(form.a, form.b, form.blocks):
+                out = form.blocks.result()
             else:
-                a, b, finish = form
+                a, b = form.a, form.b
                 buf = buffer(os_, (a.shape[0], b.shape[1]), a.dtype)
                 blas.matmul(a, b, buf, site)
-                out = finish(buf)
+                out = form.finish(buf)
             env[os_] = out if out.dtype == dt else out.astype(dt)
 
         return run

@@ -21,7 +21,10 @@ Which matrix is gathered depends on where the input's feature and batch axes liv
 - where multiplying the input as it is by every tap's kernel gives a smaller product than the
   gathered windows (fewer output than input features: the input gradient of a layer that
   widens), the product comes first, (batch, *in positions) x (taps, O), and a compiled loop
-  sums each output's taps from it, in row-major tap order.
+  sums each output's taps from it, in row-major tap order. An image's outputs read only its
+  own rows of the product, so the form also offers the product and the sums in blocks of
+  images (`ImageBlocks`): compiled programs run those blocks over the cores, each block's
+  product still in cache when its taps are summed (compiler/blas.image_blocks).
 
 Gathers and tap sums writing a million elements or more are split over the machine's cores
 (`_split.over_cores`).
@@ -34,12 +37,36 @@ complex keep the general impl (lax/conv.py).
 from __future__ import annotations
 
 import functools
+from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
 from corejax.lax._split import over_cores
 
-__all__ = ["gemm_form"]
+__all__ = ["gemm_form", "GemmForm", "ImageBlocks"]
+
+
+class ImageBlocks(NamedTuple):
+    """A form whose product may also be made and finished a block of images at a time: the
+    product's rows for images [i0, i1) are rows [i0 * rows, i1 * rows) of a @ b, and
+    finish_block(product_rows, i0, i1) writes those images' part of the output (reading only
+    those rows: an output's taps come from its own image), so blocks may run in any order and
+    on any thread; result() is the output once every image's block is finished. A block's
+    product then stays in cache between the GEMM that writes it and the loop that reads it."""
+    images: int
+    rows: int
+    finish_block: Callable
+    result: Callable
+
+
+class GemmForm(NamedTuple):
+    """The convolution is finish(a @ b); where `blocks` is given it is also the result of
+    running the product in blocks (ImageBlocks), with the same bits where the blocks' products
+    have the whole product's."""
+    a: np.ndarray
+    b: np.ndarray
+    finish: Callable
+    blocks: Optional[ImageBlocks] = None
 
 
 @functools.lru_cache(maxsize=None)
@@ -123,9 +150,10 @@ def _dilated(n: int, d: int) -> int:
 def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, rhs_dilation,
               dimension_numbers, feature_group_count, batch_group_count, precision=None,
               preferred_element_type=None, gathered=None):
-    """(a, b, finish) with the convolution equal to finish(a @ b), a and b 2-D matrices BLAS
-    reads in place (the first gathered into `scratch(shape, dtype)`'s buffer, np.empty by
-    default), finish giving the output in its dimension numbers' layout; or None where the
+    """A GemmForm (a, b, finish, blocks) with the convolution equal to finish(a @ b), a and b
+    2-D matrices BLAS reads in place (the first gathered into `scratch(shape, dtype)`'s
+    buffer, np.empty by default), finish giving the output in its dimension numbers' layout,
+    and for the tap-sum form the same in blocks of images (ImageBlocks); or None where the
     general impl runs instead (see the module docstring). `gathered(src, shape, dtype, args,
     fill)`, where given, returns the gathered buffer: `fill(buffer)` writes it, and a caller
     that already holds the same gather of the same array (a forward convolution's windows,
@@ -172,15 +200,24 @@ def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, 
         b = w.transpose(1, 2, 3, 0).reshape(c, kh * kw * o)
         back = tuple(int(i) for i in np.argsort(out_spec))
 
-        def finish_taps(product):
-            summed = scratch((n, ph, pw, o), dt)
-            over_cores(tap_sum, product.reshape(n, h, wd, kh, kw, o), summed, args)
+        summed = scratch((n, ph, pw, o), dt)
+
+        def result():
             logical = summed.transpose(0, 3, 1, 2)
             if lhs.ndim == 3:
                 logical = logical[:, :, 0, :]
             out = logical.transpose(back)
             return out if out.flags.c_contiguous else np.ascontiguousarray(out)
-        return _matrix(a), _matrix(b), finish_taps
+
+        def finish_taps(product):
+            over_cores(tap_sum, product.reshape(n, h, wd, kh, kw, o), summed, args)
+            return result()
+
+        def finish_block(product_rows, i0, i1):
+            tap_sum(product_rows.reshape(i1 - i0, h, wd, kh, kw, o), summed[i0:i1], *args, 0,
+                    i1 - i0)
+        return GemmForm(_matrix(a), _matrix(b), finish_taps,
+                        ImageBlocks(n, h * wd, finish_block, result))
     if not batch_inner:
         a6 = gather(x.transpose(0, 2, 3, 1), (n, ph, pw, kh, kw, c), args)
         a = a6.reshape(n * ph * pw, kh * kw * c)
@@ -206,4 +243,4 @@ def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, 
         out = logical.transpose(back)
         return out if out.flags.c_contiguous else np.ascontiguousarray(out)
 
-    return a, b, finish
+    return GemmForm(a, b, finish)
