@@ -27,6 +27,7 @@ import sys
 import time
 from typing import Any, Sequence
 
+import corejax  # noqa: F401  (before NumPy: it sets OpenBLAS's spin; see corejax/__init__.py)
 import numpy as np
 import yaml
 

@@ -38,6 +38,8 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _openblas  # noqa: E402,F401  (before NumPy: see bench/_openblas.py)
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))

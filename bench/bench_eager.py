@@ -6,10 +6,13 @@ eager ops in a subprocess (the project never imports JAX). Prints medians; asser
 """
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _openblas  # noqa: E402,F401  (before NumPy: see bench/_openblas.py)
 import numpy as np
 
 CASES = {

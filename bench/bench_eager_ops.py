@@ -24,9 +24,10 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _openblas  # noqa: E402,F401  (before NumPy: see bench/_openblas.py)
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _load  # noqa: E402
 
 UNARY = ["exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "cbrt", "abs", "negative", "sign",

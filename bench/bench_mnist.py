@@ -41,6 +41,8 @@ import statistics
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _openblas  # noqa: E402,F401  (before NumPy: see bench/_openblas.py)
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

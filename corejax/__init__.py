@@ -1,5 +1,15 @@
 """corejax: JAX's programming model (grad, vmap, jit, a key-based PRNG) on a core of its own,
 compiled to Numba kernels."""
+import os as _os
+
+# OpenBLAS's idle workers spin for 2**28 cycles (about 0.1 s) after each threaded GEMM before
+# they sleep, and while they spin they take cores from corejax's own threads (a split fused
+# kernel, a convolution's blocks): the CNN step of configs/cnn.yaml ran 43-47 ms with the
+# default and 39.5-40.7 ms with 2**20 cycles (about 0.4 ms: a worker still spins across the
+# short gaps between a program's GEMMs). OpenBLAS reads the variable once, when NumPy loads
+# it: it applies where corejax is imported before NumPy (train.py does), and a value the user
+# set is kept. docs/performance.md has the measurements.
+_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "20")
 from corejax.version import __version__
 
 from corejax.config import config
