@@ -647,13 +647,14 @@ def test_kernel_gradient_reads_the_forward_gather_under_jit(rng, monkeypatch):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def test_input_gradient_runs_in_image_blocks_under_jit(rng, monkeypatch):
-    """The input gradient of a layer that widens its features (32 -> 64, as configs/cnn.yaml's
-    second layer) narrows them (64 -> 32): the product-first form. Compiled, its product and
-    tap sums run in blocks of images over the threads (blas.image_blocks: each block's
-    product on one OpenBLAS thread), with the eager bits, the whole product's. Blocks hold
-    about one L2 cache of product (4 images of 196 x 288 float32 in 1 MiB): two images run
-    whole."""
+def test_convolutions_run_in_image_blocks_under_jit(rng, monkeypatch):
+    """configs/cnn.yaml's second layer (32 -> 64 features) compiled: its forward convolution
+    gathers each block of images' windows just before their product (into the whole buffer,
+    which the kernel gradient then reads), and its input gradient, which narrows the features
+    (64 -> 32: the product-first form), sums each block's taps right after its product
+    (blas.image_blocks: each block's product on one OpenBLAS thread). The gradients keep the
+    eager bits, the whole products'. Blocks hold about one L2 cache of rows (1 MiB here: 3
+    images of gathered windows and products, 4 of products): two images run whole."""
     from corejax import _machine
     from corejax.compiler import blas
     if blas._adaptive is None:
@@ -661,9 +662,10 @@ def test_input_gradient_runs_in_image_blocks_under_jit(rng, monkeypatch):
     ran = []
     real = blas.image_blocks
 
-    def recording(a, b, blocks):
-        done = real(a, b, blocks)
-        ran.append((a.shape, blocks.images, done))
+    def recording(a, b, blocks, out=None):
+        done = real(a, b, blocks, out)
+        ran.append((a.shape, blocks.images, blocks.prepare is not None,
+                    blocks.finish_block is not None, done))
         return done
 
     monkeypatch.setattr(blas, "image_blocks", recording)
@@ -674,12 +676,13 @@ def test_input_gradient_runs_in_image_blocks_under_jit(rng, monkeypatch):
     def loss(x, w):
         y = conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn)
         return jnp.sum(jnp.tanh(y) ** 2)
-    g = corejax.jit(corejax.grad(loss, argnums=0))
+    g = corejax.jit(corejax.grad(loss, argnums=(0, 1)))
     for n in (24, 2):
         x = rng.standard_normal((n, 14, 14, 32)).astype(np.float32)
         ran.clear()
         compiled = g(x, w)
-        eager = corejax.grad(loss, argnums=0)(x, w)
-        np.testing.assert_array_equal(np.asarray(compiled), np.asarray(eager))
-        assert [r[:2] for r in ran] == [((n * 196, 64), n)], ran
-        assert ran[0][2] == (n > 4), ran
+        eager = corejax.grad(loss, argnums=(0, 1))(x, w)
+        for c, e in zip(compiled, eager):
+            np.testing.assert_array_equal(np.asarray(c), np.asarray(e))
+        assert sorted(ran) == [((n * 196, 64), n, False, True, n > 4),
+                               ((n * 196, 288), n, True, False, n > 3)], ran

@@ -597,19 +597,22 @@ def _block_buffer(shape, dtype):
     return buf[:size].reshape(shape)
 
 
-def image_blocks(a, b, blocks) -> bool:
-    """Runs a convolution's product and finish in blocks of images (lax/_conv_gemm's
-    ImageBlocks) over this thread and the helper threads: each block's product on one
-    OpenBLAS thread into a per-thread buffer of about one L2 cache, finished while it is still
-    in cache; the threads claim blocks as they go (a thread sharing its core with another
-    process takes fewer). Returns False, running nothing, where the blocks' products do not
-    have the whole product's bits on OpenBLAS's threads (`blocks_agree`, tested once per
-    shape), where there is no adaptive BLAS to set to one thread, or where the product is too
-    small to split: the caller then runs the whole product and `finish`.
+def image_blocks(a, b, blocks, out=None) -> bool:
+    """Runs a convolution's product in blocks of images (lax/_conv_gemm's ImageBlocks) over
+    this thread and the helper threads, each block's stages back to back while its rows are
+    in cache: its gather (`prepare`), its product on one OpenBLAS thread (into `out`'s rows,
+    or where the form finishes blocks itself into a per-thread buffer), its finish. A block
+    holds about one L2 cache of operand and product rows; the threads claim blocks as they go
+    (one sharing its core with another process takes fewer). Returns False, running nothing,
+    where the blocks' products do not have the whole product's bits on OpenBLAS's threads
+    (`blocks_agree`, tested once per shape), where there is no adaptive BLAS to set to one
+    thread, or where the product is too small to split: the caller then runs it whole.
 
-    In the CNN step's input gradient of its 64-feature layer (128 images of 14x14, the
-    (25088, 64) @ (64, 288) product then nine taps summed per output): 9.0-10.2 ms as one
-    product and a split sum, 6.1 ms in blocks (2 to 16 images a block alike)."""
+    In cnn.yaml's step (2 cores, OpenBLAS's workers not left spinning): the 64 -> 32 input
+    gradient (a (25088, 64) @ (64, 288) product, then nine taps summed per output) 9.0-10.2
+    ms whole, 6.1 ms in blocks; the 32 -> 64 forward convolution (the gather of 128 x 196
+    windows of 288, then the product by the (288, 64) kernel) 8.3-8.4 ms whole, 6.9-7.6 ms
+    in blocks (2 to 8 images a block)."""
     from corejax._machine import l2_bytes
     ad = _adaptive
     dt = a.dtype
@@ -618,15 +621,20 @@ def image_blocks(a, b, blocks) -> bool:
     m, k = a.shape
     n = b.shape[1]
     rows = blocks.rows
-    per = max(1, l2_bytes() // (rows * n * dt.itemsize))
+    per = max(1, l2_bytes() // (rows * ((k if blocks.prepare else 0) + n) * dt.itemsize))
     if blocks.images <= per or _small(m, k, n):
         return False
     bounds = list(range(0, blocks.images, per)) + [blocks.images]
+    prepare, finish_block = blocks.prepare, blocks.finish_block
 
     def task(lo, hi):
-        buf = _block_buffer(((hi - lo) * rows, n), dt)
-        np.matmul(a[lo * rows:hi * rows], b, out=buf)
-        blocks.finish_block(buf, lo, hi)
+        if prepare is not None:
+            prepare(lo, hi)
+        target = _block_buffer(((hi - lo) * rows, n), dt) if out is None \
+            else out[lo * rows:hi * rows]
+        np.matmul(a[lo * rows:hi * rows], b, out=target)
+        if finish_block is not None:
+            finish_block(target, lo, hi)
 
     from corejax.compiler import eager_kernels
     with ad.lock:

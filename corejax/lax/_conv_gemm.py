@@ -24,7 +24,9 @@ Which matrix is gathered depends on where the input's feature and batch axes liv
   sums each output's taps from it, in row-major tap order. An image's outputs read only its
   own rows of the product, so the form also offers the product and the sums in blocks of
   images (`ImageBlocks`): compiled programs run those blocks over the cores, each block's
-  product still in cache when its taps are summed (compiler/blas.image_blocks).
+  product still in cache when its taps are summed (compiler/blas.image_blocks). A forward
+  convolution's gather can run in the same blocks, each block's windows gathered just before
+  their product reads them (into the whole buffer: its kernel gradient reads it again).
 
 Gathers and tap sums writing a million elements or more are split over the machine's cores
 (`_split.over_cores`).
@@ -47,16 +49,21 @@ __all__ = ["gemm_form", "GemmForm", "ImageBlocks"]
 
 
 class ImageBlocks(NamedTuple):
-    """A form whose product may also be made and finished a block of images at a time: the
-    product's rows for images [i0, i1) are rows [i0 * rows, i1 * rows) of a @ b, and
-    finish_block(product_rows, i0, i1) writes those images' part of the output (reading only
-    those rows: an output's taps come from its own image), so blocks may run in any order and
-    on any thread; result() is the output once every image's block is finished. A block's
-    product then stays in cache between the GEMM that writes it and the loop that reads it."""
+    """A form whose product may also be made a block of images at a time: the product's rows
+    for images [i0, i1) are rows [i0 * rows, i1 * rows) of a @ b and read only those images'
+    rows of `a`, so blocks may run in any order and on any thread, each block's rows staying
+    in cache from one stage to the next.
+
+    - prepare(i0, i1), where given, writes a's rows for those images (their windows' gather)
+      before their product; prepare(0, images) writes all of a (over the cores).
+    - finish_block(product_rows, i0, i1), where given, writes those images' part of the
+      output from their product rows, and result() is the output once every block is
+      finished; where not, the product itself is the output's matrix: finish(product)."""
     images: int
     rows: int
-    finish_block: Callable
-    result: Callable
+    prepare: Optional[Callable] = None
+    finish_block: Optional[Callable] = None
+    result: Optional[Callable] = None
 
 
 class GemmForm(NamedTuple):
@@ -149,7 +156,7 @@ def _dilated(n: int, d: int) -> int:
 
 def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, rhs_dilation,
               dimension_numbers, feature_group_count, batch_group_count, precision=None,
-              preferred_element_type=None, gathered=None):
+              preferred_element_type=None, gathered=None, defer=False):
     """A GemmForm (a, b, finish, blocks) with the convolution equal to finish(a @ b), a and b
     2-D matrices BLAS reads in place (the first gathered into `scratch(shape, dtype)`'s
     buffer, np.empty by default), finish giving the output in its dimension numbers' layout,
@@ -157,7 +164,9 @@ def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, 
     general impl runs instead (see the module docstring). `gathered(src, shape, dtype, args,
     fill)`, where given, returns the gathered buffer: `fill(buffer)` writes it, and a caller
     that already holds the same gather of the same array (a forward convolution's windows,
-    which its kernel gradient gathers again) may return that instead."""
+    which its kernel gradient gathers again) may return that instead. With `defer`, a forward
+    convolution's gather is left to its blocks' `prepare` (a caller that does not run the
+    blocks calls prepare(0, images) before the product)."""
     dt = lhs.dtype
     if feature_group_count != 1 or batch_group_count != 1 or rhs.dtype != dt \
             or dt.char not in "fdFD" or lhs.ndim not in (3, 4) or \
@@ -183,9 +192,14 @@ def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, 
     scratch = scratch or np.empty
     rows, tap_sum = _kernels()
 
-    def gather(src, shape, args):
+    pending = []            # a deferred gather: (source, buffer)
+
+    def gather(src, shape, args, later=False):
         def fill(buf):
-            over_cores(rows, src, buf, args)
+            if later:
+                pending.append((src, buf))
+            else:
+                over_cores(rows, src, buf, args)
             return buf
         if gathered is not None:
             return gathered(src, shape, dt, args, lambda: fill(scratch(shape, dt)))
@@ -217,10 +231,20 @@ def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, 
             tap_sum(product_rows.reshape(i1 - i0, h, wd, kh, kw, o), summed[i0:i1], *args, 0,
                     i1 - i0)
         return GemmForm(_matrix(a), _matrix(b), finish_taps,
-                        ImageBlocks(n, h * wd, finish_block, result))
+                        ImageBlocks(n, h * wd, finish_block=finish_block, result=result))
+    blocks = None
     if not batch_inner:
-        a6 = gather(x.transpose(0, 2, 3, 1), (n, ph, pw, kh, kw, c), args)
+        a6 = gather(x.transpose(0, 2, 3, 1), (n, ph, pw, kh, kw, c), args, later=defer)
         a = a6.reshape(n * ph * pw, kh * kw * c)
+        if pending:
+            src, buf = pending[0]
+
+            def prepare(i0, i1):
+                if i1 - i0 == n:
+                    over_cores(rows, src, buf, args)
+                else:
+                    rows(src, buf, *args, i0, i1)
+            blocks = ImageBlocks(n, ph * pw, prepare=prepare)
         b = w.transpose(2, 3, 1, 0).reshape(kh * kw * c, o)
         to_logical = lambda p: p.reshape(n, ph, pw, o).transpose(0, 3, 1, 2)
     else:
@@ -243,4 +267,4 @@ def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, 
         out = logical.transpose(back)
         return out if out.flags.c_contiguous else np.ascontiguousarray(out)
 
-    return GemmForm(a, b, finish)
+    return GemmForm(a, b, finish, blocks)
