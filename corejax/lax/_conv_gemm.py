@@ -160,8 +160,9 @@ def gemm_form(lhs, rhs, scratch=None, *, window_strides, padding, lhs_dilation, 
     """A GemmForm (a, b, finish, blocks) with the convolution equal to finish(a @ b), a and b
     2-D matrices BLAS reads in place (the first gathered into `scratch(shape, dtype)`'s
     buffer, np.empty by default), finish giving the output in its dimension numbers' layout,
-    and for the tap-sum form the same in blocks of images (ImageBlocks); or None where the
-    general impl runs instead (see the module docstring). `gathered(src, shape, dtype, args,
+    and, for the tap-sum form and (with `defer`) a forward convolution's, the same in blocks
+    of images (ImageBlocks); or None where the general impl runs instead (see the module
+    docstring). `gathered(src, shape, dtype, args,
     fill)`, where given, returns the gathered buffer: `fill(buffer)` writes it, and a caller
     that already holds the same gather of the same array (a forward convolution's windows,
     which its kernel gradient gathers again) may return that instead. With `defer`, a forward
