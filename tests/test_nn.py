@@ -718,3 +718,19 @@ def test_attention_dropout_and_gradients(rng, x64):
     eps = 1e-6
     fd = (float(loss(params, x + eps * dx)) - float(loss(params, x - eps * dx))) / (2 * eps)
     np.testing.assert_allclose(float(jnp.sum(gx * dx)), fd, rtol=1e-6)
+
+
+def test_softmax_runs_compiled_and_follows_the_custom_jvp_option_per_call():
+    """nn.softmax and nn.log_softmax are compiled functions, as JAX's are: an eager call gives
+    the bits of the same call under jit, a list of axes is taken as a tuple, and the
+    softmax_custom_jvp option is read at each call (not frozen in the first trace)."""
+    import corejax
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((3, 16)).astype(np.float32))
+    for f in (nn.softmax, nn.log_softmax):
+        np.testing.assert_array_equal(np.asarray(f(x)), np.asarray(corejax.jit(f)(x)))
+        np.testing.assert_array_equal(np.asarray(f(x, axis=[0, 1])),
+                                      np.asarray(f(x, axis=(0, 1))))
+    for flag in (False, True, False):
+        with corejax.softmax_custom_jvp(flag):
+            staged = str(corejax.make_jaxpr(nn.softmax)(x))
+        assert ("custom_jvp" in staged) == flag, staged
