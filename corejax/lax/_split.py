@@ -12,10 +12,10 @@ from corejax._machine import usable_cores
 
 __all__ = ["SPLIT_MIN", "over_cores"]
 
-# Loops writing at least this many elements are split over the machine's cores (two halves of
-# the outer axis on two threads: a copy this size takes milliseconds, a thread's hand-off
-# microseconds; with another process holding a core, the scheduler's fair share gives two
-# threads more of the machine than one).
+# Loops writing (or reading) at least this many elements are split over the machine's cores
+# (two halves of the outer axis on two threads: a copy this size takes milliseconds, a
+# thread's hand-off microseconds; with another process holding a core, the scheduler's fair
+# share gives two threads more of the machine than one).
 SPLIT_MIN = 1 << 20
 
 
@@ -26,12 +26,13 @@ def _helpers():
     return (ThreadPoolExecutor(n, thread_name_prefix="corejax-lax") if n > 0 else None), n
 
 
-def over_cores(kernel, x, out, args):
+def over_cores(kernel, x, out, args, work=None):
     """kernel(x, out, *args, a0, a1) over the whole first axis of `out` ([a0, a1) its part),
-    split across cores when `out` is big; the kernel must release the GIL (nogil)."""
+    split across cores when `work` (the elements it reads or writes; out.size by default) is
+    at least SPLIT_MIN; the kernel must release the GIL (nogil)."""
     total = out.shape[0]
     pool, n = _helpers()
-    if pool is None or out.size < SPLIT_MIN or total < 2:
+    if pool is None or (out.size if work is None else work) < SPLIT_MIN or total < 2:
         kernel(x, out, *args, 0, total)
         return
     parts = min(n + 1, total)

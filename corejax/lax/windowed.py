@@ -105,22 +105,17 @@ def _loop():
 
     inline = njit(cache=True, nogil=True, error_model="numpy", inline="always")
 
+    # lax.max: NaN propagates (u's where both are), -0 below +0 (the sum of two zeros is
+    # their maximum); written as one expression of selects, which LLVM vectorizes over the
+    # contiguous axis (as three branches, max pooling's forward over (128, 28, 28, 32) took
+    # 1.29-1.37 ms on one thread, so 0.89-0.90: the same bits)
     @inline
     def _ieee_max(u, v):
-        # lax.max: NaN propagates, -0 below +0 (the sum of two zeros is their maximum)
-        if u != u or v != v:
-            return u if u != u else v
-        if u == v:
-            return u + v if u == 0 else u
-        return u if u > v else v
+        return (u + v) if (u == 0 and v == 0) else (u if (u != u or u > v) else v)
 
     @inline
     def _ieee_min(u, v):
-        if u != u or v != v:
-            return u if u != u else v
-        if u == v:
-            return -((-u) + (-v)) if u == 0 else u
-        return u if u < v else v
+        return -((-u) + (-v)) if (u == 0 and v == 0) else (u if (u != u or u < v) else v)
 
     @njit(cache=True, nogil=True, error_model="numpy")
     def window(x, out, kind, init, lo_h, lo_w, kh_, kw_, s_h, s_w, d_h, d_w, l_h, l_w, a0, a1):
@@ -135,11 +130,11 @@ def _loop():
                         first = True
                         for kh in range(kh_):
                             hd = ph * s_h + kh * d_h - lo_h
-                            hi = hd // l_h
+                            hi = hd if l_h == 1 else hd // l_h   # (no division undilated)
                             h_in = hd >= 0 and hd - hi * l_h == 0 and hi < h_
                             for kw in range(kw_):
                                 wd = pw * s_w + kw * d_w - lo_w
-                                wi = wd // l_w
+                                wi = wd if l_w == 1 else wd // l_w
                                 if h_in and wd >= 0 and wd - wi * l_w == 0 and wi < w_:
                                     src = (((a * h_ + hi) * m_ + m) * w_ + wi) * b_
                                     if first:
@@ -209,7 +204,10 @@ def _looped(kind, x, init, out_shape, window_dimensions, window_strides, padding
             size(dims[0], window_strides), size(dims[1], window_strides),
             size(dims[0], window_dilation), size(dims[1], window_dilation),
             size(dims[0], base_dilation), size(dims[1], base_dilation))
-    over_cores(_loop(), x5, out, args)
+    # split by the elements read, a window's taps for each one written (max pooling's 2x2
+    # windows over (128, 28, 28, 32): 0.85-0.87 ms on one thread, 0.47-0.48 on two)
+    over_cores(_loop(), x5, out, args,
+               work=out.size * size(dims[0], window_dimensions) * size(dims[1], window_dimensions))
     return out.reshape(out_shape)
 
 
