@@ -237,6 +237,7 @@ def _flat_loop(composed, leaves):
     from corejax.api import make_jaxpr
     from corejax.compiler import registry
     from corejax.compiler.codegen import emit_eqns
+    from corejax.compiler.passes import inline_calls
     from corejax.compiler.scalar_ctx import ScalarCtx, literal
     from corejax.core import Literal
     from corejax.lax.structural import broadcast_in_dim_p
@@ -247,6 +248,8 @@ def _flat_loop(composed, leaves):
             any(a._value.dtype not in _LOOP_DTYPES for a in leaves):
         return None
     closed, out_shapes = make_jaxpr(composed, return_shape=True)(*leaves)
+    # a custom_jvp function (logaddexp) runs its primal body: inline it, as jit does
+    closed = inline_calls(closed)
     jaxpr = closed.jaxpr
     _, out_tree = tree_flatten(out_shapes)
     if closed.consts or jaxpr.constvars:
