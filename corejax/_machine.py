@@ -25,11 +25,17 @@ _DEFAULT_L2 = 1 << 20
 @functools.lru_cache(maxsize=None)
 def l2_bytes() -> int:
     """The size of the first CPU's level-2 cache (Linux's sysfs), else 1 MiB."""
-    root = "/sys/devices/system/cpu/cpu0/cache"
+    return _l2_bytes_in("/sys/devices/system/cpu/cpu0/cache")
+
+
+def _l2_bytes_in(root: str) -> int:
+    """The unified or data level-2 cache size that a sysfs cache folder (index*/level, type,
+    size such as "1024K") reports, else _DEFAULT_L2."""
     try:
         entries = sorted(os.listdir(root))
     except OSError:
         return _DEFAULT_L2
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     for entry in entries:
         try:
             with open(os.path.join(root, entry, "level")) as f:
@@ -42,9 +48,8 @@ def l2_bytes() -> int:
             continue
         if level != "2" or kind not in ("Unified", "Data"):
             continue
-        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
         try:
-            return int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+            return int(size[:-1]) * units[size[-1]] if size[-1:] in units else int(size)
         except ValueError:
             return _DEFAULT_L2
     return _DEFAULT_L2

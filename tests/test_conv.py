@@ -662,11 +662,12 @@ def test_convolutions_run_in_image_blocks_under_jit(rng, monkeypatch):
     ran = []
     real = blas.image_blocks
 
-    def recording(a, b, blocks, out=None):
-        done = real(a, b, blocks, out)
-        ran.append((a.shape, blocks.images, blocks.prepare is not None,
-                    blocks.finish_block is not None, done))
-        return done
+    def recording(form, product_buffer):
+        out = real(form, product_buffer)
+        blocks = form.blocks
+        ran.append((form.a.shape, blocks.images, blocks.prepare is not None,
+                    blocks.finish_block is not None, out is not None))
+        return out
 
     monkeypatch.setattr(blas, "image_blocks", recording)
     monkeypatch.setattr(_machine, "l2_bytes", lambda: 1 << 20)

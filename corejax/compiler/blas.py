@@ -272,12 +272,34 @@ class _SpareCores:
 _spare_cores = _SpareCores()
 
 
+def _random_of(dtype):
+    """random(shape): standard normal values of `dtype` (complex parts both random), from one
+    seeded generator: the operands of the bit-equality tests."""
+    rng = np.random.default_rng(0)
+
+    def random(shape):
+        x = rng.standard_normal(shape)
+        if dtype.kind == "c":
+            x = x + 1j * rng.standard_normal(shape)
+        return x.astype(dtype)
+    return random
+
+
+def _operands(random, m, k, n, a_transposed, b_transposed):
+    """Random (m, k) and (k, n) operands laid out as BLAS will read the real ones (a transposed
+    C array where the flag says so)."""
+    a = random((k, m)).T if a_transposed else random((m, k))
+    b = random((n, k)).T if b_transposed else random((k, n))
+    return a, b
+
+
 class _AdaptiveBlas:
     def __init__(self, threads_api):
         self._get, self._set = threads_api
         self.threads = int(self._get())
         self.lock = threading.Lock()
         self._plans: dict = {}
+        self._blocks: dict = {}    # blocks_agree's answers
         self.sharing = 0     # device programs running at once (devices_at_once)
 
     def _product(self, a, b, out, chunks, partial):
@@ -307,16 +329,8 @@ class _AdaptiveBlas:
             return found
         found = ()
         if 2 * m * n * k <= MAX_TEST_FLOPS:
-            rng = np.random.default_rng(0)
-
-            def random(shape):
-                x = rng.standard_normal(shape)
-                if dt.kind == "c":
-                    x = x + 1j * rng.standard_normal(shape)
-                return x.astype(dt)
-
-            ta = random((k, m)).T if a_transposed else random((m, k))
-            tb = random((n, k)).T if b_transposed else random((k, n))
+            random = _random_of(dt)
+            ta, tb = _operands(random, m, k, n, a_transposed, b_transposed)
             partial = np.empty((m, n), dt)
             c = random((m, n)) if accumulate else None
 
@@ -373,15 +387,12 @@ class _AdaptiveBlas:
         layout and dtype (a bigger product than MAX_TEST_FLOPS is not tested: False). The
         caller holds `lock`."""
         dt = np.dtype(dtype)
-        key = ("blocks", m, k, n, block, a_transposed, b_transposed, dt)
-        same = self._plans.get(key)
+        key = (m, k, n, block, a_transposed, b_transposed, dt)
+        same = self._blocks.get(key)
         if same is None:
             same = False
             if 2 * m * n * k <= MAX_TEST_FLOPS:
-                rng = np.random.default_rng(0)
-                a = rng.standard_normal((k, m) if a_transposed else (m, k)).astype(dt)
-                b = rng.standard_normal((n, k) if b_transposed else (k, n)).astype(dt)
-                a, b = (a.T if a_transposed else a), (b.T if b_transposed else b)
+                a, b = _operands(_random_of(dt), m, k, n, a_transposed, b_transposed)
                 whole = self.on_threads(self.threads, lambda: np.matmul(a, b))
 
                 def blocked():
@@ -390,7 +401,7 @@ class _AdaptiveBlas:
                         np.matmul(a[lo:lo + block], b, out=out[lo:lo + block])
                     return out
                 same = bool(np.array_equal(self.on_threads(1, blocked), whole, equal_nan=True))
-            self._plans[key] = same
+            self._blocks[key] = same
         return same
 
     def run(self, a, b, out, site: GemmSite, alpha=None):
@@ -597,16 +608,17 @@ def _block_buffer(shape, dtype):
     return buf[:size].reshape(shape)
 
 
-def image_blocks(a, b, blocks, out=None) -> bool:
-    """Runs a convolution's product in blocks of images (lax/_conv_gemm's ImageBlocks) over
-    this thread and the helper threads, each block's stages back to back while its rows are
-    in cache: its gather (`prepare`), its product on one OpenBLAS thread (into `out`'s rows,
-    or where the form finishes blocks itself into a per-thread buffer), its finish. A block
-    holds about one L2 cache of operand and product rows; the threads claim blocks as they go
-    (one sharing its core with another process takes fewer). Returns False, running nothing,
-    where the blocks' products do not have the whole product's bits on OpenBLAS's threads
-    (`blocks_agree`, tested once per shape), where there is no adaptive BLAS to set to one
-    thread, or where the product is too small to split: the caller then runs it whole.
+def image_blocks(form, product_buffer):
+    """A convolution (lax/_conv_gemm's GemmForm) run in its blocks of images (`form.blocks`)
+    over this thread and the helper threads, each block's stages back to back while its rows
+    are in cache: its gather (`prepare`), its product on one OpenBLAS thread (into the rows of
+    `product_buffer(shape, dtype)`'s buffer where the product is the output's matrix, else into
+    a per-thread buffer), its finish. A block holds about one L2 cache of operand and product
+    rows; the threads claim blocks as they go (one sharing its core with another process takes
+    fewer). Returns the output, or None, running nothing, where the blocks' products do not
+    have the whole product's bits on OpenBLAS's threads (`blocks_agree`, tested once per
+    shape), where there is no adaptive BLAS to set to one thread, or where the product is too
+    small to split: the caller then runs it whole (`form.whole`).
 
     In cnn.yaml's step (2 cores, OpenBLAS's workers not left spinning): the 64 -> 32 input
     gradient (a (25088, 64) @ (64, 288) product, then nine taps summed per output) 9.0-10.2
@@ -614,18 +626,18 @@ def image_blocks(a, b, blocks, out=None) -> bool:
     windows of 288, then the product by the (288, 64) kernel) 8.3-8.4 ms whole, 6.9-7.6 ms
     in blocks (2 to 8 images a block)."""
     from corejax._machine import l2_bytes
-    ad = _adaptive
+    ad, a, b, blocks = _adaptive, form.a, form.b, form.blocks
     dt = a.dtype
     if ad is None or ad.sharing or dt.char not in "fd" or a.ndim != 2 or b.ndim != 2:
-        return False
+        return None
     m, k = a.shape
     n = b.shape[1]
-    rows = blocks.rows
-    per = max(1, l2_bytes() // (rows * ((k if blocks.prepare else 0) + n) * dt.itemsize))
+    rows, prepare, finish_block = blocks.rows, blocks.prepare, blocks.finish_block
+    per = max(1, l2_bytes() // (rows * ((k if prepare else 0) + n) * dt.itemsize))
     if blocks.images <= per or _small(m, k, n):
-        return False
+        return None
     bounds = list(range(0, blocks.images, per)) + [blocks.images]
-    prepare, finish_block = blocks.prepare, blocks.finish_block
+    out = None if finish_block is not None else product_buffer((m, n), dt)
 
     def task(lo, hi):
         if prepare is not None:
@@ -639,13 +651,9 @@ def image_blocks(a, b, blocks, out=None) -> bool:
     from corejax.compiler import eager_kernels
     with ad.lock:
         if not ad.blocks_agree(m, k, n, per * rows, _transposed(a), _transposed(b), dt):
-            return False
-        ad._set(1)
-        try:
-            eager_kernels.run_parts(task, bounds)
-        finally:
-            ad._set(ad.threads)
-    return True
+            return None
+        ad.on_threads(1, lambda: eager_kernels.run_parts(task, bounds))
+    return blocks.result() if finish_block is not None else form.finish(out)
 
 
 def batched_matmul(a, b, out, site: GemmSite):

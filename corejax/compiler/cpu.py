@@ -665,10 +665,10 @@ class CpuExecutable:
         """A primitive computed as one GEMM (a convolution, registry's ("gemm", form_of)):
         `form_of` gathers its first matrix into a pooled scratch buffer and returns (a, b,
         finish, blocks), the product runs on this step's BLAS call site into a pooled buffer,
-        and `finish` makes it the output; a form with `blocks` runs them over the cores
-        instead where that gives the same bits (blas.image_blocks: a forward convolution's
-        gather is deferred to its blocks, and made whole first where they do not run); where
-        form_of returns None the impl runs."""
+        and `finish` makes it the output (`GemmForm.whole`); a form with `blocks` runs them
+        over the cores instead where that gives the same bits (blas.image_blocks: a forward
+        convolution's gather is deferred to its blocks, and made whole first where they do not
+        run); where form_of returns None the impl runs."""
         prim, params = eqn.primitive, eqn.params
         getters = [(None, np.asarray(v.val, v.aval.dtype)) if type(v) is Literal
                    else (self._slot(v, template), None) for v in eqn.invars]
@@ -707,24 +707,21 @@ class CpuExecutable:
                 return buf
             return get
 
+        def product(a, b):
+            buf = buffer(os_, (a.shape[0], b.shape[1]), a.dtype)
+            blas.matmul(a, b, buf, site)
+            return buf
+
         def run(env):
             args = [env[s] if s is not None else c for s, c in getters]
             form = form_of(*args, scratch, gathered=gathered(env), defer=True, **params)
             if form is None:
                 out = to_numpy(prim.impl(*args, **params))
             else:
-                a, b, blocks = form.a, form.b, form.blocks
-                own = blocks is not None and blocks.finish_block is not None
-                buf = None if own else buffer(os_, (a.shape[0], b.shape[1]), a.dtype)
-                if blocks is not None and blas.image_blocks(a, b, blocks, buf):
-                    out = blocks.result() if own else form.finish(buf)
-                else:
-                    if blocks is not None and blocks.prepare is not None:
-                        blocks.prepare(0, blocks.images)
-                    if buf is None:
-                        buf = buffer(os_, (a.shape[0], b.shape[1]), a.dtype)
-                    blas.matmul(a, b, buf, site)
-                    out = form.finish(buf)
+                out = None if form.blocks is None else \
+                    blas.image_blocks(form, lambda shape, dtype: buffer(os_, shape, dtype))
+                if out is None:
+                    out = form.whole(product)
             env[os_] = out if out.dtype == dt else out.astype(dt)
 
         return run

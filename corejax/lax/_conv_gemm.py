@@ -75,6 +75,13 @@ class GemmForm(NamedTuple):
     finish: Callable
     blocks: Optional[ImageBlocks] = None
 
+    def whole(self, product):
+        """The output through the whole product, `product(a, b)` (a deferred gather made
+        first)."""
+        if self.blocks is not None and self.blocks.prepare is not None:
+            self.blocks.prepare(0, self.blocks.images)
+        return self.finish(product(self.a, self.b))
+
 
 @functools.lru_cache(maxsize=None)
 def _kernels():
