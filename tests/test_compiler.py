@@ -376,6 +376,27 @@ def test_corrupted_source_is_rebuilt_in_process(cache_dir):
     assert path.read_text().endswith(body)
 
 
+def test_kernel_key_covers_every_module_kernels_call(monkeypatch, tmp_path):
+    # Kernels inline fastmath's functions, which live in fastmath_f32/_f64/_ops since a split,
+    # and kernel_lib calls lax.prng's threefry: an edit to any of them must give new keys, or
+    # a cache would keep the old machine code.
+    names = {os.path.relpath(p, os.path.join(ROOT, "corejax")).replace(os.sep, "/")
+             for p in diskcache.runtime_files()}
+    assert {"compiler/fastmath.py", "compiler/fastmath_f32.py", "compiler/fastmath_f64.py",
+            "compiler/fastmath_ops.py", "compiler/kernel_lib.py", "compiler/eager_threads.py",
+            "compiler/eager_sums.py", "lax/prng.py", "lax/elementwise.py"} <= names
+    assert "compiler/cpu.py" not in names      # imported inside functions only: not code kernels run
+    body = "def kernel(n0, a0, o0):\n    pass\n"
+    fake = tmp_path / "fastmath_f32.py"
+    fake.write_text("x = 1\n")
+    monkeypatch.setattr(diskcache, "runtime_files", lambda: [str(fake)])
+    monkeypatch.setattr(diskcache, "_runtime_digest", None)
+    first = diskcache.kernel_key(body)
+    fake.write_text("x = 2\n")
+    monkeypatch.setattr(diskcache, "_runtime_digest", None)
+    assert diskcache.kernel_key(body) != first
+
+
 def test_cache_dir_from_environment(tmp_path):
     env = dict(os.environ, COREJAX_CACHE_DIR=str(tmp_path / "c"), PYTHONPATH=ROOT)
     code = "import corejax; print(corejax.config.cache_dir)"

@@ -88,16 +88,52 @@ def _host_id() -> str:
 _runtime_digest = None
 
 
+# The modules whose functions kernels call (or inline); runtime_files() adds what they import.
+_RUNTIME_ROOTS = ("fastmath", "kernel_lib", "eager_threads", "eager_sums")
+
+
+def runtime_files() -> list:
+    """The source files of the modules kernels call functions from (the native forms of split
+    loops: eager_threads' claims, eager_sums' runs; fastmath, kernel_lib) and of every corejax
+    module those import at module level, following imports within corejax.compiler (so that splitting a module
+    in two cannot drop a part) and taking other corejax modules' files whole (kernel_lib calls
+    lax.prng's threefry, fastmath reads lax.elementwise's coefficients)."""
+    import ast
+    here = os.path.dirname(os.path.abspath(__file__))
+    package = os.path.dirname(here)
+    todo = [os.path.join(here, f"{name}.py") for name in _RUNTIME_ROOTS]
+    seen: list = []
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.append(path)
+        if os.path.dirname(path) != here:
+            continue                    # outside the compiler: the file itself, not its imports
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        for node in tree.body:          # module-level imports (not those inside functions)
+            names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module
+                     and node.level == 0 else
+                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            for name in names:
+                if name.startswith("corejax."):
+                    parts = name.split(".")[1:]
+                    base = os.path.join(package, *parts)
+                    todo += [p for p in (base + ".py", os.path.join(base, "__init__.py"))
+                             if os.path.exists(p)]
+    return sorted(seen)
+
+
 def _runtime_id() -> str:
-    """A digest of the modules kernels import functions from (the native forms of split
-    loops: eager_threads' claims, eager_sums' runs): Numba's cache does not notice when an
-    inlined callee changes, so the key must."""
+    """A digest of runtime_files(): Numba's cache does not notice when an inlined callee
+    changes, so the kernel key must."""
     global _runtime_digest
     if _runtime_digest is None:
-        from corejax.compiler import eager_sums, eager_threads, fastmath, kernel_lib
         h = hashlib.sha256()
-        for mod in (fastmath, kernel_lib, eager_threads, eager_sums):
-            with open(mod.__file__, "rb") as f:
+        for path in runtime_files():
+            h.update(os.path.relpath(path, os.path.dirname(__file__)).encode())
+            with open(path, "rb") as f:
                 h.update(f.read())
         _runtime_digest = h.hexdigest()
     return _runtime_digest
