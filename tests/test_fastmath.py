@@ -134,6 +134,10 @@ REFERENCES_F32 = {
     fm.cosh_f32: np.cosh,
     fm.asinh_f32: np.arcsinh,
     fm.cbrt_f32: np.cbrt,
+    fm.tan_f32: np.tan,
+    fm.atan_f32: np.arctan,
+    fm.asin_f32: np.arcsin,
+    fm.acos_f32: np.arccos,
 }
 
 
@@ -204,8 +208,8 @@ def test_pow_f32_ulp_bound_and_special_cases():
     assert err.max() <= fm.ULP_BOUNDS[fm.pow_f32]
 
 
-@pytest.mark.parametrize("fn", [fm.sin_f32, fm.cos_f32], ids=lambda f: f.__name__)
-def test_sin_cos_next_to_multiples_of_half_pi(fn):
+@pytest.mark.parametrize("fn", [fm.sin_f32, fm.cos_f32, fm.tan_f32], ids=lambda f: f.__name__)
+def test_sin_cos_tan_next_to_multiples_of_half_pi(fn):
     """The float32 values closest to k*pi/2 (and their neighbours), where reduction cancels."""
     k = np.arange(1, 400_001, dtype=np.float64)
     nearest = (k * (np.pi / 2)).astype(np.float32)
@@ -218,7 +222,42 @@ def test_sin_cos_next_to_multiples_of_half_pi(fn):
 def test_every_table_entry_has_a_reference_and_bound():
     for fn in list(fm.FAST_UNARY.values()) + list(fm.FAST_BINARY.values()):
         assert fn in fm.ULP_BOUNDS
-        assert fn in REFERENCES_F32 or fn in REFERENCES_F64 or fn is fm.pow_f32
+        assert fn in REFERENCES_F32 or fn in REFERENCES_F64 or fn in (fm.pow_f32, fm.atan2_f32)
+
+
+@njit(error_model="numpy")
+def _atan2_loop(y, x, out):
+    for i in range(x.size):
+        out[i] = fm.atan2_f32(y[i], x[i])
+
+
+def test_atan2_f32_ulp_bound_and_special_cases():
+    # every quadrant, ratios from denormal to huge, and C99's table: signed zeros, infinities
+    rng = np.random.default_rng(2)
+    n = 200_000
+    y = np.concatenate([X32[::4], rng.standard_normal(n).astype(np.float32)])
+    x = np.resize(rng.permutation(np.concatenate(
+        [X32[::4], rng.standard_normal(n).astype(np.float32)])), y.size)
+    specials = np.array([0.0, -0.0, 1.0, -1.0, 1e-45, -1e-45, 3.4e38, -3.4e38, np.inf, -np.inf,
+                         np.nan], np.float32)
+    sy, sx = np.meshgrid(specials, specials)
+    y, x = np.concatenate([y, sy.ravel()]), np.concatenate([x, sx.ravel()])
+    with np.errstate(invalid="ignore"):
+        ref = np.arctan2(y.astype(np.float64), x.astype(np.float64))
+    got = np.empty_like(x)
+    _atan2_loop(y, x, got)
+    nan_ref = np.isnan(ref)
+    assert np.array_equal(nan_ref, np.isnan(got))
+    exact = np.zeros(y.size, bool)     # C99's table: the float32 of the exact result
+    exact[-sx.size:] = True
+    exact &= ~nan_ref
+    bad = exact & ((got != ref.astype(np.float32)) | (np.signbit(got) != np.signbit(ref)))
+    assert not bad.any(), (y[bad][:5], x[bad][:5], got[bad][:5])
+    err = ulp_errors(got[~nan_ref], ref[~nan_ref])
+    print(f"atan2_f32: max {err.max():.3f} ulp (bound {fm.ULP_BOUNDS[fm.atan2_f32]})")
+    assert err.max() <= fm.ULP_BOUNDS[fm.atan2_f32]
+    llvm = "\n".join(_atan2_loop.inspect_llvm().values())
+    assert re.search(r"<\d+ x (float|double)>", llvm)
 
 
 SPECIAL = [
@@ -241,6 +280,17 @@ SPECIAL = [
     (fm.sin_f32, [(np.inf, np.nan), (-np.inf, np.nan), (np.nan, np.nan), (-0.0, -0.0),
                   (1e-45, 1e-45)]),
     (fm.cos_f32, [(np.inf, np.nan), (np.nan, np.nan), (-0.0, 1.0), (1e-45, 1.0)]),
+    (fm.tan_f32, [(np.inf, np.nan), (-np.inf, np.nan), (np.nan, np.nan), (-0.0, -0.0),
+                  (0.0, 0.0), (1e-45, 1e-45), (-1e-45, -1e-45)]),
+    (fm.atan_f32, [(np.inf, np.float32(np.pi / 2)), (-np.inf, -np.float32(np.pi / 2)),
+                   (np.nan, np.nan), (-0.0, -0.0), (0.0, 0.0), (1e-45, 1e-45), (1.0,
+                   np.float32(np.pi / 4)), (-3.4028235e38, -np.float32(np.pi / 2))]),
+    (fm.asin_f32, [(1.0, np.float32(np.pi / 2)), (-1.0, -np.float32(np.pi / 2)),
+                   (1.0000001, np.nan), (-np.inf, np.nan), (np.nan, np.nan), (-0.0, -0.0),
+                   (0.0, 0.0), (1e-45, 1e-45)]),
+    (fm.acos_f32, [(1.0, 0.0), (-1.0, np.float32(np.pi)), (0.0, np.float32(np.pi / 2)),
+                   (-0.0, np.float32(np.pi / 2)), (-1.0000001, np.nan), (np.inf, np.nan),
+                   (np.nan, np.nan)]),
     (fm.sinh_f32, [(np.inf, np.inf), (-np.inf, -np.inf), (np.nan, np.nan), (-0.0, -0.0),
                    (0.0, 0.0), (1e-45, 1e-45), (-1e-45, -1e-45), (89.41, 3.3825267e38),
                    (89.42, np.inf), (-89.42, -np.inf)]),

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from corejax.lax.elementwise import GILES_ERF_INV_CENTRAL, GILES_ERF_INV_TAIL
-from corejax.compiler.fastmath_ops import (_HALF64, _NAN64, _ONE64, _coeffs32, _fma, _horner,
+from corejax.compiler.fastmath_ops import (_HALF64, _INF64, _NAN64, _ONE64, _coeffs32, _fma, _horner,
                                           _jit, _mul_add, _rint, f32, f32_as_i32, f64,
                                           f64_as_i64, i32_as_f32, i64_as_f64)
 
@@ -252,9 +252,8 @@ def tanh_f32(x):
         (np.int32(kf) + np.int32(127)) << np.int32(23))
     large = _ONE - _TWO / (e + _ONE)
     # NaN fails the comparison and takes the polynomial, which keeps it; the sign is x's
-    # (tanh is odd: -0 stays -0), set on the bits.
-    y = large if a >= _TANH_SMALL else small
-    return i32_as_f32(f32_as_i32(y) | (f32_as_i32(x) & np.int32(-2147483648)))
+    # (tanh is odd: -0 stays -0).
+    return _with_sign_of(large if a >= _TANH_SMALL else small, x)
 
 
 # sinh(x) = x + x^3 * S(x^2) on |x| < 1: Taylor's coefficients 1/3!, 1/5!, ..., 1/13! (the
@@ -431,26 +430,41 @@ _COS_C64 = (-2.7205033030969625e-07, 2.4799451364331372e-05, -0.0013888883466419
 
 
 @_jit
-def _sin_quadrant_f32(ax, quadrant_offset):
-    """sin(|x| + offset*pi/2) in float64 for finite float32 ax >= 0; nan for inf/nan."""
+def _half_pi_reduce_f32(ax):
+    """(r, n) with |x| = n pi/2 + r, |r| <= pi/4, r in float64, for finite float32 ax >= 0
+    (anything for inf/nan: callers replace the result)."""
     bits = f32_as_i32(ax)
     biased = bits >> 23
     mantissa = bits & 0x7FFFFF
     normal = biased > 0
     m = f64(mantissa | 0x800000) if normal else f64(mantissa)
     row = biased - 1 if normal else biased * 0
-    row = 253 if row > 253 else row                   # inf/nan: any row, result replaced below
+    row = 253 if row > 253 else row                   # inf/nan: any row
     p1 = m * _HALF_PI_TABLE[row, 0]
     p1 = p1 - f64(4.0) * np.floor(p1 * f64(0.25))
     p2 = m * _HALF_PI_TABLE[row, 1]
     n = _rint(p1 + p2)
     t = ((p1 - n) + p2) + (m * _HALF_PI_TABLE[row, 2] + m * _HALF_PI_TABLE[row, 3])
-    r = t * _HALF_PI64
+    return t * _HALF_PI64, np.int64(n)
+
+
+@_jit
+def _sin_poly64(r, r2):
+    return r + r * r2 * _horner(r2, _SIN_S64)
+
+
+@_jit
+def _cos_poly64(r2):
+    return _ONE64 - _HALF64 * r2 + r2 * r2 * _horner(r2, _COS_C64)
+
+
+@_jit
+def _sin_quadrant_f32(ax, quadrant_offset):
+    """sin(|x| + offset*pi/2) in float64 for finite float32 ax >= 0; nan for inf/nan."""
+    r, n = _half_pi_reduce_f32(ax)
     r2 = r * r
-    sin_r = r + r * r2 * _horner(r2, _SIN_S64)
-    cos_r = _ONE64 - _HALF64 * r2 + r2 * r2 * _horner(r2, _COS_C64)
-    quadrant = (np.int64(n) + quadrant_offset) & 3
-    y = cos_r if (quadrant & 1) == 1 else sin_r
+    quadrant = (n + quadrant_offset) & 3
+    y = _cos_poly64(r2) if (quadrant & 1) == 1 else _sin_poly64(r, r2)
     y = -y if quadrant >= 2 else y
     return y if ax < _INF else _NAN64
 
@@ -468,6 +482,103 @@ def cos_f32(x):
     """Cosine for float32 (<= 1 ulp), accurate over the whole float32 range."""
     x = f32(x)
     return f32(_sin_quadrant_f32(abs(x), 1))
+
+
+@_jit
+def tan_f32(x):
+    """Tangent for float32 (<= 1 ulp), accurate over the whole float32 range: sin(r) / cos(r)
+    after the reduction above, or -cos(r) / sin(r) in odd quadrants, in float64."""
+    x = f32(x)
+    ax = abs(x)
+    r, n = _half_pi_reduce_f32(ax)
+    r2 = r * r
+    s = _sin_poly64(r, r2)
+    c = _cos_poly64(r2)
+    odd = (n & 1) == 1
+    y = f32((-c if odd else s) / (s if odd else c))
+    y = y if ax < _INF else _NAN
+    return -y if x < _ZERO else (x if x == _ZERO else y)
+
+
+# ---------------------------------------------------------------------------------------------
+# float32: inverse trigonometric functions, in float64
+#
+# atan(a) for a >= 0 is b + atan(u) with one division choosing the interval: u = a on
+# a <= tan(pi/8) (b = 0), u = (a - 1)/(a + 1) up to tan(3pi/8) (b = pi/4), u = -1/a above
+# (b = pi/2), so |u| <= tan(pi/8). atan(u) = u + u^3 P(u^2) there, P of degree 5 (fit error
+# 2.3e-11 relative). atan2(y, x) takes its u from |y| and |x| the same way (u = mn / mx or
+# (mn - mx) / (mn + mx) with mn, mx the smaller and larger), asin and acos are atan2 of
+# x and sqrt((1 - x)(1 + x)), which float64 computes exactly before the square root. Every
+# step is float64 and the float32 result is rounded once.
+_ATAN_P64 = (0.04744051755764318, -0.08476270338729291, 0.11044691732819036,
+             -0.1428200776136351, 0.1999990390799407, -0.3333333249912697)
+_TAN_PI_8 = f64(0.41421356237309503)
+_TAN_3PI_8 = f64(2.414213562373095)
+_PI64 = f64(3.141592653589793)
+_PI_4_64 = f64(0.7853981633974483)
+
+
+@_jit
+def _atan_of_ratio64(num, den, base):
+    """base + atan(num / den) for |num / den| <= tan(pi/8), in float64."""
+    u = num / den
+    u2 = u * u
+    return base + (u + u * u2 * _horner(u2, _ATAN_P64))
+
+
+@_jit
+def atan_f32(x):
+    """Arctangent for float32 (<= 1 ulp); atan(+-inf) = +-pi/2, +-0 and nan as given."""
+    x = f32(x)
+    a = f64(abs(x))
+    mid = a > _TAN_PI_8
+    big = a > _TAN_3PI_8
+    num = -_ONE64 if big else (a - _ONE64 if mid else a)
+    den = a if big else (a + _ONE64 if mid else _ONE64)
+    base = _HALF_PI64 if big else (_PI_4_64 if mid else f64(0.0))
+    y = f32(_atan_of_ratio64(num, den, base))      # a = inf: -1/inf = -0, pi/2 exactly
+    return _with_sign_of(y, x) if a == a else x
+
+
+@_jit
+def _atan2_f64(y, x):
+    """atan2 of float64 values (the quadrant and C99's special cases), y's sign applied."""
+    ay, ax = abs(y), abs(x)
+    both_inf = (ay == _INF64) & (ax == _INF64)
+    ay = _ONE64 if both_inf else ay                 # atan2(+-inf, +-inf): the ratio 1
+    ax = _ONE64 if both_inf else ax
+    swap = ay > ax
+    mn = ax if swap else ay
+    mx = ay if swap else ax
+    mid = mn > _TAN_PI_8 * mx
+    num = mn - mx if mid else mn
+    den = mn + mx if mid else mx
+    den = _ONE64 if mx == f64(0.0) else den         # atan2(+-0, +-0): the angle 0 or pi
+    t = _atan_of_ratio64(num, den, _PI_4_64 if mid else f64(0.0))
+    t = _HALF_PI64 - t if swap else t
+    t = _PI64 - t if f64_as_i64(x) < 0 else t       # x's sign bit: atan2(+-0, -0) = +-pi
+    t = -t if f64_as_i64(y) < 0 else t
+    return t if (x == x) & (y == y) else x + y
+
+
+@_jit
+def atan2_f32(y, x):
+    """atan2 for float32 (<= 1 ulp), with C99's special cases (signed zeros, infinities)."""
+    return f32(_atan2_f64(f64(f32(y)), f64(f32(x))))
+
+
+@_jit
+def asin_f32(x):
+    """Arcsine for float32 (<= 1 ulp): atan2(x, sqrt((1 - x)(1 + x))); nan outside [-1, 1]."""
+    d = f64(f32(x))
+    return f32(_atan2_f64(d, np.sqrt((_ONE64 - d) * (_ONE64 + d))))
+
+
+@_jit
+def acos_f32(x):
+    """Arccosine for float32 (<= 1 ulp): atan2(sqrt((1 - x)(1 + x)), x); nan outside [-1, 1]."""
+    d = f64(f32(x))
+    return f32(_atan2_f64(np.sqrt((_ONE64 - d) * (_ONE64 + d)), d))
 
 
 # ---------------------------------------------------------------------------------------------
