@@ -470,11 +470,18 @@ def _sin_quadrant_f32(ax, quadrant_offset):
 
 
 @_jit
+def _times_sign_of(y, x):
+    """y negated where x's sign bit is set (an odd function's value at x from its value at |x|:
+    f(-0) = -0), on the bits: as a select on x < 0 and x == 0 it took sin's loop twice as
+    long."""
+    return i32_as_f32(f32_as_i32(y) ^ (f32_as_i32(x) & np.int32(-2147483648)))
+
+
+@_jit
 def sin_f32(x):
     """Sine for float32 (<= 1 ulp), accurate over the whole float32 range."""
     x = f32(x)
-    y = f32(_sin_quadrant_f32(abs(x), 0))
-    return -y if x < _ZERO else (x if x == _ZERO else y)
+    return _times_sign_of(f32(_sin_quadrant_f32(abs(x), 0)), x)
 
 
 @_jit
@@ -496,8 +503,7 @@ def tan_f32(x):
     c = _cos_poly64(r2)
     odd = (n & 1) == 1
     y = f32((-c if odd else s) / (s if odd else c))
-    y = y if ax < _INF else _NAN
-    return -y if x < _ZERO else (x if x == _ZERO else y)
+    return _times_sign_of(y if ax < _INF else _NAN, x)
 
 
 # ---------------------------------------------------------------------------------------------
