@@ -13,7 +13,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _openblas  # noqa: E402,F401  (before NumPy: see bench/_openblas.py)
+import _openblas  # noqa: E402  (before NumPy: see bench/_openblas.py)
 import numpy as np
 
 import _load  # noqa: E402
@@ -120,7 +120,7 @@ def main(build, script):
                 side.close()
     print(f"{_load.describe(args.load).split(';')[0]}; 1-min load average at the start of the "
           f"rounds {min(loads):.2f}..{max(loads):.2f}; turns of {args.turn} timed steps, "
-          f"taken in turn")
+          f"taken in turn; corejax's products: {_openblas.kernels()}")
     med = {}
     for name, side in sides.items():
         med[name] = float(np.median(side.times))

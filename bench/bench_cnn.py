@@ -39,7 +39,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _openblas  # noqa: E402,F401  (before NumPy: see bench/_openblas.py)
+import _openblas  # noqa: E402  (before NumPy: see bench/_openblas.py)
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -334,7 +334,7 @@ def main(argv=None) -> int:
                   else [0, 1 if args.both is None else args.both])
     pythons = {"corejax": sys.executable, "jax": args.jax_python, "pytorch": args.torch_python}
     print(f"before: 1-min load average {_load.load_average():.2f}, runnable now "
-          f"{_load.runnable()}")
+          f"{_load.runnable()}; corejax's products: {_openblas.kernels()}")
     with tempfile.TemporaryDirectory() as tmp:
         inputs = os.path.join(tmp, "inputs.npz")
         source = make_inputs(inputs, args.data_dir)

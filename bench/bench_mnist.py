@@ -42,7 +42,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _openblas  # noqa: E402,F401  (before NumPy: see bench/_openblas.py)
+import _openblas  # noqa: E402  (before NumPy: see bench/_openblas.py)
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -317,7 +317,8 @@ def machine_line() -> str:
     except OSError:
         pass
     return (f"machine: nproc={os.cpu_count()} (affinity {len(os.sched_getaffinity(0))}), "
-            f"CPU {model}, Python {platform.python_version()}, NumPy {np.__version__}")
+            f"CPU {model}, Python {platform.python_version()}, NumPy {np.__version__}; "
+            f"{_openblas.kernels()}")
 
 
 def main(argv=None) -> int:
