@@ -44,7 +44,23 @@ CASES = {
     "i0": (1, FLOATS, [{}]), "angle": (1, FLOATS, [{}, {"deg": True}]),
     "ldexp": (2, FLOATS, [{}]),
     "gcd": (2, INTS, [{}]), "lcm": (2, INTS, [{}]), "bitwise_count": (1, INTS, [{}]),
+    # jax.nn's elementwise activations (their parameters static)
+    "nn.relu6": (1, FLOATS, [{}]),
+    "nn.soft_sign": (1, FLOATS, [{}]), "nn.silu": (1, FLOATS, [{}]),
+    "nn.gelu": (1, FLOATS, [{}, {"approximate": False}]),
+    "nn.elu": (1, FLOATS, [{}, {"alpha": 0.5}]), "nn.selu": (1, FLOATS, [{}]),
+    "nn.celu": (1, FLOATS, [{}, {"alpha": 2.0}]),
+    "nn.leaky_relu": (1, FLOATS, [{}, {"negative_slope": 0.2}]),
+    "nn.hard_tanh": (1, FLOATS, [{}]), "nn.hard_sigmoid": (1, FLOATS, [{}]),
+    "nn.hard_silu": (1, FLOATS, [{}]), "nn.mish": (1, FLOATS, [{}]),
+    "nn.squareplus": (1, FLOATS, [{}, {"b": 2.0}]), "nn.sparse_plus": (1, FLOATS, [{}]),
+    "nn.sparse_sigmoid": (1, FLOATS, [{}]),
 }
+
+
+def function(name):
+    """The decorated function a CASES name stands for (jnp's, or jax.nn's for nn.*)."""
+    return getattr(jax.nn, name[3:]) if name.startswith("nn.") else getattr(jnp, name)
 
 
 @pytest.fixture(autouse=True)
@@ -169,7 +185,7 @@ def case_params(dtypes_of):
 
 def check_bits(fusing, name, dt, kwargs):
     arity = CASES[name][0]
-    f = getattr(jnp, name)
+    f = function(name)
     rng = np.random.default_rng(0)
     args = operands(dt, arity, rng)
     if name == "ldexp":
@@ -195,8 +211,10 @@ def test_fused_results_are_the_op_by_op_bits_in_64_bits(fusing, x64, name, dt, k
 
 
 def test_every_decorated_function_is_compared():
-    public = [getattr(jnp, name) for name in dir(jnp)]
-    decorated = {fn.__name__ for fn in [getattr(f, "_func", f) for f in public]  # (ufuncs')
+    public = [("", getattr(jnp, name)) for name in dir(jnp)]
+    public += [("nn.", getattr(jax.nn, name)) for name in dir(jax.nn)]
+    decorated = {prefix + fn.__name__ for prefix, fn in
+                 [(prefix, getattr(f, "_func", f)) for prefix, f in public]  # (ufuncs')
                  if getattr(fn, "__code__", None) is jnp.hypot.__code__}
     assert decorated == set(CASES)
 

@@ -138,6 +138,8 @@ REFERENCES_F32 = {
     fm.atan_f32: np.arctan,
     fm.asin_f32: np.arcsin,
     fm.acos_f32: np.arccos,
+    fm.atanh_f32: np.arctanh,
+    fm.acosh_f32: np.arccosh,
 }
 
 
@@ -288,6 +290,11 @@ SPECIAL = [
     (fm.asin_f32, [(1.0, np.float32(np.pi / 2)), (-1.0, -np.float32(np.pi / 2)),
                    (1.0000001, np.nan), (-np.inf, np.nan), (np.nan, np.nan), (-0.0, -0.0),
                    (0.0, 0.0), (1e-45, 1e-45)]),
+    (fm.atanh_f32, [(1.0, np.inf), (-1.0, -np.inf), (1.0000001, np.nan), (-np.inf, np.nan),
+                    (np.nan, np.nan), (-0.0, -0.0), (0.0, 0.0), (1e-45, 1e-45),
+                    (-1e-45, -1e-45)]),
+    (fm.acosh_f32, [(1.0, 0.0), (0.99999994, np.nan), (-1.0, np.nan), (np.inf, np.inf),
+                    (-np.inf, np.nan), (np.nan, np.nan), (3.4028235e38, 89.415985)]),
     (fm.acos_f32, [(1.0, 0.0), (-1.0, np.float32(np.pi)), (0.0, np.float32(np.pi / 2)),
                    (-0.0, np.float32(np.pi / 2)), (-1.0000001, np.nan), (np.inf, np.nan),
                    (np.nan, np.nan)]),

@@ -201,3 +201,21 @@ def pow_f32(x, y):
 
 
 # ---------------------------------------------------------------------------------------------
+# float32 inverse hyperbolic functions, through float64's log1p: its argument is formed exactly
+# or to float64 rounding, so the float32 result is rounded once from a value good to ~1e-15.
+
+@_jit
+def atanh_f32(x):
+    """atanh for float32 (<= 1 ulp): log1p(2x / (1 - x)) / 2; +-1 gives +-inf, |x| > 1 nan."""
+    d = f64(f32(x))
+    return f32(_HALF64 * log1p_f64((d + d) / (_ONE64 - d)))
+
+
+@_jit
+def acosh_f32(x):
+    """acosh for float32 (<= 1 ulp): log1p((x - 1) + sqrt((x - 1)(x + 1))), each step exact or
+    rounded once in float64; x < 1 gives nan."""
+    d = f64(f32(x))
+    t = d - _ONE64
+    y = f32(log1p_f64(t + np.sqrt(t * (d + _ONE64))))
+    return y if d >= _ONE64 else _NAN          # below -1 the square root is real: nan here

@@ -10,6 +10,7 @@ from corejax.config import config
 from corejax.core import get_aval
 from corejax.custom_derivatives import custom_jvp
 from corejax.numpy._core import asarray, canonicalize_axes, promote_dtypes_inexact
+from corejax.numpy._eager_fusion import fuse_eagerly
 from corejax.scipy.special import logsumexp
 import corejax.numpy as jnp
 
@@ -31,6 +32,7 @@ def relu(x):
 relu.defjvps(lambda g, ans, x: lax.select(x > 0, g, lax.full_like(g, 0)))
 
 
+@fuse_eagerly(1)
 def relu6(x):
     x = asarray(x)
     return jnp.minimum(jnp.maximum(x, 0), 6.0)
@@ -51,11 +53,13 @@ def softplus(x):
     return jnp.logaddexp(x, 0)
 
 
+@fuse_eagerly(1)
 def soft_sign(x):
     (x,) = promote_dtypes_inexact(x)
     return x / (jnp.abs(x) + 1)
 
 
+@fuse_eagerly(1)
 def silu(x):
     """x * sigmoid(x); integer inputs are a TypeError, as in JAX."""
     x = asarray(x)
@@ -65,6 +69,7 @@ def silu(x):
 swish = silu
 
 
+@fuse_eagerly(1)
 def gelu(x, approximate: bool = True):
     """Gaussian error linear unit; the tanh approximation by default, as in JAX."""
     (x,) = promote_dtypes_inexact(x)
@@ -79,37 +84,46 @@ def gelu(x, approximate: bool = True):
 # elu, celu, leaky_relu, sparse_plus and hard_tanh promote an integer input only through their
 # Python float constants, as JAX's do: elu(int32) is a weak float32, hard_tanh(int32) stays int32.
 
+@fuse_eagerly(1)
 def elu(x, alpha=1.0):
     x = asarray(x)
-    safe = jnp.where(x > 0, 0.0, x)
-    return jnp.where(x > 0, x, alpha * jnp.expm1(safe))
+    # (NaN takes the x branch: returned as given, not through expm1 and the product, which
+    # may quiet a signaling NaN one way op by op and another in a fused loop)
+    negative = x <= 0
+    return jnp.where(negative, alpha * jnp.expm1(jnp.where(negative, x, 0.0)), x)
 
 
+@fuse_eagerly(1)
 def selu(x):
     alpha = 1.6732632423543772848170429916717
     scale = 1.0507009873554804934193349852946
     return scale * elu(x, alpha)
 
 
+@fuse_eagerly(1)
 def celu(x, alpha=1.0):
     x = asarray(x)
     return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
 
 
+@fuse_eagerly(1)
 def leaky_relu(x, negative_slope=1e-2):
     x = asarray(x)
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
+@fuse_eagerly(1)
 def hard_tanh(x):
     x = asarray(x)
     return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
 
 
+@fuse_eagerly(1)
 def hard_sigmoid(x):
     return relu6(asarray(x) + 3.0) / 6.0
 
 
+@fuse_eagerly(1)
 def hard_silu(x):
     x = asarray(x)
     return x * hard_sigmoid(x)
@@ -118,16 +132,19 @@ def hard_silu(x):
 hard_swish = hard_silu
 
 
+@fuse_eagerly(1)
 def mish(x):
     (x,) = promote_dtypes_inexact(x)
     return x * jnp.tanh(softplus(x))
 
 
+@fuse_eagerly(1)
 def squareplus(x, b=4):
     (x,) = promote_dtypes_inexact(x)
     return (x + jnp.sqrt(x * x + b)) / 2
 
 
+@fuse_eagerly(1)
 def sparse_plus(x):
     x = asarray(x)
     return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
@@ -265,6 +282,7 @@ def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
     return lse - jnp.log(count)
 
 
+@fuse_eagerly(1)
 def sparse_sigmoid(x):
     """The sparse sigmoid: (x + 1) / 2 clipped to [0, 1] (0 below -1, 1 above 1)."""
     return 0.5 * jnp.clip(x + 1.0, 0.0, 2.0)
