@@ -18,7 +18,7 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "20")
 def kernels() -> str:
     """'OpenBLAS <version>, <core> kernels (OPENBLAS_X=..., ...)' for the OpenBLAS that NumPy
     loaded (after NumPy is imported), or what is known of it."""
-    import numpy as np  # noqa: F401  (loads OpenBLAS)
+    import numpy  # noqa: F401  (loads OpenBLAS)
     settings = ", ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
                          if k.startswith("OPENBLAS_"))
     core = version = "unknown"
@@ -40,4 +40,5 @@ def kernels() -> str:
                     break
     except (OSError, IndexError, AttributeError):
         pass
-    return f"NumPy's OpenBLAS {version}: {core} kernels (environment: {settings or 'no OPENBLAS_*'})"
+    return (f"NumPy's OpenBLAS {version}: {core} kernels (environment: "
+            f"{settings or 'no OPENBLAS_*'})")

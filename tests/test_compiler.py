@@ -385,7 +385,7 @@ def test_kernel_key_covers_every_module_kernels_call(monkeypatch, tmp_path):
     assert {"compiler/fastmath.py", "compiler/fastmath_f32.py", "compiler/fastmath_f64.py",
             "compiler/fastmath_ops.py", "compiler/kernel_lib.py", "compiler/eager_threads.py",
             "compiler/eager_sums.py", "lax/prng.py", "lax/elementwise.py"} <= names
-    assert "compiler/cpu.py" not in names      # imported inside functions only: not code kernels run
+    assert "compiler/cpu.py" not in names    # imported inside functions only: no kernel runs it
     body = "def kernel(n0, a0, o0):\n    pass\n"
     fake = tmp_path / "fastmath_f32.py"
     fake.write_text("x = 1\n")

@@ -95,9 +95,9 @@ _RUNTIME_ROOTS = ("fastmath", "kernel_lib", "eager_threads", "eager_sums")
 def runtime_files() -> list:
     """The source files of the modules kernels call functions from (the native forms of split
     loops: eager_threads' claims, eager_sums' runs; fastmath, kernel_lib) and of every corejax
-    module those import at module level, following imports within corejax.compiler (so that splitting a module
-    in two cannot drop a part) and taking other corejax modules' files whole (kernel_lib calls
-    lax.prng's threefry, fastmath reads lax.elementwise's coefficients)."""
+    module those import at module level, following imports within corejax.compiler (so that
+    splitting a module in two cannot drop a part) and taking other corejax modules' files whole
+    (kernel_lib calls lax.prng's threefry, fastmath reads lax.elementwise's coefficients)."""
     import ast
     here = os.path.dirname(os.path.abspath(__file__))
     package = os.path.dirname(here)

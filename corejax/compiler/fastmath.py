@@ -69,9 +69,9 @@ refitting the remaining ones after each rounding. Coefficients are listed highes
 import numpy as np
 
 from corejax.compiler.fastmath_f32 import (  # noqa: F401 (kernels import them from here)
-    acos_f32, asin_f32, asinh_f32, atan2_f32, atan_f32, cbrt_f32, cos_f32, cosh_f32, erf_f32, erf_inv_f32, erfc_f32, exp2_f32, exp_f32,
-    expm1_f32, log10_f32, log1p_f32, log2_f32, log_f32, logistic_f32, sin_f32, sinh_f32,
-    softplus_f32, tan_f32, tanh_f32)
+    acos_f32, asin_f32, asinh_f32, atan2_f32, atan_f32, cbrt_f32, cos_f32, cosh_f32, erf_f32,
+    erf_inv_f32, erfc_f32, exp2_f32, exp_f32, expm1_f32, log10_f32, log1p_f32, log2_f32, log_f32,
+    logistic_f32, sin_f32, sinh_f32, softplus_f32, tan_f32, tanh_f32)
 from corejax.compiler.fastmath_f64 import (  # noqa: F401
     acosh_f32, atanh_f32, exp_f64, expm1_f64, log1p_f64, log_f64, logistic_f64, pow_f32,
     softplus_f64, tanh_f64)

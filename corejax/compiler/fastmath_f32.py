@@ -5,8 +5,8 @@ import math
 import numpy as np
 
 from corejax.lax.elementwise import GILES_ERF_INV_CENTRAL, GILES_ERF_INV_TAIL
-from corejax.compiler.fastmath_ops import (_HALF64, _INF64, _NAN64, _ONE64, _coeffs32, _fma, _horner,
-                                          _jit, _mul_add, _rint, f32, f32_as_i32, f64,
+from corejax.compiler.fastmath_ops import (_HALF64, _INF64, _NAN64, _ONE64, _coeffs32, _fma,
+                                          _horner, _jit, _mul_add, _rint, f32, f32_as_i32, f64,
                                           f64_as_i64, i32_as_f32, i64_as_f64)
 
 
