@@ -408,6 +408,15 @@ def test_blas_sized_products_call_blas_from_the_compiled_loop(monkeypatch, m, k,
     u = jnp.asarray(r.randn(n, k) / n, jnp.float32)
     x = jnp.asarray(r.randn(m, k), jnp.float32)
     f = lambda x: fori_loop(0, 3, lambda i, v: jnp.tanh(v @ w) @ u + v * 0.5, x)  # noqa: E731
+    if 2 * m * k * n < blas.MIN_FLOPS and blas.plan_for(
+            m, k, n, False, False, np.float32, any_size=True) != blas.Plan.whole(k):
+        # this OpenBLAS rounds so small a product otherwise on one thread than on its threads
+        # (its AVX2 kernels do, 96^3 included): the executor runs it on the threads, as
+        # eagerly, and the loop, which cannot mirror that, stays Python-driven
+        check(monkeypatch, f, x, compiled=False)
+        with pytest.raises(loops.Unsupported, match="depend on OpenBLAS's thread count"):
+            _built_loop(f, x)
+        return
     check(monkeypatch, f, x)
     assert "call_gemm" in _built_loop(f, x).source
     # transposed operands (the gradient's products) are read in place with the BLAS flag
@@ -603,7 +612,9 @@ def test_blas_operands_laid_out_otherwise_stay_python_driven(monkeypatch):
                        length=3)[0]
     with pytest.raises(loops.Unsupported, match="strided view"):
         _built_loop(g, x)
-    check(monkeypatch, g, x, compiled=False)
+    # (three rounds of tanh(v v^T) carry the backends' last-bit differences in the products
+    # into the fourth digit of small entries: up to 1.3e-5 with OpenBLAS's AVX2 kernels)
+    check(monkeypatch, g, x, compiled=False, tol=1e-4)
 
 
 def test_scan_invariants_hoisted_out_of_the_loop_and_its_gradient(monkeypatch):

@@ -120,8 +120,8 @@ def _small(m, k, n) -> bool:
 
 def plan_for(m, k, n, a_transposed, b_transposed, dtype, any_size=False):
     """The `Plan` `matmul` uses for such a product (see `GemmSite`), or () where OpenBLAS's
-    threads run it unchunked, or None where it runs on one thread unchunked (a small
-    product). Compiled loops, which call BLAS on OpenBLAS's threads, cut the reduction as its
+    threads run it unchunked, or None for a small product (unchunked: on one thread where
+    that has the threaded bits, `_AdaptiveBlas._small_plan`, else on the threads). Compiled loops, which call BLAS on OpenBLAS's threads, cut the reduction as its
     `threads` chunks say, for the same bits."""
     dt = np.dtype(dtype)
     if _adaptive is None or dt.char not in "fdFD":
@@ -406,7 +406,8 @@ class _AdaptiveBlas:
 
     def run(self, a, b, out, site: GemmSite, alpha=None):
         """a @ b into out (`alpha` None), or out += alpha * (a @ b), as `site` has learned to
-        run it: a small product unchunked on one thread; else on OpenBLAS's threads or one
+        run it: a small product unchunked, on one thread where that has the threaded bits
+        (`_small_plan`), else on the threads; a larger one on OpenBLAS's threads or one
         thread, whichever the site measures faster, over the chunks its plan gives that mode
         (unchunked on the threads where no plan passed). Concurrent callers take turns:
         OpenBLAS's thread count is process-wide, and is set back after a call on one thread.
@@ -416,10 +417,15 @@ class _AdaptiveBlas:
         if self.sharing:
             self._run_shared(a, b, out, site, alpha, m, k, n)
             return
+        small = _small(m, k, n)
+        if small and site.plan is None:
+            site.plan = self._small_plan(a, b, m, k, n, out.dtype, alpha is not None)
         with self.lock:
             timed = False
-            if _small(m, k, n):
-                chunks, mode = (0, k), 1
+            if small:
+                # one thread where that gives the threaded call's bits (eager np.matmul's);
+                # else OpenBLAS's threads, as eagerly
+                chunks, mode = (0, k), (1 if site.plan else None)
             else:
                 plan = site.plan
                 if plan is None:
@@ -446,6 +452,20 @@ class _AdaptiveBlas:
                 if mode == 1:
                     self._set(self.threads)
 
+
+    def _small_plan(self, a, b, m, k, n, dtype, accumulate):
+        """For a small product (unchunked either way): Plan.whole(k) where one OpenBLAS
+        thread gives the bits of its threads for it (tested once per shape, layout and kind,
+        syrk's x @ x.T included), else (). OpenBLAS's AVX2 (Haswell) sgemm differs between
+        the two even for 96 x 96 x 96; its SkylakeX kernels mostly agree."""
+        whole = Plan.whole(k)
+        if _syrk(a, b):
+            same = syrk_thread_invariant(m, k, _transposed(a), dtype, whole)
+        else:
+            with self.lock:
+                same = self.plan(m, k, n, _transposed(a), _transposed(b), dtype,
+                                 accumulate) == whole
+        return whole if same else ()
 
     def _run_shared(self, a, b, out, site, alpha, m, k, n):
         """run() while several devices' programs run at once (devices_at_once): OpenBLAS is

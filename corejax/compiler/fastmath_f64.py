@@ -1,7 +1,11 @@
-"""float64 functions of corejax.compiler.fastmath, and float32 pow (computed in float64)."""
+"""float64 functions of corejax.compiler.fastmath, and the float32 ones computed in float64
+(pow, atanh, acosh, digamma)."""
+import math
+
 import numpy as np
 
-from corejax.compiler.fastmath_f32 import _HALF, _INF, _NAN, _ONE, _ZERO, _ratio_one_plus
+from corejax.compiler.fastmath_f32 import (_HALF, _INF, _NAN, _ONE, _PI64, _ZERO, _cos_poly64,
+                                          _ratio_one_plus, _sin_poly64)
 from corejax.compiler.fastmath_ops import (_HALF64, _INF64, _NAN64, _ONE64, _TWO64, _ZERO64,
                                           _horner, _jit, _rint, f32, f64, f64_as_i64,
                                           i64_as_f64)
@@ -219,3 +223,61 @@ def acosh_f32(x):
     t = d - _ONE64
     y = f32(log1p_f64(t + np.sqrt(t * (d + _ONE64))))
     return y if d >= _ONE64 else _NAN          # below -1 the square root is real: nan here
+
+
+# float32 digamma, through float64: reflection below 1/2 (psi(x) = psi(1 - x) - pi / tan(pi x),
+# tan(pi x) from x's exact distance r to the nearest integer: sin / cos of pi |r| up to pi/4,
+# of pi (1/2 - |r|) beyond), six steps of psi(y) = psi(y + 1) - 1/y below 6 summed as one
+# fraction p/q (one division), then Stirling's series at z >= 6: psi(z) = log z - 1/(2z) -
+# sum_k B_2k / (2k z^2k), its first seven terms (the next is below 2e-13 at z = 6). No branch
+# depends on the value: LLVM vectorizes the loop.
+_DIGAMMA_S = (-1.0 / 12.0, 691.0 / 32760.0, -1.0 / 132.0, 1.0 / 240.0, -1.0 / 252.0,
+              1.0 / 120.0, -1.0 / 12.0)        # -B_2k / (2k), highest power of 1/z^2 first
+# sin and cos of s in [0, pi/4] to float64 accuracy for the reflection (near psi's negative
+# zeros its two terms cancel, so pi / tan(pi x) needs every digit): Taylor's coefficients,
+# s^19 / 19! and s^18 / 18! (the first terms left out) below 1e-19 there.
+# Next to psi's positive zero x0 = 1.46163214496836... the sum above cancels to about 4e-15;
+# there psi is its Taylor series in t = x - x0 (x0 in two parts, t exact to rounding), its
+# coefficients psi^(n)(x0) / n! computed with mpmath (the first left out is below 4e-15 t at
+# |t| < 2^-9).
+_DIGAMMA_ROOT_HI = f64(1.4616321449683622)
+_DIGAMMA_ROOT_LO = f64(9.549995429965697e-17)
+_DIGAMMA_AT_ROOT = (0.10782405069126237, -0.16394270544240652, 0.258499760955651,
+                    -0.4427631689835921, 0.9676722454476212)
+_SIN_TAYLOR = tuple((-1.0) ** k / math.factorial(2 * k + 1) for k in range(8, 0, -1))
+_COS_TAYLOR = tuple((-1.0) ** k / math.factorial(2 * k) for k in range(8, 0, -1))
+
+
+@_jit
+def digamma_f32(x):
+    """digamma (psi) for float32 (<= 1 ulp); nan at the poles (0, -1, -2, ...) and at -inf,
+    inf at +inf."""
+    d = f64(f32(x))
+    r = d - _rint(d)                             # exact, in [-1/2, 1/2]
+    ar = abs(r)
+    far = ar > f64(0.25)
+    s = _PI64 * ((_HALF64 - ar) if far else ar)
+    s2 = s * s
+    sn = s + s * (s2 * _horner(s2, _SIN_TAYLOR))
+    cs = _ONE64 + s2 * _horner(s2, _COS_TAYLOR)
+    cot = _PI64 * (sn if far else cs) / (cs if far else sn)    # pi / tan(pi |r|)
+    cot = -cot if r < f64(0.0) else cot
+    reflect = d < _HALF64
+    y = _ONE64 - d if reflect else d
+    p = f64(0.0)
+    q = _ONE64
+    for k in range(6):                           # sum 1/(y + k) = p / q
+        t = y + f64(k)
+        p = p * t + q
+        q = q * t
+    small = y < f64(6.0)
+    z = y + f64(6.0) if small else y
+    iz = _ONE64 / z
+    w = iz * iz
+    psi = log_f64(z) - _HALF64 * iz + w * _horner(w, _DIGAMMA_S)
+    psi = psi - p / q if small else psi
+    psi = psi - cot if reflect else psi
+    t = (d - _DIGAMMA_ROOT_HI) - _DIGAMMA_ROOT_LO
+    psi = t * _horner(t, _DIGAMMA_AT_ROOT) if abs(t) < f64(2.0 ** -9) else psi
+    pole = (d <= f64(0.0)) & (r == f64(0.0))
+    return f32(_NAN64 if pole else psi)

@@ -73,6 +73,16 @@ class ScalarCtx:
         function of cuda_kernels on CUDA); it may return a tuple."""
         return f"{self._lib(helper)}({', '.join(args)})"
 
+    def fast(self, name: str, *args):
+        """A call of fastmath's vectorizable function for `name` on this equation's float
+        dtype, or None where fastmath has none (a primitive's rule then emits its own code)."""
+        dt = self._dt()
+        fast = fastmath.lookup(name, dt) if dt.kind == "f" else None
+        if fast is None:
+            return None
+        self.imports.add(fastmath.import_line(fast))
+        return f"{fast.__name__}({', '.join(args)})"
+
     def math(self, name: str, *args) -> str:
         dt = self._dt()
         kind = dt.kind

@@ -52,10 +52,14 @@ def _kernels_digest() -> str:
 
 
 def _kernel_rule(name):
-    """The elementwise lowering: a call of the scalar kernel in float64, rounded once."""
+    """The elementwise lowering: the compiler's vectorizable function for the dtype where it
+    has one (float32 digamma), else a call of the scalar kernel in float64, rounded once."""
     def rule(ctx, *operands):
         if ctx.backend != "cpu":
             raise NotImplementedError(f"{name} has no {ctx.backend} device kernel")
+        fast = ctx.fast(name, *operands)    # a vectorizable kernel for this dtype, if any
+        if fast is not None:
+            return fast
         alias = f"special_{name}"
         ctx.imports.add(f"from corejax.lax._special_kernels import {name} as {alias}  "
                         f"# source {_kernels_digest()}")
