@@ -160,6 +160,11 @@ class ScalarCtx:
     def _m_erf_inv(self, dt, x):
         return f"np.{dt.name}({self._lib('erf_inv')}({x}))"
 
+    def _m_nextafter(self, dt, x, y):
+        if dt in (np.dtype(np.float32), np.dtype(np.float64)):
+            return f"{self._lib('nextafter_f' + str(dt.itemsize * 8))}({x}, {y})"
+        return f"np.{dt.name}(np.nextafter({x}, {y}))"
+
     def _m_max(self, dt, x, y):
         if dt.kind in "fc":
             out = f"{self._lib('fmax')}({x}, {y})"
