@@ -110,6 +110,11 @@ def _logistic_ref_long(x):
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
+def _scipy_special(name):
+    import scipy.special
+    return getattr(scipy.special, name)
+
+
 def _digamma_ref(x):
     """SciPy's digamma, with JAX's nan at every pole (SciPy: -inf / inf at -0 / +0)."""
     import scipy.special
@@ -149,6 +154,9 @@ REFERENCES_F32 = {
     fm.atanh_f32: np.arctanh,
     fm.acosh_f32: np.arccosh,
     fm.digamma_f32: lambda x: _digamma_ref(x),
+    fm.bessel_i0e_f32: lambda x: _scipy_special("i0e")(x),
+    # (odd: -0 at -0, as JAX's; SciPy gives +0)
+    fm.bessel_i1e_f32: lambda x: np.copysign(_scipy_special("i1e")(x), x),
 }
 
 
@@ -316,6 +324,10 @@ SPECIAL = [
     (fm.digamma_f32, [(0.0, np.nan), (-0.0, np.nan), (-3.0, np.nan), (-8388608.0, np.nan),
                       (np.inf, np.inf), (-np.inf, np.nan), (np.nan, np.nan), (1.0, -0.5772157),
                       (2.0 ** -149, -np.inf), (-2.0 ** -149, np.inf)]),
+    (fm.bessel_i0e_f32, [(0.0, 1.0), (-0.0, 1.0), (np.inf, 0.0), (-np.inf, 0.0),
+                         (np.nan, np.nan), (1e-45, 1.0)]),
+    (fm.bessel_i1e_f32, [(0.0, 0.0), (-0.0, -0.0), (np.inf, 0.0), (-np.inf, -0.0),
+                         (np.nan, np.nan), (1e-45, 0.0)]),
     (fm.acosh_f32, [(1.0, 0.0), (0.99999994, np.nan), (-1.0, np.nan), (np.inf, np.inf),
                     (-np.inf, np.nan), (np.nan, np.nan), (3.4028235e38, 89.415985)]),
     (fm.acos_f32, [(1.0, 0.0), (-1.0, np.float32(np.pi)), (0.0, np.float32(np.pi / 2)),

@@ -121,8 +121,9 @@ def _small(m, k, n) -> bool:
 def plan_for(m, k, n, a_transposed, b_transposed, dtype, any_size=False):
     """The `Plan` `matmul` uses for such a product (see `GemmSite`), or () where OpenBLAS's
     threads run it unchunked, or None for a small product (unchunked: on one thread where
-    that has the threaded bits, `_AdaptiveBlas._small_plan`, else on the threads). Compiled loops, which call BLAS on OpenBLAS's threads, cut the reduction as its
-    `threads` chunks say, for the same bits."""
+    that has the threaded bits, `_AdaptiveBlas._small_plan`, else on the threads). Compiled
+    loops, which call BLAS on OpenBLAS's threads, cut the reduction as its `threads` chunks
+    say, for the same bits."""
     dt = np.dtype(dtype)
     if _adaptive is None or dt.char not in "fdFD":
         return Plan.whole(k)

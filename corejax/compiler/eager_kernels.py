@@ -42,7 +42,7 @@ __all__ = ["PRIMITIVES", "runner", "evaluate", "install"]
 PRIMITIVES = frozenset({
     "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin",
     "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "pow",
-    "atan2", "cbrt", "rsqrt", "lgamma", "digamma"})
+    "atan2", "cbrt", "rsqrt", "lgamma", "digamma", "bessel_i0e", "bessel_i1e"})
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
