@@ -666,3 +666,18 @@ def test_jit_of_the_same_function_shares_one_trace_cache():
     assert len(traces) == 1
     jax.jit(f, static_argnums=0)(1.0)       # other jit options: a cache of their own
     assert len(traces) == 2
+
+
+@pytest.mark.parametrize("m,k,n", [(128, 64, 96), (96, 96, 96), (32, 100, 50), (64, 64, 10)])
+@pytest.mark.parametrize("square", [False, True])
+def test_small_products_keep_the_eager_bits(m, k, n, square):
+    """A product under 4 MFLOP runs on one OpenBLAS thread under jit only where that gives
+    the threaded call's bits, which eager np.matmul has: OpenBLAS's AVX2 kernels round the
+    two differently (blas.one_thread_keeps_bits). x @ x.T (NumPy's syrk) is tested apart."""
+    rng = np.random.default_rng(m + k + n)
+    a = jnp.asarray(rng.standard_normal((m, k)).astype(np.float32))
+    b = a.T if square else jnp.asarray(rng.standard_normal((k, n)).astype(np.float32))
+    f = (lambda a: a @ a.T) if square else (lambda a, b: a @ b)
+    args = (a,) if square else (a, b)
+    for _ in range(2):          # a site's first call plans, its second runs as planned
+        np.testing.assert_array_equal(np.asarray(jax.jit(f)(*args)), np.asarray(f(*args)))

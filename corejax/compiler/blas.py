@@ -121,7 +121,7 @@ def _small(m, k, n) -> bool:
 def plan_for(m, k, n, a_transposed, b_transposed, dtype, any_size=False):
     """The `Plan` `matmul` uses for such a product (see `GemmSite`), or () where OpenBLAS's
     threads run it unchunked, or None for a small product (unchunked: on one thread where
-    that has the threaded bits, `_AdaptiveBlas._small_plan`, else on the threads). Compiled
+    that has the threaded bits, `one_thread_keeps_bits`, else on the threads). Compiled
     loops, which call BLAS on OpenBLAS's threads, cut the reduction as its `threads` chunks
     say, for the same bits."""
     dt = np.dtype(dtype)
@@ -408,7 +408,7 @@ class _AdaptiveBlas:
     def run(self, a, b, out, site: GemmSite, alpha=None):
         """a @ b into out (`alpha` None), or out += alpha * (a @ b), as `site` has learned to
         run it: a small product unchunked, on one thread where that has the threaded bits
-        (`_small_plan`), else on the threads; a larger one on OpenBLAS's threads or one
+        (`one_thread_keeps_bits`), else on the threads; a larger one on OpenBLAS's threads or one
         thread, whichever the site measures faster, over the chunks its plan gives that mode
         (unchunked on the threads where no plan passed). Concurrent callers take turns:
         OpenBLAS's thread count is process-wide, and is set back after a call on one thread.
@@ -420,7 +420,9 @@ class _AdaptiveBlas:
             return
         small = _small(m, k, n)
         if small and site.plan is None:
-            site.plan = self._small_plan(a, b, m, k, n, out.dtype, alpha is not None)
+            site.plan = Plan.whole(k) if one_thread_keeps_bits(
+                m, k, n, _transposed(a), _transposed(b), out.dtype, _syrk(a, b),
+                alpha is not None) else ()
         with self.lock:
             timed = False
             if small:
@@ -453,20 +455,6 @@ class _AdaptiveBlas:
                 if mode == 1:
                     self._set(self.threads)
 
-
-    def _small_plan(self, a, b, m, k, n, dtype, accumulate):
-        """For a small product (unchunked either way): Plan.whole(k) where one OpenBLAS
-        thread gives the bits of its threads for it (tested once per shape, layout and kind,
-        syrk's x @ x.T included), else (). OpenBLAS's AVX2 (Haswell) sgemm differs between
-        the two even for 96 x 96 x 96; its SkylakeX kernels mostly agree."""
-        whole = Plan.whole(k)
-        if _syrk(a, b):
-            same = syrk_thread_invariant(m, k, _transposed(a), dtype, whole)
-        else:
-            with self.lock:
-                same = self.plan(m, k, n, _transposed(a), _transposed(b), dtype,
-                                 accumulate) == whole
-        return whole if same else ()
 
     def _run_shared(self, a, b, out, site, alpha, m, k, n):
         """run() while several devices' programs run at once (devices_at_once): OpenBLAS is
@@ -689,6 +677,24 @@ def batched_matmul(a, b, out, site: GemmSite):
 
 
 _syrk_checked: dict = {}
+
+
+def one_thread_keeps_bits(m, k, n, a_transposed, b_transposed, dtype, syrk=False,
+                          accumulate=False) -> bool:
+    """Whether an unchunked (m, k) @ (k, n) product (x @ x.T where `syrk`; c += alpha a @ b
+    where `accumulate`) has the same bits on one OpenBLAS thread as on its threads, tested once
+    per shape, layout and kind. Decides where a small product runs (`_AdaptiveBlas.run`: on one
+    thread only then, else on the threads, as eager np.matmul) and whether a compiled loop may
+    call it (loop_lowerings). OpenBLAS's AVX2 (Haswell) sgemm differs between the two even for
+    96 x 96 x 96; its SkylakeX kernels mostly agree."""
+    whole = Plan.whole(k)
+    if _adaptive is None:
+        return True
+    if syrk:
+        return syrk_thread_invariant(m, k, a_transposed, dtype, whole)
+    with _adaptive.lock:
+        return _adaptive.plan(m, k, n, a_transposed, b_transposed, np.dtype(dtype),
+                              accumulate) == whole
 
 
 def syrk_thread_invariant(m, k, transposed, dtype, plan: Plan) -> bool:

@@ -443,28 +443,11 @@ def _fast_round(dts, params):
 
 
 def _fast_nextafter(dts, params):
-    # C's nextafter on the bits: a NaN operand gives it quieted (y's if both are NaN), x == y
-    # gives y, zero steps to the smallest subnormal of y's sign, else the bit pattern moves by
-    # one toward y
+    # C's nextafter on the bits: kernel_lib's, which the CPU lowering calls too
     dt = dts[0]
     if len(dts) != 2 or dts[1] != dt or dt not in (_F32, _F64):
         return None
-    it = "np.int32" if dt == _F32 else "np.int64"
-    sign_bit = "np.int32(-2147483648)" if dt == _F32 else "np.int64(-9223372036854775808)"
-    quiet = f"{it}({1 << 22 if dt == _F32 else 1 << 51})"
-    return [
-        "if x1 != x1:",
-        f"    v0 = bitcast({it}(bitcast(x1, {it}) | {quiet}), np.{dt.name})",
-        "elif x0 != x0:",
-        f"    v0 = bitcast({it}(bitcast(x0, {it}) | {quiet}), np.{dt.name})",
-        "elif x0 == x1:",
-        "    v0 = x1",
-        "elif x0 == 0:",
-        f"    v0 = bitcast({it}({it}(1) | (bitcast(x1, {it}) & {sign_bit})), np.{dt.name})",
-        "else:",
-        f"    b = bitcast(x0, {it})",
-        f"    v0 = bitcast({it}(b + 1) if (x1 > x0) == (x0 > 0) else {it}(b - 1), np.{dt.name})",
-    ], dt, dt
+    return [f"v0 = nextafter_f{dt.itemsize * 8}(x0, x1)"], dt, dt
 
 
 def _fast_div(dts, params):
@@ -585,7 +568,8 @@ def _fast_source(body, dts, scalar, out_view) -> str:
     loads = [f"        x{j} = a{j}[i0]" for j in range(len(dts)) if not scalar[j]]
     return "\n".join([
         "import math", "import numpy as np", "from numba import njit",
-        "from corejax.compiler.kernel_lib import bitcast, f32_to_f16_bits, fmod_f32", "", "",
+        "from corejax.compiler.kernel_lib import (bitcast, f32_to_f16_bits, fmod_f32,",
+        "                                       nextafter_f32, nextafter_f64)", "", "",
         '@njit(error_model="numpy", nogil=True, cache=True)',
         f"def kernel(n0, {operands}, o0):",
         *hoisted,

@@ -264,34 +264,36 @@ def fmin(x, y):
     return x if (x != x or x <= y) else y
 
 
-# C's nextafter on the bits, as eager evaluation computes it (eager_kernels._fast_nextafter):
-# a NaN operand gives it quieted (y's if both are), x == y gives y, zero steps to the smallest
-# subnormal of y's sign, else the bit pattern moves by one toward y. One chain of selects, so a
-# loop over it vectorizes (np.nextafter was a libm call per element: jnp.spacing's fused loop
-# took 1.1 ms over 1M float32, JAX 0.25 ms).
+# C's nextafter on the bits, the one rule of the CPU lowering and of eager evaluation
+# (eager_kernels' fast loop calls these too): a NaN operand gives it quieted (y's if both are),
+# x == y gives y, zero steps to the smallest subnormal of y's sign, else the bit pattern moves
+# by one toward y. One chain of selects, so a loop over it vectorizes (np.nextafter was a libm
+# call per element: jnp.spacing's fused loop took 1.1 ms over 1M float32, JAX 0.25 ms).
+
+@_jit
+def _nextafter_bits(x, y, itype, sign, quiet):
+    """nextafter's result bits as the integer type `itype` of x's width (the casts keep
+    Numba from widening int32 arithmetic to int64)."""
+    bx = bitcast(x, itype)
+    by = bitcast(y, itype)
+    r = itype(bx + itype(1)) if (y > x) == (x > 0) else itype(bx - itype(1))
+    r = itype(itype(1) | (by & sign)) if x == 0 else r
+    r = by if x == y else r
+    r = itype(bx | quiet) if x != x else r
+    r = itype(by | quiet) if y != y else r
+    return itype(r)
+
 
 @_jit
 def nextafter_f32(x, y):
-    bx = bitcast(x, np.int32)
-    by = bitcast(y, np.int32)
-    r = np.int32(bx + np.int32(1)) if (y > x) == (x > 0) else np.int32(bx - np.int32(1))
-    r = np.int32(np.int32(1) | (by & np.int32(-2147483648))) if x == 0 else r
-    r = by if x == y else r
-    r = np.int32(bx | np.int32(1 << 22)) if x != x else r
-    r = np.int32(by | np.int32(1 << 22)) if y != y else r
-    return bitcast(np.int32(r), np.float32)
+    return bitcast(_nextafter_bits(x, y, np.int32, np.int32(-2147483648), np.int32(1 << 22)),
+                   np.float32)
 
 
 @_jit
 def nextafter_f64(x, y):
-    bx = bitcast(x, np.int64)
-    by = bitcast(y, np.int64)
-    r = np.int64(bx + np.int64(1)) if (y > x) == (x > 0) else np.int64(bx - np.int64(1))
-    r = np.int64(np.int64(1) | (by & np.int64(-9223372036854775808))) if x == 0 else r
-    r = by if x == y else r
-    r = np.int64(bx | np.int64(1 << 51)) if x != x else r
-    r = np.int64(by | np.int64(1 << 51)) if y != y else r
-    return bitcast(np.int64(r), np.float64)
+    return bitcast(_nextafter_bits(x, y, np.int64, np.int64(-9223372036854775808),
+                                   np.int64(1 << 51)), np.float64)
 
 
 @_jit

@@ -654,20 +654,15 @@ class DataLowerings(LayoutLowerings):
             lines += [f"{ind}for {p} in range({B}):", f"{ind}    {call}"]
             return None
         plan = blas.plan_for(M, K, N, ta, tc, dt)
-        whole = blas.Plan.whole(K)
         # the loop's one-thread variant (loops._build) runs each product over its plan's
         # one-thread chunks on one OpenBLAS thread: the bits of the threaded variant
         one_thread = getattr(self.m, "one_thread", False)
         if plan:
             self.m.thread_modes = True
         if plan is None:
-            # a small product, one unchunked call on one thread in the executor: the loop's
-            # call (on OpenBLAS's threads) agrees where that is a thread-invariant plan
-            # (plan_for tests gemm / gemv as they are called; syrk gets its own test)
-            if kind == "syrk":
-                if not blas.syrk_thread_invariant(M, K, ta, dt, whole):
-                    return "a small syrk whose bits depend on OpenBLAS's thread count"
-            elif blas.plan_for(M, K, N, ta, tc, dt, any_size=True) != whole:
+            # a small product, unchunked in the executor, on one thread only where that keeps
+            # the threaded bits: the loop's call (on OpenBLAS's threads) agrees with it there
+            if not blas.one_thread_keeps_bits(M, K, N, ta, tc, dt, kind == "syrk"):
                 return f"a small {kind} whose bits depend on OpenBLAS's thread count"
             chunks = (0, K)
         elif not plan:

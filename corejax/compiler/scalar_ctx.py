@@ -84,12 +84,10 @@ class ScalarCtx:
         return f"{fast.__name__}({', '.join(args)})"
 
     def math(self, name: str, *args) -> str:
-        dt = self._dt()
-        kind = dt.kind
-        fast = fastmath.lookup(name, dt) if kind == "f" else None
+        fast = self.fast(name, *args)
         if fast is not None:
-            self.imports.add(fastmath.import_line(fast))
-            return f"{fast.__name__}({', '.join(args)})"
+            return fast
+        dt = self._dt()
         handler = getattr(self, f"_m_{name}", None)
         if handler is not None:
             return handler(dt, *args)
@@ -163,7 +161,7 @@ class ScalarCtx:
     def _m_nextafter(self, dt, x, y):
         if dt in (np.dtype(np.float32), np.dtype(np.float64)):
             return f"{self._lib('nextafter_f' + str(dt.itemsize * 8))}({x}, {y})"
-        return f"np.{dt.name}(np.nextafter({x}, {y}))"
+        return f"np.{dt.name}({_LIBM['nextafter']}({x}, {y}))"
 
     def _m_max(self, dt, x, y):
         if dt.kind in "fc":
