@@ -398,8 +398,9 @@ def test_unsupported_bodies_fall_back_correctly(monkeypatch):
 
 @pytest.mark.parametrize("m,k,n", [(96, 96, 96), (32, 784, 512), (8, 600, 64)])
 def test_blas_sized_products_call_blas_from_the_compiled_loop(monkeypatch, m, k, n):
-    """(96^3: OpenBLAS unchunked; 784: the executor's reduction chunks; 8x600x64: a small
-    product, one thread in the executor.) The bits are the Python-driven loop's."""
+    """(96^3: OpenBLAS unchunked, or one thread; 784: the executor's reduction chunks, or
+    its blocks; 8x600x64: a small product, one thread in the executor.) The bits are the
+    Python-driven loop's."""
     from corejax.compiler import blas
     if blas.gemm_symbol(np.float32) is None:
         pytest.skip("no cblas_sgemm to call from compiled code here")
@@ -408,13 +409,12 @@ def test_blas_sized_products_call_blas_from_the_compiled_loop(monkeypatch, m, k,
     u = jnp.asarray(r.randn(n, k) / n, jnp.float32)
     x = jnp.asarray(r.randn(m, k), jnp.float32)
     f = lambda x: fori_loop(0, 3, lambda i, v: jnp.tanh(v @ w) @ u + v * 0.5, x)  # noqa: E731
-    if 2 * m * k * n < blas.MIN_FLOPS and blas.plan_for(
-            m, k, n, False, False, np.float32, any_size=True) != blas.Plan.whole(k):
-        # this OpenBLAS rounds so small a product otherwise on one thread than on its threads
-        # (its AVX2 kernels do, 96^3 included): the executor runs it on the threads, as
-        # eagerly, and the loop, which cannot mirror that, stays Python-driven
+    plan = blas.plan_for(m, k, n, False, False, np.float32)
+    if isinstance(plan, blas.Blocks) and len(plan.bounds) > 2:
+        # no plan here: the executor shares the blocks out over the cores; the loop stays
+        # Python-driven (bit for bit with itself and eager evaluation)
         check(monkeypatch, f, x, compiled=False)
-        with pytest.raises(loops.Unsupported, match="depend on OpenBLAS's thread count"):
+        with pytest.raises(loops.Unsupported, match="in blocks over the cores"):
             _built_loop(f, x)
         return
     check(monkeypatch, f, x)
@@ -501,13 +501,22 @@ def _compiled_blas(monkeypatch, f, x, numpy_f, call, tol):
     """f's loop compiled (calling `call`: a BLAS routine, or none), bitwise equal to the
     Python-driven loop (`check`) and close to NumPy (`numpy_f`). A skip where the executor's
     bits depend on OpenBLAS's thread count on this machine (a small product there runs on
-    one thread, and the plans of blas.plan_for are found by testing)."""
+    one thread, and the plans of blas.plan_for are found by testing); the Python-driven
+    loop's bits (None returned) where a product has no plan and runs in blocks over the
+    cores (blas.Blocks)."""
     try:
         run = _built_loop(f, x)
     except loops.Unsupported as e:
         if "thread count" in str(e):
             pytest.skip(f"on this machine: {e}")
-        raise
+        if "in blocks over the cores" not in str(e):
+            raise
+        # no plan here: the executor shares the product's blocks out over the cores, and the
+        # loop stays Python-driven, with its bits
+        out = check(monkeypatch, f, x, compiled=False, tol=tol)
+        np.testing.assert_allclose(np.asarray(out), numpy_f(np.asarray(x)), rtol=tol,
+                                   atol=tol)
+        return None
     if call is None:
         assert "call_" not in run.source
     else:
@@ -577,7 +586,8 @@ def test_a_matrix_times_its_transpose_calls_syrk_bit_for_bit(monkeypatch, reques
                                                              k):
     """x @ x.T and x.T @ x of a (300, k) carry: NumPy's matmul sees one data pointer read both
     ways and calls cblas_?syrk (upper triangle), then copies the triangle; k = 2000 is split
-    over the reduction where the executor's plan splits it (each chunk one syrk there too)."""
+    over the reduction where the executor's plan splits it (each chunk one syrk there too).
+    Where no plan passes, the executor's blocks are gemms, and so are the loop's calls."""
     dt = _blas_case(request, dtype, "syrk", "gemm")
     x = np.random.RandomState(11).randn(300, k).astype(dt)
     s = 1.0 / (300 + k)
@@ -587,8 +597,13 @@ def test_a_matrix_times_its_transpose_calls_syrk_bit_for_bit(monkeypatch, reques
     else:
         step, numpy_step = (lambda v: jnp.tanh(v @ (v.T @ v) * s),
                             lambda v: np.tanh(v @ (v.T @ v) * s))
+    from corejax.compiler import blas
+    m, kk = (300, k) if form == "x @ x.T" else (k, 300)
+    # where no plan passes, the executor makes the product in blocks, each a gemm
+    blocks = type(blas.plan_for(m, kk, m, form != "x @ x.T", form == "x @ x.T", dt)) \
+        is blas.Blocks
     _compiled_blas(monkeypatch, _scan3(step), jnp.asarray(x), lambda a: _numpy3(numpy_step, a),
-                   "call_syrk", 1e-4)
+                   "call_gemm" if blocks else "call_syrk", 1e-4)
 
 
 def test_blas_operands_laid_out_otherwise_stay_python_driven(monkeypatch):
@@ -601,14 +616,15 @@ def test_blas_operands_laid_out_otherwise_stay_python_driven(monkeypatch):
     if blas.gemm_symbol(np.float32) is None:
         pytest.skip("no cblas_sgemm to call from compiled code here")
     r = np.random.RandomState(12)
-    w = jnp.asarray(r.randn(300, 300) / 17, jnp.float32)
+    # (160^3: BLAS-sized, a plan or one block everywhere: compiled)
+    w = jnp.asarray(r.randn(160, 160) / 13, jnp.float32)
     f = lambda x: scan(lambda h, _: (jnp.tanh(h @ w), None), x, None, length=3)[0]  # noqa: E731
-    base = jnp.asarray(r.randn(300, 300), jnp.float32)
+    base = jnp.asarray(r.randn(160, 160), jnp.float32)
     _built_loop(f, base)                              # the loop itself compiles ...
     check(monkeypatch, lambda b: f(b.T), base, exact=False)    # ... for x.T's view, copied
     check(monkeypatch, f, base)                       # (and C operands run it compiled)
-    x = jnp.asarray(r.randn(300, 200), jnp.float32)
-    g = lambda x: scan(lambda v, _: (jnp.tanh(v @ v.T)[:, :200], None), x, None,  # noqa: E731
+    x = jnp.asarray(r.randn(160, 100), jnp.float32)
+    g = lambda x: scan(lambda v, _: (jnp.tanh(v @ v.T)[:, :100], None), x, None,  # noqa: E731
                        length=3)[0]
     with pytest.raises(loops.Unsupported, match="strided view"):
         _built_loop(g, x)

@@ -14,7 +14,7 @@ import corejax.numpy as jnp
 from corejax import lax
 from corejax._machine import usable_cores
 from corejax.compiler import compile_jaxpr, kernel_stats, diskcache
-from corejax.compiler import passes
+from corejax.compiler import gemm_sites, passes
 from corejax.compiler.fusion import FusedGroup, HostStep, partition
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -658,7 +658,7 @@ def test_gemm_gives_the_same_bits_on_one_thread_and_on_all(m, k, n, lhs_t, rhs_t
     if blas._adaptive is None:
         pytest.skip("no adaptive BLAS threading here (no OpenBLAS, or one thread)")
     a, b = _gemm_operands(np.random.default_rng(0), m, k, n, lhs_t, rhs_t)
-    site = blas.GemmSite()
+    site = gemm_sites.GemmSite()
 
     def run():
         out = np.full((m, n), np.nan, np.float32)
@@ -670,11 +670,81 @@ def test_gemm_gives_the_same_bits_on_one_thread_and_on_all(m, k, n, lhs_t, rhs_t
         np.testing.assert_array_equal(r, results[0])
     exact = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(results[0], exact, rtol=1e-4, atol=1e-4 * np.abs(exact).max())
-    if not blas._small(m, k, n):
+    if isinstance(site.plan, blas.Blocks):
+        # no plan passed: fixed blocks of the output, each on one thread, cover it in order
+        bounds = site.plan.bounds
+        assert bounds == blas.blocks_for(m, k, n).bounds and len(bounds) >= 3
+        assert bounds[0] == 0 and bounds[-1] == (m, n)[site.plan.axis]
+        assert list(bounds) == sorted(set(bounds))
+    elif not blas._small(m, k, n):
         for bounds in site.plan:
             assert bounds[0] == 0 and bounds[-1] == k and list(bounds) == sorted(bounds)
     f = jax.jit(lambda x, y: x @ y)
     np.testing.assert_array_equal(np.asarray(f(a, b)), results[0])
+
+
+@pytest.mark.parametrize("m,k,n", [(128, 784, 512), (784, 128, 512), (300, 200, 100),
+                                   (8, 600, 64), (2048, 64, 40), (25088, 288, 64)])
+def test_blocks_are_a_function_of_the_shape(m, k, n):
+    """blas.blocks_for: the longer side of the output (columns on a tie) in blocks of about
+    BLOCK, MIN_BLOCKS to MAX_BLOCKS of them, cut at multiples of BLOCK_ALIGN; a product of
+    fewer flops than BLOCK_MIN_FLOPS is one block."""
+    from corejax.compiler import blas
+    blocks = blas.blocks_for(m, k, n)
+    side = (m, n)[blocks.axis]
+    assert side == max(m, n) and (blocks.axis == 1) == (n >= m)
+    bounds = blocks.bounds
+    assert bounds[0] == 0 and bounds[-1] == side and list(bounds) == sorted(set(bounds))
+    if 2 * m * k * n < blas.BLOCK_MIN_FLOPS:
+        assert bounds == (0, side)
+    else:
+        assert len(bounds) - 1 == max(blas.MIN_BLOCKS, min(blas.MAX_BLOCKS,
+                                                           -(-side // blas.BLOCK)))
+        assert all(b % blas.BLOCK_ALIGN == 0 for b in bounds[1:-1])
+
+
+@pytest.mark.parametrize("lhs_t,rhs_t", [(False, False), (True, False), (False, True)])
+@pytest.mark.parametrize("m,k,n", [(128, 784, 512), (784, 128, 512), (300, 300, 100)])
+def test_blocks_give_one_set_of_bits_however_they_run(m, k, n, lhs_t, rhs_t):
+    """A product in blocks (blas.Blocks: where no plan has the threaded bits on one thread),
+    each block one gemm on one OpenBLAS thread, has one set of bits whether the blocks are
+    claimed by this thread and the helpers in compiled code or run in order from Python
+    (np.matmul per block, as when the helpers are held by another job), as a product and
+    accumulating (c += alpha a @ b); eagerly and under jit where it is the product's way."""
+    from corejax.compiler import blas
+    ad = blas._adaptive
+    if ad is None or blas.gemm_symbol(np.float32) is None:
+        pytest.skip("no OpenBLAS thread control or callable gemm here: no blocks")
+    rng = np.random.default_rng(m + k + n)
+    a, b = _gemm_operands(rng, m, k, n, lhs_t, rhs_t)
+    blocks = blas.blocks_for(m, k, n)
+    assert len(blocks.bounds) >= 3
+    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    got = {}
+    for alpha in (None, -0.5):
+        for parallel in (True, False):
+            out = np.full((m, n), np.nan, np.float32) if alpha is None else c0.copy()
+            with ad.lock:
+                if parallel:
+                    ad._run_blocks(a, b, out, blocks, alpha, True)
+                else:
+                    ad.on_threads(1, lambda: ad._run_blocks(a, b, out, blocks, alpha, False))
+            got[alpha, parallel] = out
+        np.testing.assert_array_equal(got[alpha, True], got[alpha, False])
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(got[None, True], exact, rtol=1e-4,
+                               atol=1e-4 * np.abs(exact).max())
+    np.testing.assert_allclose(got[-0.5, True], c0 - 0.5 * exact, rtol=1e-4,
+                               atol=1e-4 * np.abs(exact).max())
+    with ad.lock:
+        way = ad.plan(m, k, n, lhs_t, rhs_t, np.dtype(np.float32))
+    if isinstance(way, blas.Blocks):
+        assert way == blocks
+        np.testing.assert_array_equal(blas.matmul(a, b), got[None, True])
+        np.testing.assert_array_equal(np.asarray(jnp.asarray(a) @ jnp.asarray(b)),
+                                      got[None, True])
+        f = jax.jit(lambda x, y: x @ y)
+        np.testing.assert_array_equal(np.asarray(f(a, b)), got[None, True])
 
 
 @pytest.mark.parametrize("lhs_t,rhs_t", [(False, False), (True, False), (False, True)])
@@ -688,7 +758,7 @@ def test_accumulating_gemm_gives_the_same_bits_on_one_thread_and_on_all(m, k, n,
     rng = np.random.default_rng(1)
     a, b = _gemm_operands(rng, m, k, n, lhs_t, rhs_t)
     c0 = rng.standard_normal((m, n)).astype(np.float32)
-    site = blas.GemmSite()
+    site = gemm_sites.GemmSite()
 
     def run():
         c = c0.copy()
@@ -746,7 +816,7 @@ def _drive(site, speed, calls) -> list:
 
 
 class _Spare:
-    """A stand-in for blas._spare_cores: whether the machine has a core to spare."""
+    """A stand-in for gemm_sites._spare_cores: whether the machine has a core to spare."""
 
     def __init__(self):
         self.now, self.asked = False, 0
@@ -757,9 +827,8 @@ class _Spare:
 
 
 def test_gemm_site_measures_both_modes_then_runs_the_faster_with_rare_trials(monkeypatch):
-    from corejax.compiler import blas
-    from corejax.compiler.blas import GemmSite
-    monkeypatch.setattr(blas, "_spare_cores", _Spare())     # another process keeps a core
+    from corejax.compiler.gemm_sites import GemmSite
+    monkeypatch.setattr(gemm_sites, "_spare_cores", _Spare())     # another process keeps a core
     site = GemmSite()
     speed = {0: 1.0, 1: 2.0}                 # threads twice as fast as one thread
     modes = _drive(site, speed, 3000)
@@ -790,10 +859,9 @@ def test_gemm_site_tries_the_threads_again_as_soon_as_a_contention_ends(monkeypa
     """On one thread since another process took a core, a site runs a trial of the threads
     the first time the machine has a core to spare, not MAX_INTERVAL calls later; a site
     whose single thread is the faster even then stops asking."""
-    from corejax.compiler import blas
-    from corejax.compiler.blas import GemmSite
+    from corejax.compiler.gemm_sites import GemmSite
     spare = _Spare()
-    monkeypatch.setattr(blas, "_spare_cores", spare)
+    monkeypatch.setattr(gemm_sites, "_spare_cores", spare)
     site = GemmSite()
     speed = {0: 1.0, 1: 2.0}
     _drive(site, speed, 200)
@@ -829,8 +897,8 @@ def test_spare_cores_reads_idle_time_once_a_period(tmp_path, monkeypatch):
     clock = [100.0]
     monkeypatch.setattr(blas.time, "perf_counter", lambda: clock[0])
     write(0, 0)
-    spare = blas._SpareCores(str(stat))
-    a, b = blas.GemmSite(), blas.GemmSite()
+    spare = gemm_sites._SpareCores(str(stat))
+    a, b = gemm_sites.GemmSite(), gemm_sites.GemmSite()
     assert not spare.seen(a)                      # first sample: nothing to compare yet
     clock[0] += 1.0
     write(10, 190)                                # 5% idle of 2 cpus: 0.1 core spare
@@ -839,10 +907,10 @@ def test_spare_cores_reads_idle_time_once_a_period(tmp_path, monkeypatch):
     write(110, 290)                               # 50% idle: a whole core spare
     assert spare.seen(a) and spare.seen(b)        # told once per site
     assert not spare.seen(a) and not spare.seen(b)
-    clock[0] += blas._SpareCores.PERIOD / 2       # within the period: not sampled again
+    clock[0] += gemm_sites._SpareCores.PERIOD / 2       # within the period: not sampled again
     write(1110, 290)
     assert not spare.seen(a)
-    assert not blas._SpareCores(str(tmp_path / "missing")).seen(a)
+    assert not gemm_sites._SpareCores(str(tmp_path / "missing")).seen(a)
 
 
 def _mlp_grad_program(rng, sizes=(24, 40, 40, 3), batch=16):

@@ -652,8 +652,8 @@ def test_convolutions_run_in_image_blocks_under_jit(rng, monkeypatch):
     gathers each block of images' windows just before their product (into the whole buffer,
     which the kernel gradient then reads), and its input gradient, which narrows the features
     (64 -> 32: the product-first form), sums each block's taps right after its product
-    (blas.image_blocks: each block's product on one OpenBLAS thread). The gradients keep the
-    eager bits, the whole products'. Blocks hold about one L2 cache of rows (1 MiB here: 3
+    (blas.image_blocks: each block's product on one OpenBLAS thread) where that has the
+    product's own bits (blas.matmul's). The gradients keep the eager bits. Blocks hold about one L2 cache of rows (1 MiB here: 3
     images of gathered windows and products, 4 of products): two images run whole."""
     from corejax import _machine
     from corejax.compiler import blas
@@ -671,9 +671,9 @@ def test_convolutions_run_in_image_blocks_under_jit(rng, monkeypatch):
 
     monkeypatch.setattr(blas, "image_blocks", recording)
     monkeypatch.setattr(_machine, "l2_bytes", lambda: 1 << 20)
-    # whether the blocks' products (one OpenBLAS thread each) have the whole threaded
-    # product's bits is the BLAS's: OpenBLAS's AVX2 kernels round them otherwise, and then
-    # no block runs (the product runs whole, with the eager bits)
+    # whether the blocks' products (one OpenBLAS thread each) have the product's own bits
+    # (on OpenBLAS's threads, or its own blocks where no plan passes) is the BLAS's:
+    # OpenBLAS's AVX2 kernels round them otherwise, and then no image block runs
     agreed = {}
     real_agree = blas._adaptive.blocks_agree
 
@@ -689,14 +689,27 @@ def test_convolutions_run_in_image_blocks_under_jit(rng, monkeypatch):
         y = conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn)
         return jnp.sum(jnp.tanh(y) ** 2)
     g = corejax.jit(corejax.grad(loss, argnums=(0, 1)))
+    def in_blocks(m, k, n_out, images, more_than):
+        """Whether image blocks run: a product with no plan in its own blocks where they
+        hold whole images (196 rows each); else in L2-sized blocks where they agree."""
+        with blas._adaptive.lock:
+            way = blas._adaptive.plan(m, k, n_out, False, False, np.dtype(np.float32))
+        if isinstance(way, blas.Blocks):
+            return way.axis == 0 and len(way.bounds) > 2 and \
+                all(b % 196 == 0 for b in way.bounds)
+        return images > more_than and agreed[(m, n_out)]
+
     for n in (24, 2):
         x = rng.standard_normal((n, 14, 14, 32)).astype(np.float32)
         ran.clear()
         compiled = g(x, w)
+        got = sorted(ran)
+        # (eagerly, the convolutions try their blocks as compiled programs do)
         eager = corejax.grad(loss, argnums=(0, 1))(x, w)
         for c, e in zip(compiled, eager):
             np.testing.assert_array_equal(np.asarray(c), np.asarray(e))
-        assert sorted(ran) == [
-            ((n * 196, 64), n, False, True, n > 4 and agreed[(n * 196, 288)]),
-            ((n * 196, 288), n, True, False, n > 3 and agreed[(n * 196, 64)])], ran
-        assert (n * 196, 288) in agreed if n > 4 else (n * 196, 288) not in agreed
+        assert got == [
+            ((n * 196, 64), n, False, True, in_blocks(n * 196, 64, 288, n, 4)),
+            ((n * 196, 288), n, True, False, in_blocks(n * 196, 288, 64, n, 3))], got
+        if n <= 4:
+            assert (n * 196, 288) not in agreed     # (two images: no blocks tried)

@@ -237,3 +237,28 @@ def test_a_woken_helper_on_the_posters_cpu_moves_off_it():
     t.join()
     assert seen["cpu"] not in seen["allowed"] and seen["allowed"]
     assert os.sched_getaffinity(0) == set(eager_threads._allowed_cpus())   # this thread's
+
+
+def test_helpers_spin_long_only_while_other_processes_leave_the_cores_idle(monkeypatch):
+    """_OthersIdle: the machine's busy time less this process's own, over PERIOD, in cores.
+    On 2 cores with this process's 2 threads: others at 0.1 core leave them idle (helpers
+    spin QUIET_SPIN_SECONDS); a busy process (a core) does not, whatever this process's own
+    spinning adds to the machine's busy time."""
+    idle = eager_threads._OthersIdle()
+    idle._ok = True
+    samples = iter([(0, 0, 0),            # (machine busy, own, all jiffies)
+                    (110, 100, 200),      # others busy 10 of 200 jiffies: 0.1 core of 2
+                    (300, 200, 400),      # others busy 90 of 200: 0.9 core
+                    (500, 400, 600)])     # again 0.1 core... own spins do not count
+    monkeypatch.setattr(eager_threads._OthersIdle, "_sample", staticmethod(lambda: next(samples)))
+    monkeypatch.setattr(eager_threads._OthersIdle, "PERIOD", 0.0)
+    monkeypatch.setattr(eager_threads.os, "cpu_count", lambda: 2)
+    assert idle.now(2) is False           # (no period measured yet)
+    assert idle.now(2) is True
+    assert idle.now(2) is False
+    assert idle.now(2) is True
+    monkeypatch.setattr(eager_threads._OthersIdle, "PERIOD", 3600.0)
+    assert idle.now(2) is True            # (within the period: the last answer)
+    broken = eager_threads._OthersIdle()
+    broken._ok = False
+    assert broken.now(2) is False

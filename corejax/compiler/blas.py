@@ -17,8 +17,21 @@ OpenBLAS's threads and on one thread so that both give identical bits. The chunk
 separate BLAS calls summed in a fixed order. The whole reduction in one call on the threads
 is preferred, with as few chunks on one thread as match it (a 784-long reduction on the test
 machine: two halves on one thread add up as the threaded driver's blocks do); then the same
-chunks on both. A shape for which no plan passes, or too big to test cheaply, runs with
-OpenBLAS's threads only, as NumPy would.
+chunks on both.
+
+A matrix product for which no plan passes (with OpenBLAS's AVX2 kernels, every product of
+the MNIST models: their threaded and one-thread results differ, and no split of the rows or
+columns reproduces the threaded ones), or too big to test cheaply, is made of fixed blocks
+of its output (`Blocks`, `blocks_for`: a function of the shape alone), each one gemm on one
+OpenBLAS thread, claimed by this thread and the eager helper threads in compiled code: its
+bits depend neither on the thread count nor on the load, and a thread sharing its core with
+another process simply takes fewer blocks. On the 2-core test machine the MLP step's
+products took 1.05-1.10x OpenBLAS's threaded time quiet, and under a busy process the epoch
+went from 2.9-3.8 s to 1.5-1.7 s. A small product (MIN_FLOPS) is one block: whole, on one
+thread. Vector products (gemv) with no plan run on OpenBLAS's threads, as NumPy runs them.
+
+Every product of a float dtype goes through here, eager ones included (lax's dot_general
+and conv impls call `matmul` and `batched_matmul`): one set of bits eagerly and compiled.
 """
 from __future__ import annotations
 
@@ -33,13 +46,19 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["matmul", "batched_matmul", "accumulate", "image_blocks", "GemmSite", "Plan",
-           "gemm_symbol", "plan_for", "devices_at_once"]
+from corejax.compiler.gemm_sites import GemmSite
+
+__all__ = ["matmul", "batched_matmul", "accumulate", "image_blocks", "Plan", "Blocks",
+           "blocks_for", "gemm_symbol", "plan_for", "devices_at_once"]
 
 # GEMMs below this many flops run on one thread: waking OpenBLAS's workers costs more there.
 MIN_FLOPS = 1 << 22
 # The bit-equality test runs the product twice; bigger products skip it (and adaptation).
 MAX_TEST_FLOPS = 1 << 31
+# The search over reduction chunks (up to 2 * MAX_CHUNKS products more) only below this:
+# a larger product with no plan of its whole reduction is made in blocks (a first eager
+# call of a new shape pays the search)
+MAX_SPLIT_TEST_FLOPS = 1 << 28
 MAX_CHUNKS = 8
 MIN_CHUNK = 32
 
@@ -113,17 +132,63 @@ class Plan(NamedTuple):
         return cls((0, k), (0, k))
 
 
+class Blocks(NamedTuple):
+    """A product made of fixed blocks of its output (`axis` 0: rows, 1: columns, cut at
+    `bounds`), each block one BLAS call on one OpenBLAS thread: its bits depend on the shape
+    alone, not on how many threads run the blocks or how busy the machine is. The product
+    of a shape no `Plan` passes for (see the module docstring)."""
+    axis: int
+    bounds: tuple
+
+
+# A product's blocks hold about this many rows or columns (a multiple of BLOCK_ALIGN); a
+# product of fewer flops than BLOCK_MIN_FLOPS is one block (some 150 us on one thread here:
+# a shorter job does not wake sleeping helpers, and two blocks in turn on one thread cost
+# half as much again as the whole: 54 against 37 us for 128^3)
+BLOCK = 256
+BLOCK_ALIGN = 16
+BLOCK_MIN_FLOPS = 1 << 24
+# at most this many blocks (longer ones on a longer side: a convolution's 25088 rows in 32
+# blocks of 784), well within what one job of the helper threads holds (64 parts)
+MAX_BLOCKS = 32
+# and at least this many where the side has MIN_BLOCKS * BLOCK_ALIGN: a helper woken from
+# sleep for a product does not start on its last part (eager_threads.claim_part), so of two
+# blocks the caller would make both
+MIN_BLOCKS = 4
+
+
+@functools.lru_cache(maxsize=4096)
+def blocks_for(m, k, n) -> Blocks:
+    """The `Blocks` of an (m, k) @ (k, n) matrix product: the longer side of the output
+    (columns on a tie) cut into ceil(side / BLOCK) blocks, MIN_BLOCKS to MAX_BLOCKS of them,
+    at multiples of BLOCK_ALIGN; one block (the whole product on one thread) below
+    BLOCK_MIN_FLOPS or MIN_BLOCKS * BLOCK_ALIGN rows or columns. A function of the shape only: eager and compiled code, on
+    any load and any number of cores, cut the same blocks."""
+    axis, side = (1, n) if n >= m else (0, m)
+    if 2 * m * n * k < BLOCK_MIN_FLOPS or side < MIN_BLOCKS * BLOCK_ALIGN:
+        return Blocks(axis, (0, side))
+    parts = max(MIN_BLOCKS, min(MAX_BLOCKS, -(-side // BLOCK)))
+    cuts = sorted({min(side, -(-side * i // parts) // BLOCK_ALIGN * BLOCK_ALIGN)
+                   for i in range(1, parts)} - {0, side})
+    return Blocks(axis, (0, *cuts, side))
+
+
+def _rest_helpers():
+    """eager_threads.rest (imported here when first needed: it loads Numba)."""
+    from corejax.compiler import eager_threads
+    eager_threads.rest()
+
+
 def _small(m, k, n) -> bool:
     """Whether an (m, k) @ (k, n) product runs unchunked on one thread (MIN_FLOPS)."""
     return 2 * m * n * k < MIN_FLOPS
 
 
 def plan_for(m, k, n, a_transposed, b_transposed, dtype, any_size=False):
-    """The `Plan` `matmul` uses for such a product (see `GemmSite`), or () where OpenBLAS's
-    threads run it unchunked, or None for a small product (unchunked: on one thread where
-    that has the threaded bits, `one_thread_keeps_bits`, else on the threads). Compiled
-    loops, which call BLAS on OpenBLAS's threads, cut the reduction as its `threads` chunks
-    say, for the same bits."""
+    """The `Plan` `matmul` uses for such a product (see `GemmSite`), or its `Blocks`, or ()
+    where OpenBLAS's threads run it unchunked, or None for a small product (whole on one
+    thread). Compiled loops, which call BLAS on OpenBLAS's threads, cut the reduction as its
+    `threads` chunks say, for the same bits, or make its blocks on one thread."""
     dt = np.dtype(dtype)
     if _adaptive is None or dt.char not in "fdFD":
         return Plan.whole(k)
@@ -142,135 +207,6 @@ def _find_threads_api():
             if set_ is not None:
                 return get[0], set_[0]
     return None
-
-
-class GemmSite:
-    """One dot_general call site: its `Plan` and which thread count runs it.
-
-    `seconds[mode]` (mode 0: OpenBLAS's threads, 1: one thread) is the fastest recent time,
-    raised a quarter of the way towards each slower call, so that one slow call does not flip
-    the choice but a sustained change does within a few calls. The mode not chosen is tried
-    again after `interval` calls; the interval doubles each time the trial confirms the choice,
-    and is at least 32 times the ratio of the two modes' times (a trial of OpenBLAS's threads
-    while another process holds a core can take ten times the single-threaded call), up to
-    MAX_INTERVAL; it falls back to MIN_INTERVAL when the choice flips. Under steady
-    conditions the trials cost well under 1% of the call site's time."""
-
-    __slots__ = ("plan", "seconds", "calls", "next_trial", "interval", "partial",
-                 "spare_seen", "spare_trials", "spare_trial")
-    MIN_INTERVAL = 8
-    MAX_INTERVAL = 1024
-
-    def __init__(self):
-        self.plan = None            # None: not planned yet; () : threads only; else a Plan
-        self.seconds = [0.0, 0.0]   # 0.0: not measured yet
-        self.calls = 0
-        self.next_trial = 0
-        self.interval = self.MIN_INTERVAL
-        self.partial = None         # scratch product for chunks after the first
-        self.spare_seen = 0         # the last spare period of the machine's it was told of
-        self.spare_trials = True    # whether a spare core triggers a trial of the threads
-        self.spare_trial = False    # whether the running call is such a trial
-
-    def choice(self) -> int:
-        return 0 if self.seconds[0] <= self.seconds[1] else 1
-
-    def mode(self) -> int:
-        """The mode for the next call: an unmeasured one, a trial, or the faster. Running on
-        one thread because another process held a core, a site tries the threads again as
-        soon as the machine has had a core to spare since (`_SpareCores`): a contention that
-        ended must not keep it at half speed until its next scheduled trial."""
-        if self.seconds[0] == 0.0:
-            return 0
-        if self.seconds[1] == 0.0:
-            return 1
-        best = self.choice()
-        if self.calls >= self.next_trial:
-            return 1 - best
-        if best == 1 and self.spare_trials and _spare_cores.seen(self):
-            self.spare_trial = True
-            return 0
-        return best
-
-    def record(self, mode: int, seconds: float):
-        both = self.seconds[0] > 0.0 and self.seconds[1] > 0.0
-        before = self.choice()
-        old = self.seconds[mode]
-        self.seconds[mode] = seconds if old == 0.0 or seconds < old else \
-            old + 0.25 * (seconds - old)
-        self.calls += 1
-        spare_trial, self.spare_trial = self.spare_trial, False
-        if not both:
-            self.next_trial = self.calls + self.interval
-        elif self.choice() != before:
-            # the other mode's time may be stale: measure it again soon
-            self.interval = self.MIN_INTERVAL
-            self.next_trial = self.calls + self.interval
-            # one thread became the faster: contention, whose end a spare core tells
-            self.spare_trials = self.choice() == 1
-        elif spare_trial:
-            # one thread is the faster even with a core to spare: no such trials until the
-            # choice changes again (the scheduled ones go on)
-            self.spare_trials = False
-        elif mode != before:
-            # a trial that confirmed the choice; one that cost r times the chosen mode's
-            # time waits at least 32 r calls
-            ratio = self.seconds[mode] / self.seconds[before]
-            self.interval = int(min(max(2 * self.interval, 32 * ratio), self.MAX_INTERVAL))
-            self.next_trial = self.calls + self.interval
-
-
-class _SpareCores:
-    """Whether the machine has had at least half a core idle on average over the last
-    PERIOD seconds or more, from the idle time in /proc/stat (Linux; elsewhere never, and
-    single-threaded sites then wait for their scheduled trials). Each spare period is
-    reported once to each site that asks (`GemmSite.mode`: a site on one thread since a
-    contention), so a site runs one trial of the threads per period at most; while other
-    processes keep every core busy, none is reported and no trial is run."""
-
-    PERIOD = 0.05
-    MIN_SPARE = 0.5
-
-    def __init__(self, path="/proc/stat"):
-        self._path = path
-        self._last = None           # (time, idle jiffies, all jiffies)
-        self._epoch = 0             # counts the spare periods seen
-        self._cpus = 0
-        try:
-            with open(path) as f:
-                self._cpus = sum(1 for line in f if line.startswith("cpu") and
-                                 line[3:4].isdigit())
-        except OSError:
-            self._path = None
-
-    def _sample(self):
-        with open(self._path) as f:
-            fields = f.readline().split()
-        values = [int(v) for v in fields[1:]]
-        return values[3] + values[4], sum(values[:8])   # idle + iowait; all but guests
-
-    def seen(self, site) -> bool:
-        if self._path is None:
-            return False
-        now = time.perf_counter()
-        last = self._last
-        if last is None or now - last[0] >= self.PERIOD:
-            try:
-                idle, total = self._sample()
-            except (OSError, ValueError, IndexError):
-                self._path = None
-                return False
-            if last is not None and total > last[2] and \
-                    (idle - last[1]) / (total - last[2]) * self._cpus >= self.MIN_SPARE:
-                self._epoch += 1
-            self._last = (now, idle, total)
-        if site.spare_seen == self._epoch:
-            return False
-        site.spare_seen = self._epoch
-        return True
-
-
-_spare_cores = _SpareCores()
 
 
 def _random_of(dtype):
@@ -320,9 +256,10 @@ class _AdaptiveBlas:
             np.add(out, partial, out=out)
 
     def plan(self, m, k, n, a_transposed, b_transposed, dtype, accumulate=False):
-        """The `Plan` of an (m, k) @ (k, n) product, or () (see the module docstring), tested
-        once per shape, layout, dtype and kind (`accumulate`: c += alpha a @ b, one beta=1
-        call per chunk); the caller holds `lock`."""
+        """The `Plan` of an (m, k) @ (k, n) product, else its `Blocks` (a matrix product),
+        else () (a vector product: OpenBLAS's threads, as NumPy runs it), tested once per
+        shape, layout, dtype and kind (`accumulate`: c += alpha a @ b, one beta=1 call per
+        chunk; see the module docstring); the caller holds `lock`."""
         dt = np.dtype(dtype)
         key = (m, k, n, a_transposed, b_transposed, dt, accumulate)
         found = self._plans.get(key)
@@ -346,8 +283,11 @@ class _AdaptiveBlas:
 
             splits = [tuple(k * i // parts for i in range(parts + 1))
                       for parts in range(1, MAX_CHUNKS + 1)
-                      if parts == 1 or k // parts >= MIN_CHUNK]
+                      if parts == 1 or (k // parts >= MIN_CHUNK and
+                                        2 * m * n * k <= MAX_SPLIT_TEST_FLOPS)]
             found = self.first_agreeing(run, splits)
+        if found == () and m > 1 and n > 1 and k > 1:
+            found = blocks_for(m, k, n)
         self._plans[key] = found
         return found
 
@@ -383,8 +323,8 @@ class _AdaptiveBlas:
 
     def blocks_agree(self, m, k, n, block, a_transposed, b_transposed, dtype) -> bool:
         """Whether an (m, k) @ (k, n) product made `block` rows at a time, each block one
-        call on one OpenBLAS thread, has the bits of the whole product on OpenBLAS's threads
-        (np.matmul, as the eager impl runs it), on random operands; tested once per shape,
+        call on one OpenBLAS thread, has the bits of the product run its one way (`run`: an
+        eager call's, or a jit call site's), on random operands; tested once per shape,
         layout and dtype (a bigger product than MAX_TEST_FLOPS is not tested: False). The
         caller holds `lock`."""
         dt = np.dtype(dtype)
@@ -394,7 +334,8 @@ class _AdaptiveBlas:
             same = False
             if 2 * m * n * k <= MAX_TEST_FLOPS:
                 a, b = _operands(_random_of(dt), m, k, n, a_transposed, b_transposed)
-                whole = self.on_threads(self.threads, lambda: np.matmul(a, b))
+                whole = np.empty((m, n), dt)
+                self._run_locked(a, b, whole, None, None, m, k, n)
 
                 def blocked():
                     out = np.empty((m, n), dt)
@@ -405,103 +346,155 @@ class _AdaptiveBlas:
             self._blocks[key] = same
         return same
 
-    def run(self, a, b, out, site: GemmSite, alpha=None):
-        """a @ b into out (`alpha` None), or out += alpha * (a @ b), as `site` has learned to
-        run it: a small product unchunked, on one thread where that has the threaded bits
-        (`one_thread_keeps_bits`), else on the threads; a larger one on OpenBLAS's threads or one
-        thread, whichever the site measures faster, over the chunks its plan gives that mode
-        (unchunked on the threads where no plan passed). Concurrent callers take turns:
-        OpenBLAS's thread count is process-wide, and is set back after a call on one thread.
-        (One flat method, no closures: it runs between GEMMs that leave every cache cold.)"""
+    def run(self, a, b, out, site, alpha=None):
+        """a @ b into out (`alpha` None), or out += alpha * (a @ b), the product's one way
+        (see the module docstring): a small product whole on one thread; a larger one over
+        its plan's chunks on OpenBLAS's threads or on one thread, whichever `site` measures
+        faster (`site` None: an eager call, on the threads), or in its `Blocks` where no plan
+        passed. Concurrent callers take turns: OpenBLAS's thread count is process-wide, and is
+        set back after a call on one thread. (One flat method, no closures: it runs between
+        GEMMs that leave every cache cold.)"""
         m, n = out.shape
         k = a.shape[1]
         if self.sharing:
             self._run_shared(a, b, out, site, alpha, m, k, n)
             return
-        small = _small(m, k, n)
-        if small and site.plan is None:
-            site.plan = Plan.whole(k) if one_thread_keeps_bits(
-                m, k, n, _transposed(a), _transposed(b), out.dtype, _syrk(a, b),
-                alpha is not None) else ()
         with self.lock:
-            timed = False
-            if small:
-                # one thread where that gives the threaded call's bits (eager np.matmul's);
-                # else OpenBLAS's threads, as eagerly
-                chunks, mode = (0, k), (1 if site.plan else None)
-            else:
-                plan = site.plan
-                if plan is None:
-                    plan = site.plan = self.plan(m, k, n, _transposed(a), _transposed(b),
-                                                 out.dtype, alpha is not None)
-                if plan:
-                    mode = site.mode()
-                    chunks, timed = plan[mode], True
-                else:
-                    chunks, mode = (0, k), None
-            if mode == 1:
-                self._set(1)
-            try:
-                start = time.perf_counter()
-                if alpha is not None:
-                    _accumulate(a, b, out, chunks, alpha)
-                else:
-                    if len(chunks) > 2 and site.partial is None:
-                        site.partial = np.empty_like(out)
-                    self._product(a, b, out, chunks, site.partial)
-                if timed:
-                    site.record(mode, time.perf_counter() - start)
-            finally:
-                if mode == 1:
-                    self._set(self.threads)
+            self._run_locked(a, b, out, site, alpha, m, k, n)
 
+    def _run_locked(self, a, b, out, site, alpha, m, k, n):
+        """run(), the caller holding `lock`."""
+        timed = False
+        if _small(m, k, n):
+            chunks, mode = (0, k), 1
+        else:
+            plan = None if site is None else site.plan
+            if plan is None:
+                plan = self.plan(m, k, n, _transposed(a), _transposed(b), out.dtype,
+                                 alpha is not None)
+                if site is not None:
+                    site.plan = plan
+            if type(plan) is Blocks:
+                self._run_blocks(a, b, out, plan, alpha, True)
+                return
+            if plan:
+                mode = 0 if site is None else site.mode()
+                chunks, timed = plan[mode], site is not None
+            else:
+                chunks, mode = (0, k), None
+        if mode == 1:
+            self._set(1)
+        else:
+            _rest_helpers()         # (OpenBLAS's threads want both cores)
+        try:
+            start = time.perf_counter()
+            if alpha is not None:
+                _accumulate(a, b, out, chunks, alpha)
+            elif len(chunks) == 2:
+                np.matmul(a, b, out=out)
+            else:
+                partial = np.empty_like(out) if site is None else site.partial
+                if partial is None:
+                    partial = site.partial = np.empty_like(out)
+                self._product(a, b, out, chunks, partial)
+            if timed:
+                site.record(mode, time.perf_counter() - start)
+        finally:
+            if mode == 1:
+                self._set(self.threads)
+
+    def _run_blocks(self, a, b, out, blocks: Blocks, alpha, parallel: bool):
+        """The product (or out += alpha * product) in its blocks, each one cblas_?gemm call
+        on one OpenBLAS thread, with NumPy's matmul's arguments for that block: over this
+        thread and the eager helper threads (`parallel`; the caller holds `lock`), whose
+        blocks are claimed and run in compiled code (`_blocks_native`), or in order on this
+        thread (OpenBLAS already on one thread)."""
+        a, b = _readable(a), _readable(b)
+        k = a.shape[1]
+        bounds = blocks.bounds
+        native = _blocks_native(out.dtype) if parallel and len(bounds) > 2 else None
+        if native is not None:
+            ta, tb = _transposed(a), _transposed(b)
+            (fa, lda), (fb, ldb), (fc, ldc) = _flat(a, ta), _flat(b, tb), _flat(out, False)
+            m, n = out.shape
+            scalars = np.array([1 if alpha is None else alpha, 0 if alpha is None else 1],
+                               out.dtype)
+            operands = (gemm_symbol(out.dtype)[0], int(blocks.axis == 0), int(ta), int(tb),
+                        m, n, k, fa.ctypes.data, lda, fb.ctypes.data, ldb, fc.ctypes.data,
+                        ldc, scalars)
+            from corejax.compiler import eager_kernels
+            self._set(1)
+            try:
+                if eager_kernels.run_native(native, _bounds(bounds), operands,
+                                            2.0 * m * n * k / FLOPS_PER_SECOND):
+                    return
+            finally:
+                self._set(self.threads)
+        rows = blocks.axis == 0
+        if parallel:
+            self._set(1)
+        try:
+            for lo, hi in zip(bounds, bounds[1:]):
+                x, y, o = (a[lo:hi], b, out[lo:hi]) if rows else \
+                    (a, b[:, lo:hi], out[:, lo:hi])
+                if alpha is None:
+                    np.matmul(x, y, out=o)
+                else:
+                    _accumulate(x, y, o, (0, k), alpha)
+        finally:
+            if parallel:
+                self._set(self.threads)
 
     def _run_shared(self, a, b, out, site, alpha, m, k, n):
         """run() while several devices' programs run at once (devices_at_once): OpenBLAS is
-        on one thread, so each call runs on its caller's thread over the plan's one-thread
-        chunks (the bits of the threaded call), and the devices' products overlap."""
+        on one thread, so each call runs on its caller's thread (a plan over its one-thread
+        chunks, the bits of the threaded call; blocks in order), and the devices' products
+        overlap."""
         if _small(m, k, n):
             chunks = (0, k)
         else:
-            if site.plan is None:
+            plan = None if site is None else site.plan
+            if plan is None:
                 with self.lock:
-                    if site.plan is None:
-                        site.plan = self.plan(m, k, n, _transposed(a), _transposed(b),
-                                              out.dtype, alpha is not None)
-            chunks = site.plan[1] if site.plan else (0, k)
+                    plan = self.plan(m, k, n, _transposed(a), _transposed(b), out.dtype,
+                                     alpha is not None)
+                if site is not None:
+                    site.plan = plan
+            if type(plan) is Blocks:
+                self._run_blocks(a, b, out, plan, alpha, False)
+                return
+            chunks = plan[1] if plan else (0, k)
         if alpha is not None:
             _accumulate(a, b, out, chunks, alpha)
         else:
             self._product(a, b, out, chunks, np.empty_like(out) if len(chunks) > 2 else None)
 
-    def run_batched(self, a, b, out, site: GemmSite):
-        """out = a @ b for C (batch, m, k) @ (batch, k, n) operands: np.matmul, one gemm per
-        batch element, on OpenBLAS's threads or on one thread, whichever `site` measures
-        faster, where one element's whole product has the same bits on both (its plan's
-        one-thread chunks are the whole reduction); else on the threads, as NumPy runs it.
-        (A batch of small products on the threads wakes the workers once per element: while
+    def run_batched(self, a, b, out):
+        """out = a @ b for C (batch, m, k) @ (batch, k, n) operands, each element's product
+        whole on one OpenBLAS thread (the bits of the threaded call where its plan is the
+        whole reduction; its own elsewhere), the elements shared out over this thread and the
+        eager helper threads (in order on this thread while devices share the cores). (A batch
+        of small products on OpenBLAS's threads wakes its workers once per element: while
         another process holds a core, each wake-up can cost milliseconds.)"""
-        m, k = a.shape[1], a.shape[2]
+        batch, m, k = a.shape
         n = b.shape[2]
+        if self.sharing:
+            np.matmul(a, b, out=out)
+            return
+
+        def task(lo, hi):
+            np.matmul(a[lo:hi], b[lo:hi], out=out[lo:hi])
+
+        from corejax.compiler import eager_kernels
+        # parts of about BLOCK^3 multiply-adds (at least one element each)
+        per = max(1, BLOCK ** 3 // max(1, m * k * n))
+        bounds = list(range(0, batch, per)) + [batch]
         with self.lock:
-            if site.plan is None:
-                whole = Plan.whole(k)
-                site.plan = whole if self.plan(m, k, n, False, False, out.dtype) == whole \
-                    else ()
-            # (a batch of small products keeps OpenBLAS's workers awake from one element to
-            # the next: unlike one small product, it can gain from them; measured, as `run`)
-            mode = site.mode() if site.plan else None
-            timed = mode is not None
-            if mode == 1:
-                self._set(1)
+            self._set(1)
             try:
-                start = time.perf_counter()
-                np.matmul(a, b, out=out)
-                if timed:
-                    site.record(mode, time.perf_counter() - start)
+                eager_kernels.run_parts(task, bounds)
             finally:
-                if mode == 1:
-                    self._set(self.threads)
+                self._set(self.threads)
 
     def share_cores(self, entering: bool):
         with self.lock:
@@ -527,15 +520,80 @@ def devices_at_once(n: int):
 
 def _accumulate(a, b, out, chunks, alpha):
     """out += alpha * (a @ b) as one cblas_?gemm call (beta = 1) per reduction chunk, in order:
-    a (m, k) and b (k, n) as BLAS reads them in place (C arrays or transposed C arrays), out a
-    C-contiguous (m, n) array."""
+    a (m, k), b (k, n) and out (m, n) 2-D arrays as BLAS reads them in place (each a C array
+    or a transposed one, its rows or columns any distance apart; out not transposed)."""
+    a, b = _readable(a), _readable(b)
     ta, tb = _transposed(a), _transposed(b)
     m, n = out.shape
-    dt = out.dtype
-    gemm_chunks, addr, ilp64, one = _gemm_chunks(dt)
-    gemm_chunks(addr, ilp64, ta, tb, m, n, type(one)(alpha), (a.T if ta else a).reshape(-1),
-                m if ta else a.shape[1], (b.T if tb else b).reshape(-1),
-                b.shape[0] if tb else n, one, out.reshape(-1), n, _bounds(chunks))
+    gemm_chunks, addr, ilp64, one = _gemm_chunks(out.dtype)
+    (fa, lda), (fb, ldb), (fc, ldc) = _flat(a, ta), _flat(b, tb), _flat(out, False)
+    gemm_chunks(addr, ilp64, ta, tb, m, n, type(one)(alpha), fa, lda, fb, ldb, one, fc, ldc,
+                _bounds(chunks))
+
+
+def _readable(x):
+    """x, or a C copy of it where BLAS cannot read it in place (a broadcast operand, say)."""
+    step = x.itemsize
+    s0, s1 = x.strides
+    if (s1 == step and s0 % step == 0 and s0 >= x.shape[1] * step) or \
+            (s0 == step and s1 % step == 0 and s1 >= x.shape[0] * step) or \
+            x.flags.c_contiguous or x.flags.f_contiguous:
+        return x
+    return np.ascontiguousarray(x)
+
+
+def _flat(x, transposed):
+    """(a 1-D view of x's memory from its first element, its leading dimension) for BLAS:
+    x's rows (its columns where `transposed`) are contiguous and `ld` elements apart."""
+    step = x.itemsize
+    inner, outer = (x.strides[0], x.strides[1]) if transposed else (x.strides[1], x.strides[0])
+    rows, cols = (x.shape[1], x.shape[0]) if transposed else x.shape
+    if inner != step or outer % step or outer < cols * step and rows > 1:
+        raise ValueError(f"a {x.shape} matrix of strides {x.strides} BLAS cannot read in place")
+    ld = max(outer // step, cols, 1)
+    size = (rows - 1) * ld + cols if rows and cols else 0
+    return np.lib.stride_tricks.as_strided(x, (size,), (step,)), ld
+
+
+# A rough single-thread GEMM rate, to tell the helper threads whether a job of blocks is
+# worth waking them for (eager_threads.run_native).
+FLOPS_PER_SECOND = 1e11
+
+
+@functools.lru_cache(maxsize=None)
+def _blocks_native(dtype):
+    """The compiled job (eager_kernels.native_kernel) that runs a product's blocks, claimed by
+    this thread and the helpers with no GIL between them: each block one cblas_?gemm call as
+    NumPy's matmul makes it for that block (row-major; each operand read in place, with its
+    transpose flag). None for a dtype without a callable gemm, or where no job can be built
+    (the blocks then run from Python)."""
+    dt = np.dtype(dtype)
+    symbol = gemm_symbol(dt) if dt.char in "fd" else None
+    if symbol is None:
+        return None
+    from numba import types
+    from corejax.compiler import diskcache, eager_kernels
+    integer, item = ("np.int64" if symbol[1] else "np.int32"), dt.itemsize
+    source = "\n".join([
+        "import numpy as np", "from numba import carray, njit",
+        "from corejax.compiler.eager_threads import voidptr",
+        "from corejax.compiler.kernel_lib import call_gemm", "", "",
+        '@njit(error_model="numpy", nogil=True, cache=True)',
+        "def kernel(lo, hi, fn, rows, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, s):",
+        "    if rows:",
+        "        ao, bo, co, mb, nb = (lo if ta else lo * lda), 0, lo * ldc, hi - lo, n",
+        "    else:",
+        "        ao, bo, co, mb, nb = 0, (lo * ldb if tb else lo), lo, m, hi - lo",
+        f"    av = carray(voidptr(a + ao * {item}), 1, np.{dt.name})",
+        f"    bv = carray(voidptr(b + bo * {item}), 1, np.{dt.name})",
+        f"    cv = carray(voidptr(c + co * {item}), 1, np.{dt.name})",
+        "    call_gemm(fn, np.int32(101), np.int32(112 if ta else 111), "
+        f"np.int32(112 if tb else 111), {integer}(mb), {integer}(nb), {integer}(k), s[0], av, "
+        f"{integer}(lda), bv, {integer}(ldb), s[1], cv, {integer}(ldc))"]) + "\n"
+    names = ("fn", "rows", "ta", "tb", "m", "n", "k", "a", "lda", "b", "ldb", "c", "ldc")
+    params = ["lo", "hi"] + [("int", name) for name in names] + [("array", "s", dt, False)]
+    sig = (types.int64,) * len(names) + (diskcache.numba_type(dt),)
+    return eager_kernels.native_kernel(source, params, sig)
 
 
 @functools.lru_cache(maxsize=None)
@@ -569,8 +627,13 @@ def _syrk(a, b) -> bool:
 
 
 def _transposed(x) -> bool:
-    """Whether BLAS reads the 2-D matrix x with its transpose flag (a transposed C array)."""
-    return x.flags.f_contiguous and not x.flags.c_contiguous
+    """Whether BLAS reads the 2-D matrix x with its transpose flag: its columns contiguous,
+    not its rows (a transposed C array, or a block of one's rows)."""
+    if x.flags.c_contiguous:
+        return False
+    if x.flags.f_contiguous:
+        return True
+    return x.strides[1] != x.itemsize and x.strides[0] == x.itemsize
 
 
 def _make():
@@ -596,12 +659,17 @@ def accumulate(a, b, out, alpha, site: GemmSite):
         _adaptive.run(a, b, out, site, alpha)
 
 
-def matmul(a, b, out, site: GemmSite):
-    """out[...] = a @ b (2-D, BLAS-readable operands) as `site` has learned to run it."""
+def matmul(a, b, out=None, site=None):
+    """a @ b of 2-D operands BLAS reads in place, into `out` (a fresh C array where None;
+    returned), its product's one way (`_AdaptiveBlas.run`), as `site` has learned to run it;
+    `site` None for an eager call: the same bits."""
+    if out is None:
+        out = np.empty((a.shape[0], b.shape[1]), np.result_type(a, b))
     if _adaptive is None or out.dtype.char not in "fdFD":
         np.matmul(a, b, out=out)
     else:
         _adaptive.run(a, b, out, site)
+    return out
 
 
 _block_buffers = threading.local()
@@ -624,10 +692,11 @@ def image_blocks(form, product_buffer):
     `product_buffer(shape, dtype)`'s buffer where the product is the output's matrix, else into
     a per-thread buffer), its finish. A block holds about one L2 cache of operand and product
     rows; the threads claim blocks as they go (one sharing its core with another process takes
-    fewer). Returns the output, or None, running nothing, where the blocks' products do not
-    have the whole product's bits on OpenBLAS's threads (`blocks_agree`, tested once per
-    shape), where there is no adaptive BLAS to set to one thread, or where the product is too
-    small to split: the caller then runs it whole (`form.whole`).
+    fewer). A product made in `Blocks` (no plan) runs in those blocks where they hold whole
+    images. Returns the output, or None, running nothing, where the blocks' products do not
+    have the product's own bits (`blocks_agree`, tested once per shape; a product in `Blocks`
+    whose blocks split images), where there is no adaptive BLAS to set to one thread, or
+    where the product is too small to split: the caller then runs it whole (`form.whole`).
 
     In cnn.yaml's step (2 cores, OpenBLAS's workers not left spinning): the 64 -> 32 input
     gradient (a (25088, 64) @ (64, 288) product, then nine taps summed per output) 9.0-10.2
@@ -642,10 +711,21 @@ def image_blocks(form, product_buffer):
     m, k = a.shape
     n = b.shape[1]
     rows, prepare, finish_block = blocks.rows, blocks.prepare, blocks.finish_block
-    per = max(1, l2_bytes() // (rows * ((k if prepare else 0) + n) * dt.itemsize))
-    if blocks.images <= per or _small(m, k, n):
+    if _small(m, k, n):
         return None
-    bounds = list(range(0, blocks.images, per)) + [blocks.images]
+    with ad.lock:
+        way = ad.plan(m, k, n, _transposed(a), _transposed(b), dt)
+    if type(way) is Blocks:
+        # the product's own blocks, where they hold whole images (cnn.yaml's 25088 rows: 32
+        # blocks of 4 images): each block's gather, product and finish in turn
+        if way.axis != 0 or len(way.bounds) < 3 or any(bound % rows for bound in way.bounds):
+            return None
+        bounds = [bound // rows for bound in way.bounds]
+    else:
+        per = max(1, l2_bytes() // (rows * ((k if prepare else 0) + n) * dt.itemsize))
+        if blocks.images <= per:
+            return None
+        bounds = list(range(0, blocks.images, per)) + [blocks.images]
     out = None if finish_block is not None else product_buffer((m, n), dt)
 
     def task(lo, hi):
@@ -659,21 +739,29 @@ def image_blocks(form, product_buffer):
 
     from corejax.compiler import eager_kernels
     with ad.lock:
-        if not ad.blocks_agree(m, k, n, per * rows, _transposed(a), _transposed(b), dt):
+        if type(way) is not Blocks and not ad.blocks_agree(
+                m, k, n, per * rows, _transposed(a), _transposed(b), dt):
             return None
         ad.on_threads(1, lambda: eager_kernels.run_parts(task, bounds))
     return blocks.result() if finish_block is not None else form.finish(out)
 
 
-def batched_matmul(a, b, out, site: GemmSite):
-    """out[...] = a @ b for C (batch, m, k) @ (batch, k, n) operands, on OpenBLAS's threads or
-    on one thread as `site` measures faster where both give the same bits
-    (`_AdaptiveBlas.run_batched`)."""
-    if _adaptive is None or out.dtype.char not in "fd" or _adaptive.sharing or \
-            not (a.flags.c_contiguous and b.flags.c_contiguous and out.flags.c_contiguous):
+def batched_matmul(a, b, out=None):
+    """a @ b for (batch, m, k) @ (batch, k, n) operands, into `out` (a fresh array where None;
+    returned), each element's product whole on one OpenBLAS thread, the batch shared out over
+    the cores (`_AdaptiveBlas.run_batched`): the same bits eagerly and compiled, on any load.
+    Operands NumPy would read transposed are copied first (one layout, one set of bits)."""
+    dt = np.result_type(a, b) if out is None else out.dtype
+    if out is None:
+        out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dt)
+    if _adaptive is None or dt.char not in "fdFD":
         np.matmul(a, b, out=out)
-    else:
-        _adaptive.run_batched(a, b, out, site)
+        return out
+    target = out if out.flags.c_contiguous else np.empty(out.shape, dt)
+    _adaptive.run_batched(np.ascontiguousarray(a, dt), np.ascontiguousarray(b, dt), target)
+    if target is not out:
+        out[...] = target
+    return out
 
 
 _syrk_checked: dict = {}
@@ -683,10 +771,10 @@ def one_thread_keeps_bits(m, k, n, a_transposed, b_transposed, dtype, syrk=False
                           accumulate=False) -> bool:
     """Whether an unchunked (m, k) @ (k, n) product (x @ x.T where `syrk`; c += alpha a @ b
     where `accumulate`) has the same bits on one OpenBLAS thread as on its threads, tested once
-    per shape, layout and kind. Decides where a small product runs (`_AdaptiveBlas.run`: on one
-    thread only then, else on the threads, as eager np.matmul) and whether a compiled loop may
-    call it (loop_lowerings). OpenBLAS's AVX2 (Haswell) sgemm differs between the two even for
-    96 x 96 x 96; its SkylakeX kernels mostly agree."""
+    per shape, layout and kind. A small product runs whole on one thread (`_AdaptiveBlas.run`),
+    eagerly and compiled; a compiled loop may call it on OpenBLAS's threads where this holds,
+    and otherwise runs on one thread (loop_lowerings). OpenBLAS's AVX2 (Haswell) sgemm differs
+    between the two even for 96 x 96 x 96; its SkylakeX kernels mostly agree."""
     whole = Plan.whole(k)
     if _adaptive is None:
         return True

@@ -23,7 +23,8 @@ from corejax import core, dtypes
 from corejax._machine import usable_cores
 from corejax.array import Array, _Deleted, _NanChecks, to_numpy
 from corejax.core import Literal, Var
-from corejax.compiler import blas, codegen, diskcache, eager_kernels, eager_threads, registry
+from corejax.compiler import (blas, codegen, diskcache, eager_kernels, eager_threads,
+                              gemm_sites, registry)
 from corejax.compiler.fusion import (Buffers, FusedGroup, HostStep, Virtual, partition,
                                      step_reads)
 from corejax.compiler.control_flow import host_control_flow
@@ -163,7 +164,7 @@ class _DotStep:
         self.out_shape = batch + m_shape + n_shape
         self.dtype = np.dtype(preferred_element_type or lhs_dtype)
         self.mat_shape = (self.m, self.n) if self.b == 1 else (self.b, self.m, self.n)
-        self.site = blas.GemmSite()
+        self.site = gemm_sites.GemmSite()
         # 2-D operands of this dtype, one free and one contracted dim each: the matrices are
         # the operands or their .T (`matrices` skips the general reshaping then)
         self.plain = lnd == rnd == 2 and not lb and len(lc) == len(rc) == 1 and \
@@ -198,7 +199,7 @@ class _DotStep:
         if b == 1:
             blas.matmul(a, c, out, self.site)
         else:
-            blas.batched_matmul(a, c, out, self.site)
+            blas.batched_matmul(a, c, out)
         # (the buffer itself where it has the shape: a view would hide it from a donation)
         return out if out.shape == self.out_shape else out.reshape(self.out_shape)
 
@@ -566,7 +567,7 @@ class CpuExecutable:
         thread and eager_threads' briefly spinning helpers, the call site choosing between
         that and the one-thread kernel `fn`), or (None, None): for groups of ADAPTIVE_MIN to
         PARALLEL_MIN elements on a machine with cores to spare. Threads win on a quiet
-        machine and lose beside a busy process; the site (`blas.GemmSite`: mode 0 threads,
+        machine and lose beside a busy process; the site (`gemm_sites.GemmSite`: mode 0 threads,
         1 one thread) measures both and runs the faster. Each part writes its own elements
         and sums its own reductions in loop order: the same bits either way. The parts are
         claimed and run in compiled code (eager_threads.native_source), or, where that cannot
@@ -605,7 +606,7 @@ class CpuExecutable:
 
             def threaded(args):
                 eager_kernels.run_parts(lambda lo, hi: part(lo, hi, *args), bounds)
-        site = self.thread_sites[id(step)] = blas.GemmSite()
+        site = self.thread_sites[id(step)] = gemm_sites.GemmSite()
         eager_kernels.start_helpers()
         return threaded, site
 
@@ -673,7 +674,7 @@ class CpuExecutable:
         getters = [(None, np.asarray(v.val, v.aval.dtype)) if type(v) is Literal
                    else (self._slot(v, template), None) for v in eqn.invars]
         os_, dt = self._slot(eqn.outvars[0], template), np.dtype(eqn.outvars[0].aval.dtype)
-        pool, site = self._pool, blas.GemmSite()
+        pool, site = self._pool, gemm_sites.GemmSite()
         scratch_key = ("gemm scratch", os_)
 
         def buffer(key, shape, dtype):

@@ -40,10 +40,11 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["run_parts", "run_native", "native_source", "start", "SPIN_SECONDS",
-           "WAIT_SECONDS"]
+__all__ = ["run_parts", "run_native", "native_source", "start", "rest", "SPIN_SECONDS",
+           "QUIET_SPIN_SECONDS", "WAIT_SECONDS"]
 
 SPIN_SECONDS = 50e-6    # a helper's spin for more work before it sleeps
+QUIET_SPIN_SECONDS = 2e-3   # the same while no other process uses a core (`_others_idle`)
 WAIT_SECONDS = 2e-3     # the caller's spin for the helpers' last parts before it sleeps
 WAKE_SECONDS = 200e-6   # a job from which sleeping helpers are woken to take part in it
 
@@ -149,6 +150,7 @@ def _spin_until(addr, target, rounds):
 # write them):
 #   SEQ    the id of the last job posted (a helper polls it)
 #   RUNNER the address of that job's part runner, 0 for a Python job (Pool.jobs holds those)
+#   REST   1: spinning helpers go to sleep now (`rest`); cleared by the next post
 #   CLAIM  (job id & 0x7fffffff) << 32 | parts << 16 | the next part to claim
 #   DONE   the parts finished
 #   BOUNDS the k + 1 part bounds, then ARGS the operands' words (a runner's own layout).
@@ -157,7 +159,7 @@ def _spin_until(addr, target, rounds):
 # before RUNNER), and a claim succeeds only for a part not yet done, so a job's words are
 # not rewritten while any thread reads them: the next job is posted after DONE reached k.
 
-SEQ, RUNNER, CLAIM, DONE, BOUNDS = 0, 1, 8, 16, 24
+SEQ, RUNNER, REST, CLAIM, DONE, BOUNDS = 0, 1, 2, 8, 16, 24
 LATE = 1 << 40          # a flag beside a job id: the helper woke to that job
 MAX_PARTS = 64
 ARGS = BOUNDS + MAX_PARTS + 8
@@ -193,6 +195,7 @@ def post_job(ctrl, job, runner, bounds):
     """Posts job `job` (its ARGS words already written): parts between `bounds`, run by the
     C function at address `runner`."""
     k = bounds.size - 1
+    _atomic_store(ctrl + REST * 8, 0)
     for i in range(k + 1):
         _atomic_store(ctrl + (BOUNDS + i) * 8, bounds[i])
     _atomic_store(ctrl + CLAIM * 8, ((job & 0x7FFFFFFF) << 32) | (k << 16))
@@ -203,6 +206,7 @@ def post_job(ctrl, job, runner, bounds):
 
 @njit(nogil=True, cache=True)
 def _post_python(ctrl, job):
+    _atomic_store(ctrl + REST * 8, 0)
     _atomic_store(ctrl + RUNNER * 8, 0)
     _atomic_store(ctrl + SEQ * 8, job)
 
@@ -232,6 +236,8 @@ def _serve(ctrl, last, rounds, woken):
             if (w >> 32) == (last & 0x7FFFFFFF) and \
                     _atomic_load(ctrl + DONE * 8) < ((w >> 16) & 0xFFFF):
                 continue    # (the job runs on: the spin counts from its end)
+            if _atomic_load(ctrl + REST * 8):
+                break       # (told to rest: another thread pool needs the cores)
             polls += 1
             continue
         last = s
@@ -323,6 +329,7 @@ class _Pool:
         self.poster_cpu = -1
         _allowed_cpus()                         # (read here: the helpers change their own)
         self.rounds = _rounds(SPIN_SECONDS)
+        self.quiet_rounds = _rounds(QUIET_SPIN_SECONDS)
         self.wait_rounds = _rounds(WAIT_SECONDS)
         self.n = n
         _serve(self.addr, 0, 0, False)  # its code loaded here, not by helpers as work waits
@@ -362,7 +369,8 @@ class _Pool:
         last = int(self.ctrl[SEQ])
         woken = False
         while True:
-            got = _serve(self.addr, last, self.rounds, woken)
+            got = _serve(self.addr, last,
+                         self.quiet_rounds if _others_idle.now(self.n + 1) else self.rounds, woken)
             woken = False
             if got < 0:
                 last = -1 - got
@@ -382,6 +390,58 @@ class _Pool:
                 except IndexError:
                     break
                 job()
+
+
+class _OthersIdle:
+    """Whether the other processes on the machine left this process's threads (the caller and
+    its helpers) their cores, less QUIET_SLACK of one, over the last PERIOD seconds or more:
+    the machine's busy time (/proc/stat) less this process's own (/proc/self/stat, its
+    helpers' spins included). While they do, a helper's spin after its work takes time from
+    no one, and it spins QUIET_SPIN_SECONDS: the next job (the next product of a training
+    step, 0.1-0.5 ms away) finds it awake instead of paying its wake-up, which on the shared
+    VM can outlast a whole block of a product. While another process wants the cores, a
+    spin would take time from it or from this process's own thread, and the helpers spin
+    SPIN_SECONDS. Linux only; elsewhere never idle."""
+
+    PERIOD = 0.05
+    QUIET_SLACK = 0.25
+
+    def __init__(self):
+        self._last = None           # (time, machine busy jiffies, own jiffies, all jiffies)
+        self._idle = False
+        self._ok = os.path.exists("/proc/stat") and os.path.exists("/proc/self/stat")
+
+    @staticmethod
+    def _sample():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:9]]
+        with open("/proc/self/stat") as f:
+            own = f.read().rsplit(")", 1)[1].split()
+        # busy = all but idle and iowait; own = utime + stime (the file's fields 14 and 15)
+        return sum(v) - v[3] - v[4], int(own[11]) + int(own[12]), sum(v)
+
+    def now(self, ours: int) -> bool:
+        """(`ours`: this process's threads, the caller and its helpers.)"""
+        if not self._ok:
+            return False
+        t = time.perf_counter()
+        last = self._last
+        if last is not None and t - last[0] < self.PERIOD:
+            return self._idle
+        try:
+            busy, own, total = self._sample()
+        except (OSError, ValueError, IndexError):
+            self._ok = False
+            return False
+        if last is not None and total > last[3]:
+            machine = max(1, os.cpu_count() or 1)
+            others = max(0, (busy - last[1]) - (own - last[2])) / (total - last[3]) * machine
+            self._idle = machine - others >= ours - self.QUIET_SLACK
+        self._last = (t, busy, own, total)
+        return self._idle
+
+
+_others_idle = _OthersIdle()
 
 
 @functools.lru_cache(maxsize=None)
@@ -450,6 +510,19 @@ def _forget_pool() -> None:    # a forked child has none of its parent's threads
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
+
+
+@njit(nogil=True, cache=True)
+def _set_rest(ctrl):
+    _atomic_store(ctrl + REST * 8, 1)
+
+
+def rest() -> None:
+    """Sends spinning helpers to sleep now, not at the end of their spin: the caller is about
+    to run work on threads of another pool (OpenBLAS's), which a spinning helper would share
+    a core with (a 5 ms threaded product took 6.4-6.8 ms beside a helper's spin)."""
+    if _pool is not None and _pool.sleeping < _pool.n:
+        _set_rest(_pool.addr)
 
 
 def run_parts(task, bounds, helpers: int) -> None:

@@ -100,16 +100,16 @@ def gemm_chunks(addr, ilp64, ta, tb, m, n, alpha, a, lda, b, ldb, one, c, ldc, b
     """The executor's accumulating cblas_?gemm calls (row-major; beta = `one`, a 1 of the
     BLAS's scalar type: a wider one would reach it as other bits): for each reduction chunk
     [bounds[i], bounds[i + 1]) in order, c += alpha op(a)[:, chunk] op(b)[chunk, :], with a, b
-    and c flat arrays starting at the first element of each matrix, `ta` / `tb` whether BLAS
-    reads a / b transposed, and the integers passed as int64 to an ILP64 BLAS (`ilp64`), else
+    and c flat arrays starting at the first element of each matrix (rows `lda`, `ldb`, `ldc`
+    elements apart in memory), `ta` / `tb` whether BLAS reads a / b transposed, and the integers passed as int64 to an ILP64 BLAS (`ilp64`), else
     as int32. One compiled call for every chunk of the product."""
     order = np.int32(101)
     ta_ = np.int32(112) if ta else np.int32(111)
     tb_ = np.int32(112) if tb else np.int32(111)
     for i in range(len(bounds) - 1):
         lo, hi = bounds[i], bounds[i + 1]
-        at = a[lo * m:] if ta else a[lo:]
-        bt = b[lo:] if tb else b[lo * n:]
+        at = a[lo * lda:] if ta else a[lo:]
+        bt = b[lo:] if tb else b[lo * ldb:]
         if ilp64:
             call_gemm(addr, order, ta_, tb_, np.int64(m), np.int64(n), np.int64(hi - lo),
                       alpha, at, np.int64(lda), bt, np.int64(ldb), one, c, np.int64(ldc))

@@ -623,6 +623,10 @@ class DataLowerings(LayoutLowerings):
             self.blas_operands(kind, ((lhs, tuple(lf) + tuple(lc), M, K, ta),
                                       (rhs, tuple(rc) + tuple(rf), K, N, tc)),
                                kind == "gemm" and M == N and ta != tc)
+        plan = blas.plan_for(M, K, N, ta, tc, dt) if B == 1 else None
+        if type(plan) is blas.Blocks:
+            # the executor's blocks: each a gemm (no block's product is square: never syrk)
+            kind = "gemm"
         symbol = {"gemm": blas.gemm_symbol, "gemv": blas.gemv_symbol,
                   "syrk": blas.syrk_symbol}[kind](dt)
         if symbol is None:
@@ -634,8 +638,8 @@ class DataLowerings(LayoutLowerings):
         o = self.m.alloc(out.aval)
         env[out] = o
         if B > 1:
-            if getattr(self.m, "one_thread", False):
-                return "a batched product (on OpenBLAS's threads in the executor)"
+            # the executor runs each element whole on one OpenBLAS thread (blas.batched_matmul)
+            self.m.needs_one_thread = True
             a = self._as_matrices(lhs, tuple(lb) + tuple(lf) + tuple(lc), env, lines, ind)
             c = self._as_matrices(rhs, tuple(rb) + tuple(rc) + tuple(rf), env, lines, ind)
             p = self.m.fresh("p")
@@ -653,17 +657,40 @@ class DataLowerings(LayoutLowerings):
                         f"{T}(0), {o}[{p} * {M}:], {I}(1))")
             lines += [f"{ind}for {p} in range({B}):", f"{ind}    {call}"]
             return None
-        plan = blas.plan_for(M, K, N, ta, tc, dt)
         # the loop's one-thread variant (loops._build) runs each product over its plan's
         # one-thread chunks on one OpenBLAS thread: the bits of the threaded variant
         one_thread = getattr(self.m, "one_thread", False)
+        if type(plan) is blas.Blocks:
+            if len(plan.bounds) > 2:
+                # the executor shares the blocks out over the cores, which a loop on one
+                # thread would give up: (32, 512) @ (512, 2048) in an LSTM's scan, 64 steps,
+                # took the step 171 ms compiled, 137 ms Python-driven (Flax 107)
+                return "a product in blocks over the cores (blas.Blocks)"
+            # the executor's one block, a gemm on one OpenBLAS thread: the loop runs on one
+            # thread
+            self.m.needs_one_thread = True
+            rows = plan.axis == 0
+            for lo, hi in zip(plan.bounds, plan.bounds[1:]):
+                if rows:    # rows lo:hi of a and of o
+                    a_off, c_off, o_off = (lo if ta else lo * K), 0, lo * N
+                    mb, nb = hi - lo, N
+                else:       # columns lo:hi of c and of o
+                    a_off, c_off, o_off = 0, (lo * K if tc else lo), lo
+                    mb, nb = M, hi - lo
+                lines.append(
+                    f"{ind}call_gemm({fn}, np.int32(101), np.int32({112 if ta else 111}), "
+                    f"np.int32({112 if tc else 111}), {I}({mb}), {I}({nb}), {I}({K}), "
+                    f"{T}(1), {a}[{a_off}:], {I}({M if ta else K}), {c}[{c_off}:], "
+                    f"{I}({K if tc else N}), {T}(0), {o}[{o_off}:], {I}({N}))")
+            return None
         if plan:
             self.m.thread_modes = True
         if plan is None:
-            # a small product, unchunked in the executor, on one thread only where that keeps
-            # the threaded bits: the loop's call (on OpenBLAS's threads) agrees with it there
-            if not blas.one_thread_keeps_bits(M, K, N, ta, tc, dt, kind == "syrk"):
-                return f"a small {kind} whose bits depend on OpenBLAS's thread count"
+            # a small product: whole on one OpenBLAS thread in the executor; the loop may
+            # call it on OpenBLAS's threads only where that gives the same bits
+            if not one_thread and not blas.one_thread_keeps_bits(M, K, N, ta, tc, dt,
+                                                                 kind == "syrk"):
+                self.m.needs_one_thread = True
             chunks = (0, K)
         elif not plan:
             if one_thread:

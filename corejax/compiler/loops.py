@@ -58,7 +58,7 @@ import numpy as np
 
 from corejax.array import to_numpy
 from corejax.core import Literal, Var
-from corejax.compiler import blas, codegen, diskcache, registry
+from corejax.compiler import blas, codegen, diskcache, eager_threads, gemm_sites, registry
 from corejax.compiler.fusion import Buffers, FusedGroup, HostStep, partition
 from corejax.compiler.loop_lowerings import (DataLowerings, copy_lines, executor_matrix,
                                               np_name, size)
@@ -113,6 +113,7 @@ class _Module:
         # one-thread chunks (loops._build), and whether a product's plan makes one worth it
         self.one_thread = False
         self.thread_modes = False
+        self.needs_one_thread = False   # a BLAS call whose executor bits are one thread's
         self._n = 0
 
     def fresh(self, prefix: str) -> str:
@@ -727,14 +728,23 @@ def _build(name, params):
                  params["jaxpr"].out_avals[:params["num_carry"]] +
                  [type(a)((params["length"],) + a.shape, a.dtype)
                   for a in params["jaxpr"].out_avals[params["num_carry"]:]])
+    adaptive = blas._adaptive
+    if module.needs_one_thread and adaptive is not None:
+        # products the executor runs on one OpenBLAS thread (small ones, blocks, batches):
+        # only the one-thread variant, run on one thread (holding the BLAS lock, which a
+        # host step's own products would wait for)
+        if module.host_prims:
+            raise Unsupported("products on one OpenBLAS thread beside host steps")
+        module, source, fn, key = _emit(name, params, in_avals, one_thread=True)
+        return _runner(module, source, key, [(fn, [c for _, c in module.consts])], None,
+                       in_avals, out_avals, name, params, adaptive)
     consts = [c for _, c in module.consts]
-    # Products with a plan (blas.GemmSite) run on OpenBLAS's threads in this function; its
+    # Products with a plan (gemm_sites.GemmSite) run on OpenBLAS's threads in this function; its
     # one-thread variant runs them over the plans' one-thread chunks, with the same bits.
     # The loop, like an executor call site, times both and runs the faster (a threaded GEMM
     # while another process holds a core can take several times as long), or the one-thread
     # one while several devices' programs share the cores (blas.devices_at_once).
     variants = [(fn, consts)]
-    adaptive = blas._adaptive
     if module.thread_modes and adaptive is not None and not module.host_prims:
         try:
             m1, _, fn1, _ = _emit(name, params, in_avals, one_thread=True)
@@ -742,7 +752,17 @@ def _build(name, params):
             pass
         else:
             variants.append((fn1, [c for _, c in m1.consts]))
-    site = blas.GemmSite() if len(variants) == 2 else None
+    site = gemm_sites.GemmSite() if len(variants) == 2 else None
+    return _runner(module, source, key, variants, site, in_avals, out_avals, name, params,
+                   adaptive)
+
+
+def _runner(module, source, key, variants, site, in_avals, out_avals, name, params, adaptive):
+    """The loop's entry: variants [(function, consts)] of the threaded form and, where `site`
+    times the two, the one-thread form; a single variant of a one-thread module
+    (`needs_one_thread`) runs with OpenBLAS on one thread."""
+    fn, consts = variants[0]
+    one = module.one_thread and adaptive is not None
     dtypes = [np.dtype(a.dtype) for a in in_avals]
     shapes = [a.shape for a in out_avals]
     checks, fallback = module.checks, []
@@ -757,7 +777,16 @@ def _build(name, params):
                 fallback.append(_python_driven(name, params))
             return fallback[0](*operands)
         flat = [x.reshape(-1) for x in c_ops]
-        if site is None:
+        if one:
+            with adaptive.lock:
+                if not adaptive.sharing:
+                    adaptive._set(1)
+                try:
+                    outs = fn(*flat, *consts)
+                finally:
+                    if not adaptive.sharing:
+                        adaptive._set(adaptive.threads)
+        elif site is None:
             outs = fn(*flat, *consts)
         else:
             with adaptive.lock:
@@ -765,6 +794,8 @@ def _build(name, params):
                 f, cs = variants[mode]
                 if mode == 1 and not adaptive.sharing:
                     adaptive._set(1)
+                elif mode == 0:
+                    eager_threads.rest()    # (OpenBLAS's threads want both cores)
                 try:
                     start = time.perf_counter()
                     outs = f(*flat, *cs)

@@ -210,7 +210,10 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                       batch_group_count=batch_group_count,
                       preferred_element_type=preferred_element_type)
     if form is not None:
-        return form.whole(np.matmul)
+        # as compiled programs run it (compiler/cpu.py's GEMM steps): the same bits
+        from corejax.compiler import blas
+        out = None if form.blocks is None else blas.image_blocks(form, np.empty)
+        return form.whole(blas.matmul) if out is None else out
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     out_dtype = np.dtype(preferred_element_type or lhs.dtype)
     # Channels-last internally, so every tap is a (N, *out, C) view and the GEMM is contiguous.

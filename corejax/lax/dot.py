@@ -46,7 +46,10 @@ def _dot_general_impl(lhs, rhs, dimension_numbers, precision=None, preferred_ele
             batch_shape + m_shape + n_shape)
     if a.dtype != out_dtype:
         a, c = a.astype(out_dtype), c.astype(out_dtype)
-    out = np.matmul(a, c)
+    # the compiler's BLAS products (compiler/blas.py), which compiled programs call too: one
+    # set of bits eagerly and under jit, whatever the load
+    from corejax.compiler import blas
+    out = blas.matmul(a[0], c[0]) if b == 1 else blas.batched_matmul(a, c)
     return out.reshape(batch_shape + m_shape + n_shape)
 
 
