@@ -652,15 +652,16 @@ def test_convolutions_run_in_image_blocks_under_jit(rng, monkeypatch):
     gathers each block of images' windows just before their product (into the whole buffer,
     which the kernel gradient then reads), and its input gradient, which narrows the features
     (64 -> 32: the product-first form), sums each block's taps right after its product
-    (blas.image_blocks: each block's product on one OpenBLAS thread) where that has the
-    product's own bits (blas.matmul's). The gradients keep the eager bits. Blocks hold about one L2 cache of rows (1 MiB here: 3
-    images of gathered windows and products, 4 of products): two images run whole."""
+    (conv_blocks.image_blocks: each block's product on one OpenBLAS thread) where that has the
+    product's own bits (blas.matmul's). The gradients keep the eager bits. Blocks hold about
+    one L2 cache of rows (1 MiB here: 3 images of gathered windows and products, 4 of
+    products), or are the product's own blocks where it has no plan: two images run whole."""
     from corejax import _machine
-    from corejax.compiler import blas
+    from corejax.compiler import blas, conv_blocks
     if blas._adaptive is None:
         pytest.skip("no OpenBLAS thread control (one core, or another BLAS): no blocks")
     ran = []
-    real = blas.image_blocks
+    real = conv_blocks.image_blocks
 
     def recording(form, product_buffer):
         out = real(form, product_buffer)
@@ -669,7 +670,7 @@ def test_convolutions_run_in_image_blocks_under_jit(rng, monkeypatch):
                     blocks.finish_block is not None, out is not None))
         return out
 
-    monkeypatch.setattr(blas, "image_blocks", recording)
+    monkeypatch.setattr(conv_blocks, "image_blocks", recording)
     monkeypatch.setattr(_machine, "l2_bytes", lambda: 1 << 20)
     # whether the blocks' products (one OpenBLAS thread each) have the product's own bits
     # (on OpenBLAS's threads, or its own blocks where no plan passes) is the BLAS's:

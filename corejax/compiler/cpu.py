@@ -23,8 +23,8 @@ from corejax import core, dtypes
 from corejax._machine import usable_cores
 from corejax.array import Array, _Deleted, _NanChecks, to_numpy
 from corejax.core import Literal, Var
-from corejax.compiler import (blas, codegen, diskcache, eager_kernels, eager_threads,
-                              gemm_sites, registry)
+from corejax.compiler import (blas, codegen, conv_blocks, diskcache, eager_kernels,
+                              eager_threads, gemm_sites, registry)
 from corejax.compiler.fusion import (Buffers, FusedGroup, HostStep, Virtual, partition,
                                      step_reads)
 from corejax.compiler.control_flow import host_control_flow
@@ -667,9 +667,9 @@ class CpuExecutable:
         `form_of` gathers its first matrix into a pooled scratch buffer and returns (a, b,
         finish, blocks), the product runs on this step's BLAS call site into a pooled buffer,
         and `finish` makes it the output (`GemmForm.whole`); a form with `blocks` runs them
-        over the cores instead where that gives the same bits (blas.image_blocks: a forward
-        convolution's gather is deferred to its blocks, and made whole first where they do not
-        run); where form_of returns None the impl runs."""
+        over the cores instead where that gives the same bits (conv_blocks.image_blocks: a
+        forward convolution's gather is deferred to its blocks, and made whole first where they
+        do not run); where form_of returns None the impl runs."""
         prim, params = eqn.primitive, eqn.params
         getters = [(None, np.asarray(v.val, v.aval.dtype)) if type(v) is Literal
                    else (self._slot(v, template), None) for v in eqn.invars]
@@ -720,7 +720,7 @@ class CpuExecutable:
                 out = to_numpy(prim.impl(*args, **params))
             else:
                 out = None if form.blocks is None else \
-                    blas.image_blocks(form, lambda shape, dtype: buffer(os_, shape, dtype))
+                    conv_blocks.image_blocks(form, lambda shape, dtype: buffer(os_, shape, dtype))
                 if out is None:
                     out = form.whole(product)
             env[os_] = out if out.dtype == dt else out.astype(dt)

@@ -24,7 +24,7 @@ Which matrix is gathered depends on where the input's feature and batch axes liv
   sums each output's taps from it, in row-major tap order. An image's outputs read only its
   own rows of the product, so the form also offers the product and the sums in blocks of
   images (`ImageBlocks`): compiled programs run those blocks over the cores, each block's
-  product still in cache when its taps are summed (compiler/blas.image_blocks). A forward
+  product still in cache when its taps are summed (compiler/conv_blocks.image_blocks). A forward
   convolution's gather can run in the same blocks, each block's windows gathered just before
   their product reads them (into the whole buffer: its kernel gradient reads it again).
 

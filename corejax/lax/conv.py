@@ -211,8 +211,8 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                       preferred_element_type=preferred_element_type)
     if form is not None:
         # as compiled programs run it (compiler/cpu.py's GEMM steps): the same bits
-        from corejax.compiler import blas
-        out = None if form.blocks is None else blas.image_blocks(form, np.empty)
+        from corejax.compiler import blas, conv_blocks
+        out = None if form.blocks is None else conv_blocks.image_blocks(form, np.empty)
         return form.whole(blas.matmul) if out is None else out
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     out_dtype = np.dtype(preferred_element_type or lhs.dtype)
