@@ -26,9 +26,11 @@ of its output (`Blocks`, `blocks_for`: a function of the shape alone), each one 
 OpenBLAS thread, claimed by this thread and the eager helper threads in compiled code: its
 bits depend neither on the thread count nor on the load, and a thread sharing its core with
 another process simply takes fewer blocks. On the 2-core test machine the MLP step's
-products took 1.05-1.10x OpenBLAS's threaded time quiet, and under a busy process the epoch
-went from 2.9-3.8 s to 1.5-1.7 s. A small product (MIN_FLOPS) is one block: whole, on one
-thread. Vector products (gemv) with no plan run on OpenBLAS's threads, as NumPy runs them.
+products took 1.02-1.11x OpenBLAS's threaded time quiet, and beside a busy process
+train.py's mlp.yaml epoch went from 3.3-3.5 s to 1.3 s (1.31x its quiet time, as JAX's).
+A product below BLOCK_MIN_FLOPS is one block, and any below MIN_FLOPS runs whole on one
+thread, plan or not. Vector products (gemv) with no plan run on OpenBLAS's threads, as
+NumPy runs them.
 
 Every product of a float dtype goes through here, eager ones included (lax's dot_general
 and conv impls call `matmul` and `batched_matmul`): one set of bits eagerly and compiled.
@@ -51,7 +53,8 @@ from corejax.compiler.gemm_sites import GemmSite
 __all__ = ["matmul", "batched_matmul", "accumulate", "Plan", "Blocks",
            "blocks_for", "gemm_symbol", "plan_for", "devices_at_once"]
 
-# GEMMs below this many flops run on one thread: waking OpenBLAS's workers costs more there.
+# GEMMs below this many flops run whole on one thread (waking OpenBLAS's workers costs more
+# there), untested: eager and compiled calls alike.
 MIN_FLOPS = 1 << 22
 # The bit-equality test runs the product twice; bigger products skip it (and adaptation).
 MAX_TEST_FLOPS = 1 << 31
