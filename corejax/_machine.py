@@ -1,13 +1,14 @@
 """What the machine gives this process: the cores it may run on (its affinity mask where the
 OS reports one, else the CPU count), by which kernels that split work over threads size
-their parts, and the size of a core's L2 cache, by which loops that work in blocks size
-theirs."""
+their parts, the size of a core's L2 cache, by which loops that work in blocks size theirs,
+and the CPU time spent so far (Linux's /proc), by which thread pools tell how busy the
+machine is."""
 from __future__ import annotations
 
 import functools
 import os
 
-__all__ = ["usable_cores", "l2_bytes"]
+__all__ = ["usable_cores", "l2_bytes", "stat_jiffies", "own_jiffies"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -53,3 +54,23 @@ def _l2_bytes_in(root: str) -> int:
         except ValueError:
             return _DEFAULT_L2
     return _DEFAULT_L2
+
+
+def stat_jiffies(path: str = "/proc/stat") -> tuple:
+    """(idle, all) CPU time of the whole machine so far, in clock ticks, from the first line
+    of /proc/stat: idle and iowait, and the sum of the fields before the guests' (which are
+    counted in user time already). Raises OSError or ValueError where it cannot be read."""
+    with open(path) as f:
+        fields = f.readline().split()
+    values = [int(v) for v in fields[1:9]]
+    if len(values) < 5:
+        raise ValueError(f"{path}: not a cpu line")
+    return values[3] + values[4], sum(values)
+
+
+def own_jiffies() -> int:
+    """This process's CPU time so far, user and system, in clock ticks (/proc/self/stat's
+    fields 14 and 15). Raises OSError or ValueError where it cannot be read."""
+    with open("/proc/self/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()     # (the name may hold spaces)
+    return int(fields[11]) + int(fields[12])

@@ -581,29 +581,27 @@ def test_outer_products_compile_bit_for_bit(monkeypatch, request, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("form,k", [("x @ x.T", 200), ("x.T @ x", 200), ("x @ x.T", 2000)])
+@pytest.mark.parametrize("form,k,rows", [("x @ x.T", 200, 300), ("x.T @ x", 200, 300),
+                                         ("x @ x.T", 2000, 300), ("x @ x.T", 300, 150)])
 def test_a_matrix_times_its_transpose_calls_syrk_bit_for_bit(monkeypatch, request, dtype, form,
-                                                             k):
-    """x @ x.T and x.T @ x of a (300, k) carry: NumPy's matmul sees one data pointer read both
+                                                             k, rows):
+    """x @ x.T and x.T @ x of a (rows, k) carry: NumPy's matmul sees one data pointer read both
     ways and calls cblas_?syrk (upper triangle), then copies the triangle; k = 2000 is split
     over the reduction where the executor's plan splits it (each chunk one syrk there too).
-    Where no plan passes, the executor's blocks are gemms, and so are the loop's calls."""
+    Where no plan passes, the executor makes the product in blocks over the cores, and the
+    loop stays Python-driven (`_compiled_blas`); (150, 300) @ (300, 150) is one block where no
+    plan passes: whole on one thread, syrk still, in the loop as in the executor."""
     dt = _blas_case(request, dtype, "syrk", "gemm")
-    x = np.random.RandomState(11).randn(300, k).astype(dt)
-    s = 1.0 / (300 + k)
+    x = np.random.RandomState(11).randn(rows, k).astype(dt)
+    s = 1.0 / (rows + k)
     if form == "x @ x.T":
         step, numpy_step = (lambda v: jnp.tanh(v @ v.T @ v * s),
                             lambda v: np.tanh(v @ v.T @ v * s))
     else:
         step, numpy_step = (lambda v: jnp.tanh(v @ (v.T @ v) * s),
                             lambda v: np.tanh(v @ (v.T @ v) * s))
-    from corejax.compiler import blas
-    m, kk = (300, k) if form == "x @ x.T" else (k, 300)
-    # where no plan passes, the executor makes the product in blocks, each a gemm
-    blocks = type(blas.plan_for(m, kk, m, form != "x @ x.T", form == "x @ x.T", dt)) \
-        is blas.Blocks
     _compiled_blas(monkeypatch, _scan3(step), jnp.asarray(x), lambda a: _numpy3(numpy_step, a),
-                   "call_gemm" if blocks else "call_syrk", 1e-4)
+                   "call_syrk", 1e-4)
 
 
 def test_blas_operands_laid_out_otherwise_stay_python_driven(monkeypatch):

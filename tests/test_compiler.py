@@ -747,6 +747,29 @@ def test_blocks_give_one_set_of_bits_however_they_run(m, k, n, lhs_t, rhs_t):
         np.testing.assert_array_equal(np.asarray(f(a, b)), got[None, True])
 
 
+@pytest.mark.parametrize("shape", [(8, 64, 32, 48), (3, 256, 512, 256)])
+def test_batched_products_run_each_element_whole_on_one_thread(shape):
+    """blas.batched_matmul, eagerly and under jit: each element's product whole on one
+    OpenBLAS thread (the batch shared out over the cores), whatever the batch's size."""
+    from corejax.compiler import blas
+    batch, m, k, n = shape
+    rng = np.random.default_rng(batch)
+    a = rng.standard_normal((batch, m, k)).astype(np.float32)
+    b = rng.standard_normal((batch, k, n)).astype(np.float32)
+    if blas._adaptive is None:
+        want = np.matmul(a, b)
+    else:
+        with blas._adaptive.lock:
+            want = blas._adaptive.on_threads(
+                1, lambda: np.stack([np.matmul(x, y) for x, y in zip(a, b)]))
+    np.testing.assert_array_equal(blas.batched_matmul(a, b), want)
+    np.testing.assert_array_equal(np.asarray(jnp.asarray(a) @ jnp.asarray(b)), want)
+    np.testing.assert_array_equal(np.asarray(jax.jit(jnp.matmul)(a, b)), want)
+    # a transposed operand is copied first: the same bits
+    bt = np.ascontiguousarray(b.transpose(0, 2, 1)).transpose(0, 2, 1)
+    np.testing.assert_array_equal(blas.batched_matmul(a, bt), want)
+
+
 @pytest.mark.parametrize("lhs_t,rhs_t", [(False, False), (True, False), (False, True)])
 @pytest.mark.parametrize("m,k,n", [(784, 128, 512), (128, 784, 512), (512, 128, 10)])
 def test_accumulating_gemm_gives_the_same_bits_on_one_thread_and_on_all(m, k, n, lhs_t, rhs_t):

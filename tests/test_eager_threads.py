@@ -262,3 +262,41 @@ def test_helpers_spin_long_only_while_other_processes_leave_the_cores_idle(monke
     broken = eager_threads._OthersIdle()
     broken._ok = False
     assert broken.now(2) is False
+
+
+def test_rest_sends_spinning_helpers_to_sleep_at_once(monkeypatch):
+    """eager_threads.rest (before a product on OpenBLAS's threads): helpers spinning for more
+    work, here for as long as a minute, go to sleep now; the next job wakes them."""
+    helpers = eager_kernels._helpers()
+    if helpers < 1:
+        pytest.skip("one core: no helper threads")
+    import time
+    pool = eager_threads._get_pool(helpers)
+    long = eager_threads._rounds(60.0)
+    monkeypatch.setattr(pool, "rounds", long)
+    monkeypatch.setattr(pool, "quiet_rounds", long)
+    ran = np.zeros(8)
+
+    def job(lo, hi):
+        ran[lo:hi] += 1
+
+    def settle(asleep, seconds):
+        """Whether all helpers are asleep (or all awake) within `seconds`."""
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            if (pool.sleeping == pool.n) == asleep:
+                return True
+            time.sleep(1e-3)
+        return False
+
+    # a Python job: the helpers leave their spin for it and start a minute's spin after
+    eager_threads.run_parts(job, [0, 2, 4, 6, 8], helpers)
+    assert settle(False, 2.0)
+    time.sleep(0.05)
+    assert pool.sleeping < pool.n               # (still spinning: no rest yet)
+    eager_threads.rest()
+    assert settle(True, 2.0)
+    eager_threads.run_parts(job, [0, 2, 4, 6, 8], helpers)     # a post wakes them again
+    np.testing.assert_array_equal(ran, 2.0)
+    monkeypatch.undo()
+    eager_threads.rest()                        # (back to their own spins)

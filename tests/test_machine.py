@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from corejax import _machine
 
 
@@ -45,3 +47,25 @@ def test_import_sets_openblas_spin_unless_the_user_did():
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
     assert _timeout_after_import(env) == "20"
     assert _timeout_after_import(dict(env, OPENBLAS_THREAD_TIMEOUT="26")) == "26"
+
+
+def test_cpu_times_from_proc(tmp_path):
+    """_machine.stat_jiffies: idle + iowait and all but the guests, from /proc/stat's first
+    line; own_jiffies: this process's user + system time, which a busy loop advances."""
+    import time
+    stat = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal guest guest_nice
+    stat.write_text("cpu  10 1 2 300 4 5 6 7 8 9\ncpu0 0 0 0 0 0 0 0 0 0 0\n")
+    assert _machine.stat_jiffies(str(stat)) == (304, 335)
+    stat.write_text("intr 0\n")
+    with pytest.raises(ValueError):
+        _machine.stat_jiffies(str(stat))
+    if not os.path.exists("/proc/self/stat"):
+        pytest.skip("no /proc here")
+    idle, total = _machine.stat_jiffies()
+    assert 0 <= idle <= total
+    before = _machine.own_jiffies()
+    end = time.process_time() + 0.1
+    while time.process_time() < end:
+        pass
+    assert _machine.own_jiffies() > before

@@ -380,18 +380,17 @@ class _AdaptiveBlas:
     def _run_locked(self, a, b, out, site, alpha, m, k, n):
         """run(), the caller holding `lock`."""
         timed = False
-        if _small(m, k, n):
-            chunks, mode = (0, k), 1
+        plan = None if _small(m, k, n) else self._plan_of(site, a, b, out, alpha, m, k, n)
+        if plan is None or (type(plan) is Blocks and len(plan.bounds) == 2):
+            chunks, mode = (0, k), 1        # small, or one block: whole on one thread
+        elif type(plan) is Blocks:
+            self._run_blocks(a, b, out, plan, alpha, True)
+            return
+        elif plan:
+            mode = 0 if site is None else site.mode()
+            chunks, timed = plan[mode], site is not None
         else:
-            plan = self._plan_of(site, a, b, out, alpha, m, k, n)
-            if type(plan) is Blocks:
-                self._run_blocks(a, b, out, plan, alpha, True)
-                return
-            if plan:
-                mode = 0 if site is None else site.mode()
-                chunks, timed = plan[mode], site is not None
-            else:
-                chunks, mode = (0, k), None
+            chunks, mode = (0, k), None     # a vector product with no plan: the threads
         if mode == 1:
             self._set(1)
         else:
@@ -422,7 +421,7 @@ class _AdaptiveBlas:
         a, b = _readable(a), _readable(b)
         k = a.shape[1]
         bounds = blocks.bounds
-        native = _blocks_native(out.dtype) if parallel and len(bounds) > 2 else None
+        native = _blocks_native(out.dtype) if parallel else None
         if native is not None:
             ta, tb = _transposed(a), _transposed(b)
             (fa, lda), (fb, ldb), (fc, ldc) = _flat(a, ta), _flat(b, tb), _flat(out, False)
@@ -538,28 +537,31 @@ def _accumulate(a, b, out, chunks, alpha):
                 _bounds(chunks))
 
 
-def _readable(x):
-    """x, or a C copy of it where BLAS cannot read it in place (a broadcast operand, say)."""
-    step = x.itemsize
-    s0, s1 = x.strides
-    if (s1 == step and s0 % step == 0 and s0 >= x.shape[1] * step) or \
-            (s0 == step and s1 % step == 0 and s1 >= x.shape[0] * step) or \
-            x.flags.c_contiguous or x.flags.f_contiguous:
-        return x
-    return np.ascontiguousarray(x)
-
-
-def _flat(x, transposed):
-    """(a 1-D view of x's memory from its first element, its leading dimension) for BLAS:
-    x's rows (its columns where `transposed`) are contiguous and `ld` elements apart."""
+def _leading(x, transposed):
+    """The leading dimension with which BLAS reads the 2-D matrix x in place (with its
+    transpose flag where `transposed`: its columns contiguous), or None where it cannot."""
     step = x.itemsize
     inner, outer = (x.strides[0], x.strides[1]) if transposed else (x.strides[1], x.strides[0])
     rows, cols = (x.shape[1], x.shape[0]) if transposed else x.shape
-    if inner != step or outer % step or outer < cols * step and rows > 1:
+    if (inner != step and cols > 1) or outer % step or (rows > 1 and outer < cols * step):
+        return None
+    return max(outer // step, cols, 1)
+
+
+def _readable(x):
+    """x, or a C copy of it where BLAS cannot read it in place (a broadcast operand, say)."""
+    return x if _leading(x, _transposed(x)) is not None else np.ascontiguousarray(x)
+
+
+def _flat(x, transposed):
+    """(a 1-D view of x's memory from its first element, its leading dimension) for BLAS,
+    which reads x in place (`_readable`)."""
+    ld = _leading(x, transposed)
+    if ld is None:
         raise ValueError(f"a {x.shape} matrix of strides {x.strides} BLAS cannot read in place")
-    ld = max(outer // step, cols, 1)
+    rows, cols = (x.shape[1], x.shape[0]) if transposed else x.shape
     size = (rows - 1) * ld + cols if rows and cols else 0
-    return np.lib.stride_tricks.as_strided(x, (size,), (step,)), ld
+    return np.lib.stride_tricks.as_strided(x, (size,), (x.itemsize,)), ld
 
 
 # A rough single-thread GEMM rate, to tell the helper threads whether a job of blocks is

@@ -40,6 +40,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from corejax._machine import own_jiffies, stat_jiffies
+
 __all__ = ["run_parts", "run_native", "native_source", "start", "rest", "SPIN_SECONDS",
            "QUIET_SPIN_SECONDS", "WAIT_SECONDS"]
 
@@ -413,12 +415,9 @@ class _OthersIdle:
 
     @staticmethod
     def _sample():
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:9]]
-        with open("/proc/self/stat") as f:
-            own = f.read().rsplit(")", 1)[1].split()
-        # busy = all but idle and iowait; own = utime + stime (the file's fields 14 and 15)
-        return sum(v) - v[3] - v[4], int(own[11]) + int(own[12]), sum(v)
+        """(machine busy, own, all) jiffies."""
+        idle, total = stat_jiffies()
+        return total - idle, own_jiffies(), total
 
     def now(self, ours: int) -> bool:
         """(`ours`: this process's threads, the caller and its helpers.)"""

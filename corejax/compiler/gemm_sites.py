@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+from corejax._machine import stat_jiffies
+
 __all__ = ["GemmSite"]
 
 
@@ -109,10 +111,7 @@ class _SpareCores:
             self._path = None
 
     def _sample(self):
-        with open(self._path) as f:
-            fields = f.readline().split()
-        values = [int(v) for v in fields[1:]]
-        return values[3] + values[4], sum(values[:8])   # idle + iowait; all but guests
+        return stat_jiffies(self._path)
 
     def seen(self, site) -> bool:
         if self._path is None:

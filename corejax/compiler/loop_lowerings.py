@@ -625,8 +625,12 @@ class DataLowerings(LayoutLowerings):
                                kind == "gemm" and M == N and ta != tc)
         plan = blas.plan_for(M, K, N, ta, tc, dt) if B == 1 else None
         if type(plan) is blas.Blocks:
-            # the executor's blocks: each a gemm (no block's product is square: never syrk)
-            kind = "gemm"
+            if len(plan.bounds) > 2:
+                # the executor shares the blocks out over the cores, which a loop on one
+                # thread would give up: (32, 512) @ (512, 2048) in an LSTM's scan, 64 steps,
+                # took the step 171 ms compiled, 137 ms Python-driven (Flax 107)
+                return "a product in blocks over the cores (blas.Blocks)"
+            plan = None     # one block: whole on one thread, as a small product
         symbol = {"gemm": blas.gemm_symbol, "gemv": blas.gemv_symbol,
                   "syrk": blas.syrk_symbol}[kind](dt)
         if symbol is None:
@@ -660,34 +664,11 @@ class DataLowerings(LayoutLowerings):
         # the loop's one-thread variant (loops._build) runs each product over its plan's
         # one-thread chunks on one OpenBLAS thread: the bits of the threaded variant
         one_thread = getattr(self.m, "one_thread", False)
-        if type(plan) is blas.Blocks:
-            if len(plan.bounds) > 2:
-                # the executor shares the blocks out over the cores, which a loop on one
-                # thread would give up: (32, 512) @ (512, 2048) in an LSTM's scan, 64 steps,
-                # took the step 171 ms compiled, 137 ms Python-driven (Flax 107)
-                return "a product in blocks over the cores (blas.Blocks)"
-            # the executor's one block, a gemm on one OpenBLAS thread: the loop runs on one
-            # thread
-            self.m.needs_one_thread = True
-            rows = plan.axis == 0
-            for lo, hi in zip(plan.bounds, plan.bounds[1:]):
-                if rows:    # rows lo:hi of a and of o
-                    a_off, c_off, o_off = (lo if ta else lo * K), 0, lo * N
-                    mb, nb = hi - lo, N
-                else:       # columns lo:hi of c and of o
-                    a_off, c_off, o_off = 0, (lo * K if tc else lo), lo
-                    mb, nb = M, hi - lo
-                lines.append(
-                    f"{ind}call_gemm({fn}, np.int32(101), np.int32({112 if ta else 111}), "
-                    f"np.int32({112 if tc else 111}), {I}({mb}), {I}({nb}), {I}({K}), "
-                    f"{T}(1), {a}[{a_off}:], {I}({M if ta else K}), {c}[{c_off}:], "
-                    f"{I}({K if tc else N}), {T}(0), {o}[{o_off}:], {I}({N}))")
-            return None
         if plan:
             self.m.thread_modes = True
         if plan is None:
-            # a small product: whole on one OpenBLAS thread in the executor; the loop may
-            # call it on OpenBLAS's threads only where that gives the same bits
+            # a small product (or one block): whole on one OpenBLAS thread in the executor;
+            # the loop may call it on OpenBLAS's threads only where that gives the same bits
             if not one_thread and not blas.one_thread_keeps_bits(M, K, N, ta, tc, dt,
                                                                  kind == "syrk"):
                 self.m.needs_one_thread = True
