@@ -11,6 +11,7 @@ drifts from second to second: both sides run as persistent worker processes that
 `turn` timed calls of an op (who goes first alternating, `pause` seconds between turns)
 until each made `repeats`, and each keeps the median, so a ratio compares times from the same
 seconds; rerun rows that look off with --only.
+The SPECIAL rows are jax.scipy.special's and jax.nn's functions on operands in their domains.
 The rows named *_16 are not on 1M elements but on 16 float32 (add1_16: `x + 1.0`; div2_16,
 mul_16, sub_row_16: a 4x4 less its first row, mean_16, softmax_16 over rows of 4x4, relu_16),
 where an op's dispatch overhead is all there is to time. --load [N] runs N busy-looping
@@ -39,9 +40,13 @@ BINARY = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum"
           "true_divide", "floor_divide", "nextafter", "heaviside"]
 REDUCTIONS = ["sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "all",
               "any", "cumsum", "sort", "median", "nansum", "logsumexp"]
+# jax.scipy.special and jax.nn functions, each on operands in its domain (u: (0.05, 0.95),
+# g: (0.5, 5.5), n: standard normal)
+SPECIAL = ["erf", "erfc", "erfinv", "ndtr", "ndtri", "log_ndtr", "gammaln", "digamma", "i0e",
+           "i1e", "expit", "logit", "xlogy", "sigmoid", "gelu", "softplus", "log_sigmoid"]
 OTHER = ["int_add", "int_floor_divide", "int_mod", "where", "clip", "astype_f16", "x*2+1",
          "add1_16", "div2_16", "mul_16", "sub_row_16", "mean_16", "softmax_16", "relu_16"]
-ALL = UNARY + BINARY + REDUCTIONS + OTHER
+ALL = UNARY + BINARY + REDUCTIONS + SPECIAL + OTHER
 
 
 def cases(jax, jnp, special):
@@ -52,7 +57,19 @@ def cases(jax, jnp, special):
     y = jnp.asarray(rng.random(n, dtype=np.float32) + np.float32(0.2))
     i = jnp.asarray(rng.integers(1, 100, n).astype(np.int32))
     x16, y16, x44 = x[:16], y[:16], x[:16].reshape(4, 4)
+    u = jnp.asarray(rng.random(n, dtype=np.float32) * np.float32(0.9) + np.float32(0.05))
+    g = jnp.asarray(rng.random(n, dtype=np.float32) * np.float32(5) + np.float32(0.5))
+    z = jnp.asarray(rng.standard_normal(n, dtype=np.float32))
+    domain = {"erfinv": u, "ndtri": u, "logit": u, "gammaln": g, "digamma": g, "i0e": g,
+              "i1e": g}
     out = {}
+    for name in SPECIAL:
+        f = getattr(jax.nn if name in ("sigmoid", "gelu", "softplus", "log_sigmoid")
+                    else special, name)
+        if name == "xlogy":
+            out[name] = (lambda f, a, b: lambda: f(a, b))(f, g, u)
+        else:
+            out[name] = (lambda f, a: lambda: f(a))(f, domain.get(name, z))
     for u in UNARY:
         out[u] = (lambda f: lambda: f(x))(getattr(jnp, u))
     for b in BINARY:

@@ -47,6 +47,15 @@ _ERFCX_NEAR = _coeffs32(6.221128e-05, -0.00019004059, 0.00046942494, -0.00131184
 _ERFCX_FAR = _coeffs32(0.66437566, -2.0292683, 2.4562554, -1.2068659, -0.23877405, 0.53199,
                        -0.02463225, -0.27872828, -0.00028095528, 0.5642028, -2.6779253e-07)
 _ERFC_TAIL = f32(0.5)
+# erf's own piece: erfcx(a) on 0.875 <= a <= 4 as a polynomial in (a - 2.4375), fitted to
+# minimize the largest error of exp(-a^2) * erfcx(a) = erfc(a) (that is, of erf) rather than the
+# relative one: 1.2e-9 absolute, 0.02 ulp of erf. Past 4 erf rounds to +-1.
+_ERF_MID = _coeffs32(-3.806979293585755e-05, -9.298828081227839e-05, -0.00019932347640860826,
+                     0.00023911864263936877, -0.0006874906830489635, 0.0028062700293958187,
+                     -0.00863877683877945, 0.026484370231628418, -0.0775647684931755,
+                     0.21555235981941223)
+_ERF_MID_CENTER = f32(2.4375)
+_ERF_ONE = f32(4.0)
 _LOG10E = f32(0.4342945)              # 1/ln 10 rounded, and the rest:
 _LOG10E_TAIL = f32(-1.010305e-08)
 _LOG2E_TAIL = f32(1.925963e-08)        # 1/ln 2 - _LOG2E
@@ -363,13 +372,22 @@ def _erfc_tail_f32(a):
 
 @_jit
 def erf_f32(x):
-    """The error function for float32 (<= 2 ulp)."""
+    """The error function for float32 (<= 2 ulp): below 0.875 an odd polynomial, above it
+    1 - exp(-a^2) erfcx(a) with erfcx a polynomial fitted for erf's absolute error. exp(-a^2) for
+    a^2 in [0.76, 16] needs neither exp's clamps nor its denormal scaling, so its reduction is
+    written out; a^2 is used rounded (at most 0.16 ulp of erf, at a = 1). Measured: 1.05 ulp
+    worst over 4M points of [0.8, 4.2] (the piece below 0.875 included), half the time of the
+    erfc-based form this replaced."""
     x = f32(x)
     a = abs(x)
     x2 = x * x
     small = x + x * _horner(x2, _ERF_E)
-    ac = f32(4.0) if a > f32(4.0) else a          # erf(4) rounds to 1; keeps nan
-    large = _ONE - _erfc_tail_f32(_ERFC_TAIL if ac < _ERFC_TAIL else ac)
+    ac = _ERF_ONE if a > _ERF_ONE else a          # keeps nan
+    s = ac * ac
+    kf = _rint(-s * _LOG2E)                       # in [-24, -1]
+    r = -s - kf * _LN2_HI - kf * _LN2_LO
+    e = _exp_poly_f32(r) * i32_as_f32((np.int32(kf) + 127) << 23)
+    large = _fma(-e, _horner(ac - _ERF_MID_CENTER, _ERF_MID), _ONE)
     large = large if x > _ZERO else -large
     return small if a < _ERF_SMALL else large
 
