@@ -123,6 +123,17 @@ def _digamma_ref(x):
     return np.where((x <= 0) & (x == np.floor(x)), np.nan, out)
 
 
+def _ndtri_ref(x):
+    """SciPy's ndtri (float64, within 6e-16 relative of mpmath's quantile), with JAX's special
+    values spelled out: -inf at +-0, inf at 1, +0 at 1/2, nan outside [0, 1] (SciPy agrees)."""
+    import scipy.special
+    with np.errstate(all="ignore"):
+        out = scipy.special.ndtri(x)
+    out = np.where((x >= 0) & (x <= 1), out, np.nan)
+    out = np.where(x == 0, -np.inf, np.where(x == 1, np.inf, out))
+    return np.where(x == 0.5, 0.0, out)
+
+
 def _long(fn):
     return lambda x: fn(x.astype(np.longdouble))
 
@@ -140,6 +151,7 @@ REFERENCES_F32 = {
     fm.softplus_f32: lambda x: np.logaddexp(x, 0.0),
     fm.erf_f32: lambda x: _erf(x).astype(np.float64),
     fm.erfc_f32: lambda x: _erfc(x).astype(np.float64),
+    fm.erfcx_f32: lambda x: _scipy_special("erfcx")(x),
     fm.erf_inv_f32: lambda x: _erf_inv_np(x.astype(np.float64)),
     fm.sin_f32: np.sin,
     fm.cos_f32: np.cos,
@@ -157,6 +169,7 @@ REFERENCES_F32 = {
     fm.bessel_i0e_f32: lambda x: _scipy_special("i0e")(x),
     # (odd: -0 at -0, as JAX's; SciPy gives +0)
     fm.bessel_i1e_f32: lambda x: np.copysign(_scipy_special("i1e")(x), x),
+    fm.ndtri_f32: _ndtri_ref,
 }
 
 
@@ -249,6 +262,25 @@ def test_digamma_next_to_its_positive_zero():
                   fm.ULP_BOUNDS[fm.digamma_f32])
 
 
+def test_ndtri_next_to_one_half_below_one_and_at_denormals():
+    # The whole-range sweep has only 279 points in [0.49, 0.51] (x small, from q = p - 1/2) and 8
+    # in [1 - 2^-10, 1) (x up to 5.3, from 1 - p); here every 3rd float32 of the first, every
+    # float32 of the second and every 64th positive denormal (x down to -14.12): 0.50006,
+    # 0.49997 and 0.50010 ulp worst. (Every float32 in [0, 1], once: 0.50014 ulp worst.)
+    lo, hi = np.float32(0.49).view(np.int32), np.float32(0.51).view(np.int32)
+    near_half = np.arange(lo, hi + 1, 3, dtype=np.int32).view(np.float32)
+    below_one = np.arange(np.float32(1 - 2 ** -10).view(np.int32),
+                          np.float32(1.0).view(np.int32), dtype=np.int32).view(np.float32)
+    denormals = np.arange(1, 2 ** 23, 64, dtype=np.int32).view(np.float32)
+    for x in (near_half, below_one, denormals):
+        check_against(fm.ndtri_f32, x, _ndtri_ref(x.astype(np.float64)),
+                      fm.ULP_BOUNDS[fm.ndtri_f32])
+    # odd symmetry where 1 - p is a float32 (p >= 1/2): x(1 - p) = -x(p) exactly
+    p = below_one
+    assert np.array_equal(evaluate(fm.ndtri_f32, (1 - p).astype(np.float32)),
+                          -evaluate(fm.ndtri_f32, p))
+
+
 def test_every_table_entry_has_a_reference_and_bound():
     for fn in list(fm.FAST_UNARY.values()) + list(fm.FAST_BINARY.values()):
         assert fn in fm.ULP_BOUNDS
@@ -307,6 +339,8 @@ SPECIAL = [
     (fm.softplus_f32, [(np.inf, np.inf), (-np.inf, 0.0), (np.nan, np.nan), (1e4, 1e4)]),
     (fm.erf_f32, [(np.inf, 1.0), (-np.inf, -1.0), (np.nan, np.nan), (-0.0, -0.0), (0.0, 0.0)]),
     (fm.erfc_f32, [(np.inf, 0.0), (-np.inf, 2.0), (np.nan, np.nan), (0.0, 1.0), (11.0, 0.0)]),
+    (fm.erfcx_f32, [(np.inf, 0.0), (-np.inf, np.inf), (np.nan, np.nan), (0.0, 1.0), (-0.0, 1.0),
+                    (-9.4, np.inf), (1e38, 5.6418967e-39), (3.4028235e38, 1.6580037e-39)]),
     (fm.sin_f32, [(np.inf, np.nan), (-np.inf, np.nan), (np.nan, np.nan), (-0.0, -0.0),
                   (1e-45, 1e-45)]),
     (fm.cos_f32, [(np.inf, np.nan), (np.nan, np.nan), (-0.0, 1.0), (1e-45, 1.0)]),
@@ -328,6 +362,9 @@ SPECIAL = [
                          (np.nan, np.nan), (1e-45, 1.0)]),
     (fm.bessel_i1e_f32, [(0.0, 0.0), (-0.0, -0.0), (np.inf, 0.0), (-np.inf, -0.0),
                          (np.nan, np.nan), (1e-45, 0.0)]),
+    (fm.ndtri_f32, [(0.0, -np.inf), (-0.0, -np.inf), (1.0, np.inf), (0.5, 0.0), (-1e-45, np.nan),
+                    (1.0000001, np.nan), (np.inf, np.nan), (-np.inf, np.nan), (np.nan, np.nan),
+                    (1e-45, -14.121427), (0.99999994, 5.294704), (0.0625, -1.5341206)]),
     (fm.acosh_f32, [(1.0, 0.0), (0.99999994, np.nan), (-1.0, np.nan), (np.inf, np.inf),
                     (-np.inf, np.nan), (np.nan, np.nan), (3.4028235e38, 89.415985)]),
     (fm.acos_f32, [(1.0, 0.0), (-1.0, np.float32(np.pi)), (0.0, np.float32(np.pi / 2)),

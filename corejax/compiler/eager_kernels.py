@@ -12,7 +12,9 @@ constant folding under jit (compiler/passes.py) evaluates them the same way.
 `PRIMITIVES` lists the elementwise primitives whose lowering is not bit-identical to their NumPy
 impl; arithmetic, comparisons, sqrt, floor/ceil/round, rem, nextafter, max/min stay on NumPy
 (IEEE-exact on both sides, and NumPy runs them on broadcast views without copying), as do the
-special functions of lax/special.py, whose impl already runs the same compiled scalar code.
+special functions of lax/special.py, whose impl already runs the same compiled scalar code,
+except those with a float32 kernel in fastmath (digamma, bessel_i0e/i1e, erfcx, ndtri), which
+are listed.
 (`FAST`, further down, lists primitives whose NumPy impl is slow on large operands: those run
 compiled loops with the NumPy impl's own bits above FAST_MIN_SIZE; `REDUCTIONS`, at the end,
 the float sums that run NumPy's pairwise order compiled, compiler/eager_sums.py.) Long loops
@@ -42,7 +44,8 @@ __all__ = ["PRIMITIVES", "runner", "evaluate", "install"]
 PRIMITIVES = frozenset({
     "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin",
     "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "pow",
-    "atan2", "cbrt", "rsqrt", "lgamma", "digamma", "bessel_i0e", "bessel_i1e"})
+    "atan2", "cbrt", "rsqrt", "lgamma", "digamma", "bessel_i0e", "bessel_i1e", "erfcx",
+    "ndtri"})
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
