@@ -12,9 +12,9 @@ constant folding under jit (compiler/passes.py) evaluates them the same way.
 `PRIMITIVES` lists the elementwise primitives whose lowering is not bit-identical to their NumPy
 impl; arithmetic, comparisons, sqrt, floor/ceil/round, rem, nextafter, max/min stay on NumPy
 (IEEE-exact on both sides, and NumPy runs them on broadcast views without copying), as do the
-special functions of lax/special.py, whose impl already runs the same compiled scalar code,
-except those with a float32 kernel in fastmath (digamma, bessel_i0e/i1e, erfcx, ndtri), which
-are listed.
+special functions of lax/special.py, whose impl runs the same compiled scalar code but on
+one thread: they are listed too, so that long loops of them split over the cores (those with
+a float32 kernel in fastmath, digamma, bessel_i0e/i1e, erfcx and ndtri, run it).
 (`FAST`, further down, lists primitives whose NumPy impl is slow on large operands: those run
 compiled loops with the NumPy impl's own bits above FAST_MIN_SIZE; `REDUCTIONS`, at the end,
 the float sums that run NumPy's pairwise order compiled, compiler/eager_sums.py.) Long loops
@@ -45,7 +45,8 @@ PRIMITIVES = frozenset({
     "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin",
     "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "pow",
     "atan2", "cbrt", "rsqrt", "lgamma", "digamma", "bessel_i0e", "bessel_i1e", "erfcx",
-    "ndtri"})
+    "ndtri", "igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "random_gamma_grad_da",
+    "polygamma", "zeta", "zeta_ds", "betaln", "regularized_incomplete_beta"})
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 

@@ -276,6 +276,49 @@ def _gamma_fraction(a, x):
 
 
 @_jit
+def _gamma_series_value(a, x):
+    """S of _gamma_series alone (P(a, x) = K S), without the derivative sums: their digamma
+    and trigamma starts cost more than the series itself."""
+    t = 1.0 / a
+    s = t
+    r = a
+    for _ in range(_MAX_TERMS):
+        r += 1.0
+        t *= x / r
+        s += t
+        if t <= _EPS * s:
+            return s
+    return _NAN
+
+
+@_jit
+def _gamma_fraction_value(a, x):
+    """F of _gamma_fraction alone (Q(a, x) = K F): the same recurrences for A_k and B_k,
+    stopped when F has converged."""
+    a_prev, a_cur = 1.0, x + 1.0 - a
+    b_prev, b_cur = 0.0, 1.0
+    f = b_cur / a_cur
+    for k in range(1, _MAX_TERMS):
+        ak = k * (a - k)
+        bk = x + 2.0 * k + 1.0 - a
+        a_new = bk * a_cur + ak * a_prev
+        b_new = bk * b_cur + ak * b_prev
+        a_prev, a_cur, b_prev, b_cur = a_cur, a_new, b_cur, b_new
+        if abs(a_cur) > 1e100:
+            a_prev *= 1e-100
+            a_cur *= 1e-100
+            b_prev *= 1e-100
+            b_cur *= 1e-100
+        if a_cur == 0.0:
+            continue
+        f_new = b_cur / a_cur
+        if abs(f_new - f) <= _EPS * abs(f_new):
+            return f_new
+        f = f_new
+    return _NAN
+
+
+@_jit
 def _lgamma1p(a):
     """log Gamma(1 + a), accurate for small |a| (1 + a would round a away)."""
     if abs(a) >= 0.5:
@@ -339,9 +382,9 @@ def igamma(a, x):
     if a == 0.0 or math.isinf(x):
         return 1.0
     if _use_series(a, x):
-        s = _gamma_series(a, x)[0]
+        s = _gamma_series_value(a, x)
         return s * math.exp(_log_prefactor(a, x))
-    f = _gamma_fraction(a, x)[0]
+    f = _gamma_fraction_value(a, x)
     return 1.0 - f * math.exp(_log_prefactor(a, x))
 
 
@@ -357,9 +400,9 @@ def igammac(a, x):
     if a < 1.0 and x < a + 1.0:
         return _igammac_small_a(a, x)
     if _use_series(a, x):
-        s = _gamma_series(a, x)[0]
+        s = _gamma_series_value(a, x)
         return 1.0 - s * math.exp(_log_prefactor(a, x))
-    f = _gamma_fraction(a, x)[0]
+    f = _gamma_fraction_value(a, x)
     return f * math.exp(_log_prefactor(a, x))
 
 
