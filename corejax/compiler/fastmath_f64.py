@@ -1,5 +1,5 @@
 """float64 functions of corejax.compiler.fastmath, and the float32 ones computed in float64
-(pow, atanh, acosh, digamma, bessel_i0e, bessel_i1e, ndtri)."""
+(pow, atanh, acosh, digamma, lgamma, bessel_i0e, bessel_i1e, ndtri)."""
 import math
 
 import numpy as np
@@ -281,6 +281,69 @@ def digamma_f32(x):
     psi = t * _horner(t, _DIGAMMA_AT_ROOT) if abs(t) < f64(2.0 ** -9) else psi
     pole = (d <= f64(0.0)) & (r == f64(0.0))
     return f32(_NAN64 if pole else psi)
+
+
+# float32 log-gamma, through float64. Below 0 reflection, lgamma(x) = log(pi / |sin(pi x)|) -
+# lgamma(y), y = 1 - x (|sin(pi x)| from x's exact distance r to the nearest integer, as in
+# digamma_f32); else y = x. With n = rint(y) and t = y - n (exact, |t| <= 1/2), for n <= 7:
+# lgamma(y) = lgamma(2 + t) + log P, P = (y - 1)(y - 2)...(y - n + 2) (five fixed steps with
+# selects), or - log P with P = y (n = 1), y (y + 1) (n = 0); lgamma(2 + t) = t * Q(t), Q of
+# degree 15 fitted as above for relative error (8.7e-16 with the float64 coefficients), so the
+# zeros at 1 (t Q(t) - log y, log exact near 1) and 2 are exact and keep relative accuracy.
+# Reflected, the two logs are one, log(pi / (|sin| P^+-1)) - lgamma(2 + t), both small near
+# the first negative zeros (at -2.457: 0.255 each), so the result is accurate in absolute terms
+# there (within 5.2e-16 of mpmath next to the five zeros above -4.5). Beyond n = 7 (y >= 7.5)
+# Stirling's series, lgamma(y) = (y - 1/2)(log y - 1) + (log(2 pi) - 1) / 2 + sum_k B_2k /
+# (2k (2k - 1) y^(2k - 1)), k <= 9 (the next term is below 4e-17 at 7.5). Poles (+-0, negative
+# integers, -inf) give inf. No branch depends on the value: LLVM vectorizes the loop. Measured:
+# 0.50 ulp over tests/test_fastmath.py's inputs and every 64th float32 bit pattern against SciPy,
+# 0.50 ulp over the 40,001 floats nearest each of 1, 2 and the sixteen negative zeros above -10
+# against mpmath.
+_LGAMMA_CORE = (1.2980069430100085e-06, -2.5526884157378124e-06, 4.1784499708872555e-06,
+                -9.222611640810803e-06, 2.0564427537266886e-05, -4.497284107887597e-05,
+                9.94482044945148e-05, -0.00022314926603023196, 0.0005096703754206607,
+                -0.0011927542610891573, 0.0028905102896773435, -0.007385551017811151,
+                0.020580808428675018, -0.06735230105332617, 0.32246703342410754,
+                0.4227843350984674)
+_LGAMMA_STIRLING = (43867.0 / 244188.0, -3617.0 / 122400.0, 1.0 / 156.0, -691.0 / 360360.0,
+                    1.0 / 1188.0, -1.0 / 1680.0, 1.0 / 1260.0, -1.0 / 360.0, 1.0 / 12.0)
+_HALF_LOG_2PI_M_HALF64 = f64(0.5 * math.log(2.0 * math.pi) - 0.5)
+_LGAMMA_SHIFT_MAX = f64(7.0)
+
+
+@_jit
+def lgamma_f32(x):
+    """log|Gamma(x)| for float32 (<= 1 ulp); inf at the poles (0, -0, -1, -2, ...), at +-inf
+    and past 4.08e36."""
+    d = f64(f32(x))
+    r = d - _rint(d)                             # exact, in [-1/2, 1/2]
+    ar = abs(r)
+    far = ar > f64(0.25)
+    s = _PI64 * ((_HALF64 - ar) if far else ar)
+    s2 = s * s
+    sn = s + s * (s2 * _horner(s2, _SIN_TAYLOR))
+    cs = _ONE64 + s2 * _horner(s2, _COS_TAYLOR)
+    sin_pi = cs if far else sn                   # |sin(pi x)|
+    reflect = d < _ZERO64
+    y = _ONE64 - d if reflect else d             # exact unless |x| < 2^-29 (then harmless)
+    n = _rint(y)
+    t = y - n                                    # exact, in [-1/2, 1/2]
+    big = n > _LGAMMA_SHIFT_MAX
+    up = n < _TWO64
+    p = y * (y + _ONE64) if n == _ZERO64 else y
+    p = _ONE64 if n >= _TWO64 else p
+    for k in range(1, 6):                        # (y - 1)...(y - n + 2) for 3 <= n <= 7
+        p = p * (y - f64(k)) if (f64(k) + _TWO64 <= n) & (n <= _LGAMMA_SHIFT_MAX) else p
+    iy = _ONE64 / y
+    stirling = ((y - _HALF64) * (log_f64(y) - _ONE64) + _HALF_LOG_2PI_M_HALF64
+                + iy * _horner(iy * iy, _LGAMMA_STIRLING))
+    g = stirling if big else t * _horner(t, _LGAMMA_CORE)    # lgamma(y) = g +- log P
+    num = p if up else _ONE64
+    den = _ONE64 if up else p
+    la = log_f64((_PI64 * num) / (sin_pi * den) if reflect else p)
+    lg = la - g if reflect else (g - la if up else g + la)
+    pole = (d <= _ZERO64) & ((r == _ZERO64) | (d == -_INF64))
+    return f32(_INF64 if pole else lg)
 
 
 # float32 exponentially scaled modified Bessel functions of order 0 and 1, through float64.
