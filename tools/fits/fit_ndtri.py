@@ -21,7 +21,6 @@ smallest maximum error (measured with the float64 monomial coefficients, evaluat
 float64) is kept. Each fit is then checked on 4000 random points of its interval against fresh
 mpmath values, and Q is checked to have no zero on the interval.
 """
-import math
 
 import mpmath as mp
 import numpy as np
