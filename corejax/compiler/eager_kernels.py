@@ -10,11 +10,11 @@ primitive's own elementwise lowering rule, the very expression a fused kernel in
 constant folding under jit (compiler/passes.py) evaluates them the same way.
 
 `PRIMITIVES` lists the elementwise primitives whose lowering is not bit-identical to their NumPy
-impl; arithmetic, comparisons, sqrt, floor/ceil/round, rem, nextafter, max/min stay on NumPy
-(IEEE-exact on both sides, and NumPy runs them on broadcast views without copying), as do the
-special functions of lax/special.py, whose impl runs the same compiled scalar code but on
-one thread: they are listed too, so that long loops of them split over the cores (those with
-a float32 kernel in fastmath, digamma, bessel_i0e/i1e, erfcx and ndtri, run it).
+impl, and the special functions of lax/special.py: their impl runs the lowering's own scalar
+code, but on one thread, and listed here their long loops split over the cores (on float32,
+digamma, lgamma, bessel_i0e/i1e, erfcx and ndtri run fastmath's kernels, as jit does).
+Arithmetic, comparisons, sqrt, floor/ceil/round, rem, nextafter, max/min stay on NumPy
+(IEEE-exact on both sides, and NumPy runs them on broadcast views without copying).
 (`FAST`, further down, lists primitives whose NumPy impl is slow on large operands: those run
 compiled loops with the NumPy impl's own bits above FAST_MIN_SIZE; `REDUCTIONS`, at the end,
 the float sums that run NumPy's pairwise order compiled, compiler/eager_sums.py.) Long loops
