@@ -12,6 +12,7 @@ from corejax.custom_derivatives import custom_jvp
 from corejax.lax import _special_host
 from corejax.lax import special as lax_special
 from corejax.numpy._core import promote_dtypes_inexact
+from corejax.numpy._eager_fusion import fuse_eagerly
 from corejax.scipy._special_gamma import promote_inexact_broadcast, strong
 import corejax.numpy as jnp
 
@@ -29,6 +30,7 @@ def _float32_or_64(x, message_tail=", see docstring for supported types."):
     return strong(x)
 
 
+@fuse_eagerly(1)
 def ndtr(x):
     """The standard normal distribution function Phi(x) (float32 / float64 only)."""
     x = _float32_or_64(x)

@@ -12,6 +12,7 @@ from corejax.core import get_aval
 from corejax.custom_derivatives import custom_jvp
 from corejax.lax import _special_host
 from corejax.numpy._core import promote_dtypes_inexact
+from corejax.numpy._eager_fusion import fuse_eagerly
 from corejax.scipy._special_gamma import promote_inexact_broadcast, strong
 import corejax.numpy as jnp
 
@@ -43,6 +44,7 @@ def entr(x):
     return jnp.where(x < 0, jnp.full_like(x, -jnp.inf), -_xlogx(x))
 
 
+@fuse_eagerly(2)
 def rel_entr(p, q):
     """p log(p / q) for p, q > 0; 0 for p == 0 <= q; inf otherwise."""
     p, q = promote_inexact_broadcast(p, q)

@@ -5,6 +5,7 @@ from corejax import lax
 from corejax.core import get_aval
 from corejax.custom_derivatives import custom_jvp
 from corejax.numpy._core import canonicalize_axes, promote_dtypes_inexact
+from corejax.numpy._eager_fusion import fuse_eagerly
 import corejax.numpy as jnp
 
 __all__ = ["logsumexp", "erf", "erfc", "erfinv", "expit", "logit", "gammaln", "xlogy", "xlog1py",
@@ -60,6 +61,7 @@ def expit(x):
     return lax.logistic(x)
 
 
+@fuse_eagerly(1)
 def logit(x):
     (x,) = promote_dtypes_inexact(x)
     return jnp.log(x / (1 - x))
