@@ -248,18 +248,28 @@ _SIN_TAYLOR = tuple((-1.0) ** k / math.factorial(2 * k + 1) for k in range(8, 0,
 _COS_TAYLOR = tuple((-1.0) ** k / math.factorial(2 * k) for k in range(8, 0, -1))
 
 
+
 @_jit
-def digamma_f32(x):
-    """digamma (psi) for float32 (<= 1 ulp); nan at the poles (0, -1, -2, ...) and at -inf,
-    inf at +inf."""
-    d = f64(f32(x))
-    r = d - _rint(d)                             # exact, in [-1/2, 1/2]
+def _sin_cos_pi_distance(d):
+    """(r, far, sn, cs) for the float64 value d of a float32: r = d - rint(d), exact in
+    [-1/2, 1/2]; sn and cs the sine and cosine, to float64 accuracy, of pi |r| where |r| <= 1/4
+    (far False), of pi (1/2 - |r|) beyond (far True): sin(pi |r|) is `cs if far else sn`, and
+    cos(pi |r|) `sn if far else cs`."""
+    r = d - _rint(d)
     ar = abs(r)
     far = ar > f64(0.25)
     s = _PI64 * ((_HALF64 - ar) if far else ar)
     s2 = s * s
     sn = s + s * (s2 * _horner(s2, _SIN_TAYLOR))
     cs = _ONE64 + s2 * _horner(s2, _COS_TAYLOR)
+    return r, far, sn, cs
+
+@_jit
+def digamma_f32(x):
+    """digamma (psi) for float32 (<= 1 ulp); nan at the poles (0, -1, -2, ...) and at -inf,
+    inf at +inf."""
+    d = f64(f32(x))
+    r, far, sn, cs = _sin_cos_pi_distance(d)
     cot = _PI64 * (sn if far else cs) / (cs if far else sn)    # pi / tan(pi |r|)
     cot = -cot if r < f64(0.0) else cot
     reflect = d < _HALF64
@@ -316,13 +326,7 @@ def lgamma_f32(x):
     """log|Gamma(x)| for float32 (<= 1 ulp); inf at the poles (0, -0, -1, -2, ...), at +-inf
     and past 4.08e36."""
     d = f64(f32(x))
-    r = d - _rint(d)                             # exact, in [-1/2, 1/2]
-    ar = abs(r)
-    far = ar > f64(0.25)
-    s = _PI64 * ((_HALF64 - ar) if far else ar)
-    s2 = s * s
-    sn = s + s * (s2 * _horner(s2, _SIN_TAYLOR))
-    cs = _ONE64 + s2 * _horner(s2, _COS_TAYLOR)
+    r, far, sn, cs = _sin_cos_pi_distance(d)
     sin_pi = cs if far else sn                   # |sin(pi x)|
     reflect = d < _ZERO64
     y = _ONE64 - d if reflect else d             # exact unless |x| < 2^-29 (then harmless)
