@@ -194,25 +194,32 @@ def polygamma(n, x):
 
 
 @_jit
-def _gamma_series(a, x):
+def _gamma_series(a, x, derivatives):
     """(S, G, H): P(a, x) = K S, dP/da = K G and d2P/da2 = K H, K = x^a e^-x / Gamma(a), where
     t_n = x^n / (a (a+1) ... (a+n)), S = sum_n t_n, G = sum_n t_n (log x - psi(a + n + 1)),
-    H = sum_n t_n ((log x - psi(a + n + 1))^2 - psi'(a + n + 1)). nan when the series has not
-    converged in _MAX_TERMS terms (a beyond ~1e6 near x = a)."""
-    log_x = math.log(x)
+    H = sum_n t_n ((log x - psi(a + n + 1))^2 - psi'(a + n + 1)); G = H = 0 unless
+    `derivatives` (their digamma and trigamma starts cost more than S itself). nan when the
+    series has not converged in _MAX_TERMS terms (a beyond ~1e6 near x = a)."""
     t = 1.0 / a
-    psi = digamma(a + 1.0)
-    psi1 = zeta(2.0, a + 1.0)
     s = t
-    g = t * (log_x - psi)
-    h = t * ((log_x - psi) ** 2 - psi1)
+    log_x = psi = psi1 = g = h = 0.0
+    if derivatives:
+        log_x = math.log(x)
+        psi = digamma(a + 1.0)
+        psi1 = zeta(2.0, a + 1.0)
+        g = t * (log_x - psi)
+        h = t * ((log_x - psi) ** 2 - psi1)
     r = a
     for _ in range(_MAX_TERMS):
         r += 1.0
-        psi += 1.0 / r
-        psi1 -= 1.0 / (r * r)
         t *= x / r
         s += t
+        if not derivatives:
+            if t <= _EPS * s:
+                return s, 0.0, 0.0
+            continue
+        psi += 1.0 / r
+        psi1 -= 1.0 / (r * r)
         dg = t * (log_x - psi)
         g += dg
         dh = t * ((log_x - psi) ** 2 - psi1)
@@ -223,10 +230,11 @@ def _gamma_series(a, x):
 
 
 @_jit
-def _gamma_fraction(a, x):
+def _gamma_fraction(a, x, derivatives):
     """(F, dF/da, d2F/da2) for Q(a, x) = K F, F = 1 / (x+1-a - 1(1-a) / (x+3-a - 2(2-a) / ...)),
-    by Wallis' recurrences A_k = b_k A_k-1 + a_k A_k-2 (B alike) carried with their first and
-    second derivatives in `a` (db_k = -1, da_k = k), rescaled against overflow."""
+    by Wallis' recurrences A_k = b_k A_k-1 + a_k A_k-2 (B alike), with `derivatives` carried
+    with their first and second derivatives in `a` (db_k = -1, da_k = k; else those are 0 and
+    F stops when it alone has converged), rescaled against overflow."""
     a_prev, a_cur = 1.0, x + 1.0 - a
     b_prev, b_cur = 0.0, 1.0
     da_prev, da_cur = 0.0, -1.0
@@ -234,36 +242,43 @@ def _gamma_fraction(a, x):
     d2a_prev, d2a_cur = 0.0, 0.0
     d2b_prev, d2b_cur = 0.0, 0.0
     f = b_cur / a_cur
-    df = (db_cur - f * da_cur) / a_cur
+    df = (db_cur - f * da_cur) / a_cur if derivatives else 0.0
     d2f = 0.0
     for k in range(1, _MAX_TERMS):
         ak = k * (a - k)
         bk = x + 2.0 * k + 1.0 - a
+        if derivatives:
+            da_new = -a_cur + bk * da_cur + k * a_prev + ak * da_prev
+            db_new = -b_cur + bk * db_cur + k * b_prev + ak * db_prev
+            d2a_new = -2.0 * da_cur + bk * d2a_cur + 2.0 * k * da_prev + ak * d2a_prev
+            d2b_new = -2.0 * db_cur + bk * d2b_cur + 2.0 * k * db_prev + ak * d2b_prev
+            da_prev, da_cur, db_prev, db_cur = da_cur, da_new, db_cur, db_new
+            d2a_prev, d2a_cur, d2b_prev, d2b_cur = d2a_cur, d2a_new, d2b_cur, d2b_new
         a_new = bk * a_cur + ak * a_prev
         b_new = bk * b_cur + ak * b_prev
-        da_new = -a_cur + bk * da_cur + k * a_prev + ak * da_prev
-        db_new = -b_cur + bk * db_cur + k * b_prev + ak * db_prev
-        d2a_new = -2.0 * da_cur + bk * d2a_cur + 2.0 * k * da_prev + ak * d2a_prev
-        d2b_new = -2.0 * db_cur + bk * d2b_cur + 2.0 * k * db_prev + ak * d2b_prev
         a_prev, a_cur, b_prev, b_cur = a_cur, a_new, b_cur, b_new
-        da_prev, da_cur, db_prev, db_cur = da_cur, da_new, db_cur, db_new
-        d2a_prev, d2a_cur, d2b_prev, d2b_cur = d2a_cur, d2a_new, d2b_cur, d2b_new
         if abs(a_cur) > 1e100:
             a_prev *= 1e-100
             a_cur *= 1e-100
             b_prev *= 1e-100
             b_cur *= 1e-100
-            da_prev *= 1e-100
-            da_cur *= 1e-100
-            db_prev *= 1e-100
-            db_cur *= 1e-100
-            d2a_prev *= 1e-100
-            d2a_cur *= 1e-100
-            d2b_prev *= 1e-100
-            d2b_cur *= 1e-100
+            if derivatives:
+                da_prev *= 1e-100
+                da_cur *= 1e-100
+                db_prev *= 1e-100
+                db_cur *= 1e-100
+                d2a_prev *= 1e-100
+                d2a_cur *= 1e-100
+                d2b_prev *= 1e-100
+                d2b_cur *= 1e-100
         if a_cur == 0.0:
             continue
         f_new = b_cur / a_cur
+        if not derivatives:
+            if abs(f_new - f) <= _EPS * abs(f_new):
+                return f_new, 0.0, 0.0
+            f = f_new
+            continue
         df_new = (db_cur - f_new * da_cur) / a_cur
         d2f_new = (d2b_cur - 2.0 * df_new * da_cur - f_new * d2a_cur) / a_cur
         # (the second derivative settles at rounding noise a few ulps wide)
@@ -273,49 +288,6 @@ def _gamma_fraction(a, x):
         if done:
             return f, df, d2f
     return _NAN, _NAN, _NAN
-
-
-@_jit
-def _gamma_series_value(a, x):
-    """S of _gamma_series alone (P(a, x) = K S), without the derivative sums: their digamma
-    and trigamma starts cost more than the series itself."""
-    t = 1.0 / a
-    s = t
-    r = a
-    for _ in range(_MAX_TERMS):
-        r += 1.0
-        t *= x / r
-        s += t
-        if t <= _EPS * s:
-            return s
-    return _NAN
-
-
-@_jit
-def _gamma_fraction_value(a, x):
-    """F of _gamma_fraction alone (Q(a, x) = K F): the same recurrences for A_k and B_k,
-    stopped when F has converged."""
-    a_prev, a_cur = 1.0, x + 1.0 - a
-    b_prev, b_cur = 0.0, 1.0
-    f = b_cur / a_cur
-    for k in range(1, _MAX_TERMS):
-        ak = k * (a - k)
-        bk = x + 2.0 * k + 1.0 - a
-        a_new = bk * a_cur + ak * a_prev
-        b_new = bk * b_cur + ak * b_prev
-        a_prev, a_cur, b_prev, b_cur = a_cur, a_new, b_cur, b_new
-        if abs(a_cur) > 1e100:
-            a_prev *= 1e-100
-            a_cur *= 1e-100
-            b_prev *= 1e-100
-            b_cur *= 1e-100
-        if a_cur == 0.0:
-            continue
-        f_new = b_cur / a_cur
-        if abs(f_new - f) <= _EPS * abs(f_new):
-            return f_new
-        f = f_new
-    return _NAN
 
 
 @_jit
@@ -382,9 +354,9 @@ def igamma(a, x):
     if a == 0.0 or math.isinf(x):
         return 1.0
     if _use_series(a, x):
-        s = _gamma_series_value(a, x)
+        s = _gamma_series(a, x, False)[0]
         return s * math.exp(_log_prefactor(a, x))
-    f = _gamma_fraction_value(a, x)
+    f = _gamma_fraction(a, x, False)[0]
     return 1.0 - f * math.exp(_log_prefactor(a, x))
 
 
@@ -400,9 +372,9 @@ def igammac(a, x):
     if a < 1.0 and x < a + 1.0:
         return _igammac_small_a(a, x)
     if _use_series(a, x):
-        s = _gamma_series_value(a, x)
+        s = _gamma_series(a, x, False)[0]
         return 1.0 - s * math.exp(_log_prefactor(a, x))
-    f = _gamma_fraction_value(a, x)
+    f = _gamma_fraction(a, x, False)[0]
     return f * math.exp(_log_prefactor(a, x))
 
 
@@ -410,8 +382,8 @@ def igammac(a, x):
 def _gamma_a_derivative_ratio(a, x):
     """-(dP/da) / (dP/dx): how a Gamma(a) sample x moves with a (random_gamma_grad)."""
     if _use_series(a, x):
-        return -x * _gamma_series(a, x)[1]
-    f, df, _ = _gamma_fraction(a, x)
+        return -x * _gamma_series(a, x, True)[1]
+    f, df, _ = _gamma_fraction(a, x, True)
     return x * (f * (math.log(x) - digamma(a)) + df)
 
 
@@ -456,9 +428,9 @@ def random_gamma_grad_da(a, x):
     log_x = math.log(x)
     ratio = _gamma_a_derivative_ratio(a, x)
     if _use_series(a, x):
-        second = x * _gamma_series(a, x)[2]                  # d2P/da2 / (dP/dx)
+        second = x * _gamma_series(a, x, True)[2]                  # d2P/da2 / (dP/dx)
     else:
-        f, df, d2f = _gamma_fraction(a, x)
+        f, df, d2f = _gamma_fraction(a, x, True)
         lp = log_x - digamma(a)
         second = -x * (f * (lp * lp - zeta(2.0, a)) + 2.0 * df * lp + d2f)
     return -second - ratio * (log_x - digamma(a))
