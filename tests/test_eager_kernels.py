@@ -424,6 +424,28 @@ def test_split_kernels_give_the_unsplit_bits(split_everything, name):
     assert _exact(_fast("select_n", [x > y, x, y]), lax.select_n_p.impl(x > y, x, y))
 
 
+
+def test_special_functions_run_split_kernels_with_their_impls_bits(split_everything):
+    """lax/special.py's primitives ask for eager kernels through their lowering rules
+    (`eager_kernel`): long eager loops of them run compiled and split, with the bits of their
+    impl (the same float64 scalar code on one thread, rounded once)."""
+    marked = {p.name: p for p, rule in registry.elementwise_lowerings.items()
+              if getattr(rule, "eager_kernel", False)}
+    assert {"igamma", "igammac", "zeta", "ndtri", "digamma",
+            "regularized_incomplete_beta"} <= set(marked)
+    rng = np.random.default_rng(11)
+    n = 5_001
+    for dt in (np.float32, np.float64):
+        a = (rng.random(n) * 5 + 0.1).astype(dt)
+        x = (rng.random(n) * 8).astype(dt)
+        cases = [("igamma", [a, x]), ("igammac", [a, x]), ("zeta", [a + dt(1.5), x + dt(0.1)])]
+        if dt is np.float64:        # (float32 ndtri runs fastmath's kernel, not the impl's)
+            cases.append(("ndtri", [(x / 8).astype(dt)]))
+        for name, args in cases:
+            split = eager_kernels.evaluate(marked[name], args, {})
+            assert split is not None, name
+            assert _exact(split, marked[name].impl(*args)), (name, dt)
+
 def test_helper_threads_under_concurrent_callers():
     """Two Python threads splitting loops at once, many times: every part runs exactly once,
     and each call returns only after its parts are done."""

@@ -10,10 +10,10 @@ primitive's own elementwise lowering rule, the very expression a fused kernel in
 constant folding under jit (compiler/passes.py) evaluates them the same way.
 
 `PRIMITIVES` lists the elementwise primitives whose lowering is not bit-identical to their NumPy
-impl, and the special functions of lax/special.py: their impl runs the lowering's own scalar
-code, but on one thread, and listed here their long loops split over the cores (on float32,
-digamma, lgamma, bessel_i0e/i1e, erfcx and ndtri run fastmath's kernels, as jit does).
-Arithmetic, comparisons, sqrt, floor/ceil/round, rem, nextafter, max/min stay on NumPy
+impl. A lowering rule may also ask for it itself (`rule.eager_kernel = True`): the special
+functions of lax/special.py do, whose impl runs the lowering's own scalar code but on one
+thread (here their long loops split over the cores, and on float32 digamma, bessel_i0e/i1e,
+erfcx and ndtri run fastmath's kernels, as jit does). Arithmetic, comparisons, sqrt, floor/ceil/round, rem, nextafter, max/min stay on NumPy
 (IEEE-exact on both sides, and NumPy runs them on broadcast views without copying).
 (`FAST`, further down, lists primitives whose NumPy impl is slow on large operands: those run
 compiled loops with the NumPy impl's own bits above FAST_MIN_SIZE; `REDUCTIONS`, at the end,
@@ -44,9 +44,7 @@ __all__ = ["PRIMITIVES", "runner", "evaluate", "install"]
 PRIMITIVES = frozenset({
     "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin",
     "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "pow",
-    "atan2", "cbrt", "rsqrt", "lgamma", "digamma", "bessel_i0e", "bessel_i1e", "erfcx",
-    "ndtri", "igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "random_gamma_grad_da",
-    "polygamma", "zeta", "zeta_ds", "betaln", "regularized_incomplete_beta"})
+    "atan2", "cbrt", "rsqrt", "lgamma"})
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -89,12 +87,14 @@ def runner(primitive):
     """`run(values, params) -> ndarray | None` evaluating `primitive` on NumPy operands with
     its compiled scalar code, None where it does not apply (another dtype, mismatched operands:
     the NumPy impl then runs, and raises the primitive's own errors); None for a primitive
-    outside PRIMITIVES, FAST and REDUCTIONS."""
+    outside PRIMITIVES (or a rule's `eager_kernel`), FAST and REDUCTIONS."""
     if primitive.name in FAST:
         return _fast_runner(primitive.name)
     if primitive.name in REDUCTIONS:
         return REDUCTIONS[primitive.name](primitive)
-    if primitive.name not in PRIMITIVES or primitive not in registry.elementwise_lowerings:
+    rule = registry.elementwise_lowerings.get(primitive)
+    if rule is None or (primitive.name not in PRIMITIVES and
+                        not getattr(rule, "eager_kernel", False)):
         return None
     kernels: dict = {}
 

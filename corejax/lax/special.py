@@ -66,6 +66,9 @@ def _kernel_rule(name):
         wide = ", ".join(f"np.float64({x})" for x in operands)
         return f"np.{ctx.out_dtype.name}({alias}({wide}))"
     rule.cpu_only = True  # the CUDA backend runs a group holding one on the host
+    # eager calls run this rule's compiled loop too (compiler/eager_kernels: split over the
+    # cores; the float32 kernel where fastmath has one, as jit)
+    rule.eager_kernel = True
     return rule
 
 
