@@ -30,6 +30,8 @@ evaluated in mpmath.
 import mpmath as mp
 import numpy as np
 
+from _fitting import chebyshev_nodes, fmt, horner
+
 mp.mp.dps = 40
 
 SPLIT = 8.0           # near: |x| <= SPLIT, far: |x| > SPLIT
@@ -58,18 +60,6 @@ def exp_ref(r):
     r = mp.mpf(r)
     f = mp.exp(r)
     return f, ((f - 1) / r if r else None)
-
-
-def chebyshev_nodes(a, b, n):
-    k = np.arange(n)
-    return ((a + b) / 2 + (b - a) / 2 * np.cos((2 * k + 1) * np.pi / (2 * n)))[::-1].copy()
-
-
-def horner(x, coeffs):
-    acc = np.full_like(x, coeffs[0])
-    for c in coeffs[1:]:
-        acc = acc * x + c
-    return acc
 
 
 def lawson(t, f, g, length, pin, iterations=300):
@@ -116,20 +106,6 @@ def check(coeffs, lo, hi, ref, n=4000):
     err64 = float(np.abs(horner(t, coeffs) / f64 - 1).max())
     errmp = max(abs(mp_horner(mp.mpf(v), coeffs) / fv - 1) for v, fv in zip(t, f))
     return err64, float(errmp)
-
-
-def fmt(name, coeffs, width=99):
-    """`name = (c0, c1, ...)` wrapped at `width` columns, continuation lines aligned."""
-    head = f"{name} = ("
-    lines, line = [], head
-    for i, c in enumerate(coeffs):
-        item = repr(c) + (")" if i == len(coeffs) - 1 else ",")
-        if len(line) + len(item) + 1 > width and line.strip() != head.strip():
-            lines.append(line.rstrip())
-            line = " " * len(head)
-        line += item + " "
-    lines.append(line.rstrip())
-    return "\n".join(lines)
 
 
 def fit(name, note, ref, lo, hi, length, pin):

@@ -25,6 +25,8 @@ mpmath values, and Q is checked to have no zero on the interval.
 import mpmath as mp
 import numpy as np
 
+from _fitting import chebyshev_nodes, fmt, horner
+
 mp.mp.dps = 50
 _SQRT2 = mp.sqrt(2)
 _SQRT2PI = mp.sqrt(2 * mp.pi)
@@ -69,18 +71,6 @@ def central_f(t):
 def tail_f(r):
     """|x| at p' = exp(-r^2)."""
     return float(-ndtri_lower(mp.exp(-mp.mpf(r) ** 2)))
-
-
-def chebyshev_nodes(a, b, n):
-    k = np.arange(n)
-    return ((a + b) / 2 + (b - a) / 2 * np.cos((2 * k + 1) * np.pi / (2 * n)))[::-1].copy()
-
-
-def horner(x, coeffs):
-    acc = np.full_like(x, coeffs[0])
-    for c in coeffs[1:]:
-        acc = acc * x + c
-    return acc
 
 
 def rel_error(P, Q, t, f, shift):
@@ -128,20 +118,6 @@ def check(name, P, Q, lo, hi, fn, shift, n=4000):
     qmin = float(horner(dense, Q).min())
     assert qmin > 0, f"{name}: Q has a zero on the interval"
     return err, qmin
-
-
-def fmt(name, coeffs, width=99):
-    """`name = (c0, c1, ...)` wrapped at `width` columns, continuation lines aligned."""
-    head = f"{name} = ("
-    lines, line = [], head
-    for i, c in enumerate(coeffs):
-        item = repr(c) + (")" if i == len(coeffs) - 1 else ",")
-        if len(line) + len(item) + 1 > width and line.strip() != head.strip():
-            lines.append(line.rstrip())
-            line = " " * len(head)
-        line += item + " "
-    lines.append(line.rstrip())
-    return "\n".join(lines)
 
 
 def main():
