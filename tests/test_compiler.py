@@ -631,11 +631,18 @@ def test_group_without_scalar_lowering_runs_on_host(monkeypatch):
     np.testing.assert_allclose(f(x, r), want, rtol=1e-6)
 
 
-def _gemm_operands(rng, m, k, n, lhs_t, rhs_t):
-    """float32 (m, k) and (k, n) operands, transposed C arrays where asked."""
-    a = rng.standard_normal((k, m) if lhs_t else (m, k)).astype(np.float32)
-    b = rng.standard_normal((n, k) if rhs_t else (k, n)).astype(np.float32)
+def _gemm_operands(rng, m, k, n, lhs_t, rhs_t, dt=np.float32):
+    """(m, k) and (k, n) operands of dt, transposed C arrays where asked."""
+    a = rng.standard_normal((k, m) if lhs_t else (m, k)).astype(dt)
+    b = rng.standard_normal((n, k) if rhs_t else (k, n)).astype(dt)
     return (a.T if lhs_t else a), (b.T if rhs_t else b)
+
+
+def _openblas_dtype():
+    """The dtype whose products OpenBLAS runs here (float32's run in corejax's own GEMM,
+    compiler/sgemm.py, unless COREJAX_SGEMM=openblas): the plans and blocks under test."""
+    from corejax.compiler import blas
+    return np.float64 if blas.own_kernel(np.float32) else np.float32
 
 
 def _in_each_mode(site, run) -> list:
@@ -650,18 +657,19 @@ def _in_each_mode(site, run) -> list:
     return results
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
 @pytest.mark.parametrize("lhs_t,rhs_t", [(False, False), (True, False), (False, True)])
 @pytest.mark.parametrize("m,k,n", [(128, 784, 512), (784, 128, 512), (96, 512, 10),
                                    (64, 1500, 96)])
-def test_gemm_gives_the_same_bits_on_one_thread_and_on_all(m, k, n, lhs_t, rhs_t):
+def test_gemm_gives_the_same_bits_on_one_thread_and_on_all(m, k, n, lhs_t, rhs_t, dt, x64):
     from corejax.compiler import blas
     if blas._adaptive is None:
         pytest.skip("no adaptive BLAS threading here (no OpenBLAS, or one thread)")
-    a, b = _gemm_operands(np.random.default_rng(0), m, k, n, lhs_t, rhs_t)
+    a, b = _gemm_operands(np.random.default_rng(0), m, k, n, lhs_t, rhs_t, dt)
     site = gemm_sites.GemmSite()
 
     def run():
-        out = np.full((m, n), np.nan, np.float32)
+        out = np.full((m, n), np.nan, dt)
         blas.matmul(a, b, out, site)
         return out
 
@@ -670,7 +678,9 @@ def test_gemm_gives_the_same_bits_on_one_thread_and_on_all(m, k, n, lhs_t, rhs_t
         np.testing.assert_array_equal(r, results[0])
     exact = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(results[0], exact, rtol=1e-4, atol=1e-4 * np.abs(exact).max())
-    if isinstance(site.plan, blas.Blocks):
+    if blas.own_kernel(dt):
+        assert site.plan is None        # (no plan to learn: the own GEMM's bits are fixed)
+    elif isinstance(site.plan, blas.Blocks):
         # no plan passed: fixed blocks of the output, each on one thread, cover it in order
         bounds = site.plan.bounds
         assert bounds == blas.blocks_for(m, k, n).bounds and len(bounds) >= 3
@@ -705,25 +715,25 @@ def test_blocks_are_a_function_of_the_shape(m, k, n):
 
 @pytest.mark.parametrize("lhs_t,rhs_t", [(False, False), (True, False), (False, True)])
 @pytest.mark.parametrize("m,k,n", [(128, 784, 512), (784, 128, 512), (300, 300, 100)])
-def test_blocks_give_one_set_of_bits_however_they_run(m, k, n, lhs_t, rhs_t):
+def test_blocks_give_one_set_of_bits_however_they_run(m, k, n, lhs_t, rhs_t, x64):
     """A product in blocks (blas.Blocks: where no plan has the threaded bits on one thread),
     each block one gemm on one OpenBLAS thread, has one set of bits whether the blocks are
     claimed by this thread and the helpers in compiled code or run in order from Python
     (np.matmul per block, as when the helpers are held by another job), as a product and
     accumulating (c += alpha a @ b); eagerly and under jit where it is the product's way."""
     from corejax.compiler import blas
-    ad = blas._adaptive
-    if ad is None or blas.gemm_symbol(np.float32) is None:
+    ad, dt = blas._adaptive, _openblas_dtype()
+    if ad is None or blas.gemm_symbol(dt) is None:
         pytest.skip("no OpenBLAS thread control or callable gemm here: no blocks")
     rng = np.random.default_rng(m + k + n)
-    a, b = _gemm_operands(rng, m, k, n, lhs_t, rhs_t)
+    a, b = _gemm_operands(rng, m, k, n, lhs_t, rhs_t, dt)
     blocks = blas.blocks_for(m, k, n)
     assert len(blocks.bounds) >= 3
-    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    c0 = rng.standard_normal((m, n)).astype(dt)
     got = {}
     for alpha in (None, -0.5):
         for parallel in (True, False):
-            out = np.full((m, n), np.nan, np.float32) if alpha is None else c0.copy()
+            out = np.full((m, n), np.nan, dt) if alpha is None else c0.copy()
             with ad.lock:
                 if parallel:
                     ad._run_blocks(a, b, out, blocks, alpha, True)
@@ -737,7 +747,7 @@ def test_blocks_give_one_set_of_bits_however_they_run(m, k, n, lhs_t, rhs_t):
     np.testing.assert_allclose(got[-0.5, True], c0 - 0.5 * exact, rtol=1e-4,
                                atol=1e-4 * np.abs(exact).max())
     with ad.lock:
-        way = ad.plan(m, k, n, lhs_t, rhs_t, np.dtype(np.float32))
+        way = ad.plan(m, k, n, lhs_t, rhs_t, np.dtype(dt))
     if isinstance(way, blas.Blocks):
         assert way == blocks
         np.testing.assert_array_equal(blas.matmul(a, b), got[None, True])
@@ -747,16 +757,22 @@ def test_blocks_give_one_set_of_bits_however_they_run(m, k, n, lhs_t, rhs_t):
         np.testing.assert_array_equal(np.asarray(f(a, b)), got[None, True])
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(8, 64, 32, 48), (3, 256, 512, 256)])
-def test_batched_products_run_each_element_whole_on_one_thread(shape):
+def test_batched_products_run_each_element_whole_on_one_thread(shape, dt, x64):
     """blas.batched_matmul, eagerly and under jit: each element's product whole on one
-    OpenBLAS thread (the batch shared out over the cores), whatever the batch's size."""
+    OpenBLAS thread, or in the own float32 GEMM (the batch shared out over the cores),
+    whatever the batch's size: each element's bits are its 2-D product's."""
     from corejax.compiler import blas
     batch, m, k, n = shape
     rng = np.random.default_rng(batch)
-    a = rng.standard_normal((batch, m, k)).astype(np.float32)
-    b = rng.standard_normal((batch, k, n)).astype(np.float32)
-    if blas._adaptive is None:
+    a = rng.standard_normal((batch, m, k)).astype(dt)
+    b = rng.standard_normal((batch, k, n)).astype(dt)
+    if blas.own_kernel(dt):
+        want = np.stack([blas.matmul(x, y) for x, y in zip(a, b)])
+        np.testing.assert_allclose(want, np.matmul(a.astype(np.float64), b), rtol=1e-4,
+                                   atol=1e-4 * np.sqrt(k))
+    elif blas._adaptive is None:
         want = np.matmul(a, b)
     else:
         with blas._adaptive.lock:

@@ -31,7 +31,11 @@ SLOW = os.environ.get("COREJAX_SLOW_TESTS") == "1"
 GOLDEN = json.load(open(os.path.join(os.path.dirname(__file__), "golden",
                                      "optax_optimizers.json")))["lbfgs"]
 EARLY = dict(rtol=2e-6, atol=1e-6)
-LATER = dict(rtol=1e-3, atol=1e-5)
+# After five iterations each float32 rounding of a product is amplified by the zoom line
+# search's interpolation: the Rosenbrock run's twelfth step size differs from Optax's by 7e-4
+# with OpenBLAS's float32 products and by 1.1e-3 with corejax's own GEMM (each a valid
+# rounding of the same sums; XLA's is a third)
+LATER = dict(rtol=2e-3, atol=1e-5)
 
 
 def rosenbrock(x):

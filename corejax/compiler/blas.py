@@ -34,6 +34,12 @@ NumPy runs them.
 
 Every product of a float dtype goes through here, eager ones included (lax's dot_general
 and conv impls call `matmul` and `batched_matmul`): one set of bits eagerly and compiled.
+
+float32 products do not run in OpenBLAS at all but in corejax's own GEMM (compiler/sgemm.py,
+unless COREJAX_SGEMM=openblas), whose bits do not depend on how its output is cut: no plan
+is tested for them; a big one runs in its `blocks_for` blocks over this thread and the eager
+helper threads (`_own_run`), a small one whole on the caller's thread, and compiled code
+calls the same kernel by address (`gemm_symbol`).
 """
 from __future__ import annotations
 
@@ -51,7 +57,8 @@ import numpy as np
 from corejax.compiler.gemm_sites import GemmSite
 
 __all__ = ["matmul", "batched_matmul", "accumulate", "Plan", "Blocks",
-           "blocks_for", "gemm_symbol", "plan_for", "devices_at_once"]
+           "blocks_for", "gemm_symbol", "plan_for", "devices_at_once", "own_kernel",
+           "product_here"]
 
 # GEMMs below this many flops run whole on one thread (waking OpenBLAS's workers costs more
 # there), untested: eager and compiled calls alike.
@@ -105,22 +112,37 @@ def _cblas_address(dtype, name):
     return ctypes.cast(found[0], ctypes.c_void_p).value, found[1] == "64_"
 
 
+# Whether float32 products run in corejax's own GEMM (compiler/sgemm.py)
+_OWN_F32 = os.environ.get("COREJAX_SGEMM", "own") != "openblas"
+
+
+def own_kernel(dtype) -> bool:
+    """Whether products of `dtype` run in corejax's own GEMM (compiler/sgemm.py): float32's,
+    unless the environment says COREJAX_SGEMM=openblas. Its bits do not depend on threads or
+    blocks, and every product of the dtype, vector ones and x @ x.T included, calls it."""
+    return _OWN_F32 and np.dtype(dtype) == np.float32
+
+
 def gemm_symbol(dtype):
-    """(address, ilp64) of the cblas_sgemm / cblas_dgemm in the OpenBLAS NumPy's matmul
-    calls, for compiled code to call directly, or None (another BLAS, another dtype)."""
+    """(address, ilp64) of the cblas_?gemm compiled code calls for products of `dtype`:
+    corejax's own float32 one (`own_kernel`), or the OpenBLAS NumPy's matmul calls; None
+    (another BLAS, another dtype)."""
+    if own_kernel(dtype):
+        from corejax.compiler import sgemm
+        return sgemm.address()
     return _cblas_address(np.dtype(dtype), "gemm")
 
 
 def gemv_symbol(dtype):
     """(address, ilp64) of the cblas_sgemv / cblas_dgemv NumPy's matmul calls for vector
-    products, or None."""
-    return _cblas_address(np.dtype(dtype), "gemv")
+    products, or None (and None where `own_kernel` makes them gemms)."""
+    return None if own_kernel(dtype) else _cblas_address(np.dtype(dtype), "gemv")
 
 
 def syrk_symbol(dtype):
     """(address, ilp64) of the cblas_ssyrk / cblas_dsyrk NumPy's matmul calls for x @ x.T,
-    or None."""
-    return _cblas_address(np.dtype(dtype), "syrk")
+    or None (and None where `own_kernel` makes them gemms)."""
+    return None if own_kernel(dtype) else _cblas_address(np.dtype(dtype), "syrk")
 
 
 class Plan(NamedTuple):
@@ -194,6 +216,8 @@ def plan_for(m, k, n, a_transposed, b_transposed, dtype, any_size=False):
     thread). Compiled loops, which call BLAS on OpenBLAS's threads, cut the reduction as its
     `threads` chunks say, for the same bits, or make its blocks on one thread."""
     dt = np.dtype(dtype)
+    if own_kernel(dt):
+        return None if _small(m, k, n) and not any_size else blocks_for(m, k, n)
     if _adaptive is None or dt.char not in "fdFD":
         return Plan.whole(k)
     if _small(m, k, n) and not any_size:
@@ -265,6 +289,8 @@ class _AdaptiveBlas:
         shape, layout, dtype and kind (`accumulate`: c += alpha a @ b, one beta=1 call per
         chunk; see the module docstring); the caller holds `lock`."""
         dt = np.dtype(dtype)
+        if own_kernel(dt):
+            return blocks_for(m, k, n) if m > 1 and n > 1 else Plan.whole(k)
         key = (m, k, n, a_transposed, b_transposed, dt, accumulate)
         found = self._plans.get(key)
         if found is not None:
@@ -332,6 +358,8 @@ class _AdaptiveBlas:
         layout and dtype (a bigger product than MAX_TEST_FLOPS is not tested: False). The
         caller holds `lock`."""
         dt = np.dtype(dtype)
+        if own_kernel(dt):
+            return True         # (its bits are each element's own)
         key = (m, k, n, block, a_transposed, b_transposed, dt)
         same = self._blocks.get(key)
         if same is None:
@@ -662,7 +690,9 @@ def accumulate(a, b, out, alpha, site: GemmSite):
     """out += alpha * (a @ b) (out C-contiguous; a, b 2-D operands BLAS reads in place; a
     dtype `gemm_symbol` has) as `site` has learned to run it: the GEMM writes into out,
     which it reads instead of zeros (beta = 1), and no product is materialized."""
-    if _adaptive is None:
+    if own_kernel(out.dtype) and _own_operands(a, b):
+        _own_run(a, b, out, alpha)
+    elif _adaptive is None:
         _accumulate(a, b, out, (0, a.shape[1]), alpha)
     else:
         _adaptive.run(a, b, out, site, alpha)
@@ -674,7 +704,9 @@ def matmul(a, b, out=None, site=None):
     `site` None for an eager call: the same bits."""
     if out is None:
         out = np.empty((a.shape[0], b.shape[1]), np.result_type(a, b))
-    if _adaptive is None or out.dtype.char not in "fdFD":
+    if own_kernel(out.dtype) and _own_operands(a, b):
+        _own_run(a, b, out)
+    elif _adaptive is None or out.dtype.char not in "fdFD":
         np.matmul(a, b, out=out)
     else:
         _adaptive.run(a, b, out, site)
@@ -689,6 +721,9 @@ def batched_matmul(a, b, out=None):
     dt = np.result_type(a, b) if out is None else out.dtype
     if out is None:
         out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dt)
+    if own_kernel(dt) and _own_operands(a, b):
+        _own_batched(a, b, out)
+        return out
     if _adaptive is None or dt.char not in "fdFD":
         np.matmul(a, b, out=out)
         return out
@@ -711,7 +746,7 @@ def one_thread_keeps_bits(m, k, n, a_transposed, b_transposed, dtype, syrk=False
     and otherwise runs on one thread (loop_lowerings). OpenBLAS's AVX2 (Haswell) sgemm differs
     between the two even for 96 x 96 x 96; its SkylakeX kernels mostly agree."""
     whole = Plan.whole(k)
-    if _adaptive is None:
+    if _adaptive is None or own_kernel(dtype):
         return True
     if syrk:
         return syrk_thread_invariant(m, k, a_transposed, dtype, whole)
@@ -747,3 +782,97 @@ def syrk_thread_invariant(m, k, transposed, dtype, plan: Plan) -> bool:
 
             same = _syrk_checked[key] = _adaptive.agrees(run, plan)
     return same
+
+
+def _own_operands(a, b) -> bool:
+    """Whether `own_kernel`'s GEMM takes a and b as they are: float32 both."""
+    return a.dtype == np.float32 and b.dtype == np.float32
+
+
+def _sharing() -> bool:
+    """Whether several devices' programs share the cores now (`devices_at_once`)."""
+    return _adaptive is not None and _adaptive.sharing > 0
+
+
+def _own_run(a, b, out, alpha=None):
+    """out = a @ b (`alpha` None), or out += alpha * (a @ b), in corejax's own float32 GEMM
+    (`own_kernel`; 2-D operands of any strides): a product of several `blocks_for` blocks runs
+    them over this thread and the eager helper threads where they are free, else whole on
+    this thread, with the same bits either way."""
+    from corejax.compiler import sgemm
+    if np.may_share_memory(out, a) or np.may_share_memory(out, b):
+        # (the kernel writes out as it reads a and b, as BLAS does: NumPy's matmul copies)
+        target = out.copy() if alpha is not None else np.empty(out.shape, out.dtype)
+        _own_run(a, b, target, alpha)
+        out[...] = target
+        return
+    m, n = out.shape
+    k = a.shape[1]
+    scale, beta = (1.0, 0.0) if alpha is None else (alpha, 1.0)
+    blocks = blocks_for(m, k, n)
+    if len(blocks.bounds) > 2 and not _sharing() and out.strides[1] == out.itemsize and \
+            _leading(out, False) is not None and _own_blocks(a, b, out, blocks, scale, beta):
+        return
+    sgemm.product(a, b, out, scale, beta)
+
+
+def _own_blocks(a, b, out, blocks: Blocks, alpha, beta) -> bool:
+    """The product's blocks as one compiled job over this thread and the helper threads
+    (`_blocks_native` calling the own GEMM); False, running nothing, where the helpers are
+    taken or asleep for a short job."""
+    native = _blocks_native(out.dtype)
+    if native is None:
+        return False
+    a, b = _readable(a), _readable(b)
+    ta, tb = _transposed(a), _transposed(b)
+    (fa, lda), (fb, ldb), (fc, ldc) = _flat(a, ta), _flat(b, tb), _flat(out, False)
+    m, n = out.shape
+    k = a.shape[1]
+    operands = (gemm_symbol(out.dtype)[0], int(blocks.axis == 0), int(ta), int(tb), m, n, k,
+                fa.ctypes.data, lda, fb.ctypes.data, ldb, fc.ctypes.data, ldc,
+                np.array([alpha, beta], out.dtype))
+    from corejax.compiler import eager_kernels
+    return eager_kernels.run_native(native, _bounds(blocks.bounds), operands,
+                                    2.0 * m * n * k / OWN_FLOPS_PER_SECOND)
+
+
+# the own GEMM's rough single-thread rate (FLOPS_PER_SECOND's for it)
+OWN_FLOPS_PER_SECOND = 2e11
+
+
+def _own_batched(a, b, out):
+    """out = a @ b for (batch, m, k) @ (batch, k, n) float32 operands in the own GEMM, each
+    element's product whole, the elements shared out over this thread and the helper
+    threads (in order on this thread while devices share the cores)."""
+    from corejax.compiler import sgemm
+    batch, m, k = a.shape
+    n = b.shape[2]
+    target = out if out.flags.c_contiguous and not np.may_share_memory(out, a) and \
+        not np.may_share_memory(out, b) else np.empty(out.shape, out.dtype)
+
+    def task(lo, hi):
+        for i in range(lo, hi):
+            sgemm.product(a[i], b[i], target[i])
+
+    per = max(1, BLOCK ** 3 // max(1, m * k * n))
+    if _sharing() or batch <= per:
+        task(0, batch)
+    else:
+        from corejax.compiler import eager_kernels
+        eager_kernels.run_parts(task, list(range(0, batch, per)) + [batch])
+    if target is not out:
+        out[...] = target
+
+
+def product_here(a, b, out):
+    """out = a @ b of 2-D operands on the calling thread alone (one OpenBLAS thread set by the
+    caller, or the own GEMM), with the bits `matmul` gives the product: a block of a bigger
+    product run by one of several threads (compiler/conv_blocks.py)."""
+    if own_kernel(out.dtype) and _own_operands(a, b):
+        from corejax.compiler import sgemm
+        if np.may_share_memory(out, a) or np.may_share_memory(out, b):
+            out[...] = sgemm.product(a, b, np.empty(out.shape, out.dtype))
+        else:
+            sgemm.product(a, b, out)
+    else:
+        np.matmul(a, b, out=out)

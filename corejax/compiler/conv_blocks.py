@@ -75,7 +75,7 @@ def image_blocks(form, product_buffer):
             prepare(lo, hi)
         target = _block_buffer(((hi - lo) * rows, n), dt) if out is None \
             else out[lo * rows:hi * rows]
-        np.matmul(a[lo * rows:hi * rows], b, out=target)
+        blas.product_here(a[lo * rows:hi * rows], b, target)
         if finish_block is not None:
             finish_block(target, lo, hi)
 

@@ -602,7 +602,9 @@ class DataLowerings(LayoutLowerings):
                       f"{T}(0) + {s} * {c}[{p} * {N} + {j}]"]
             env[out] = o
             return None
-        kind = "gemv" if M == 1 or N == 1 else "gemm"
+        # (corejax's own float32 GEMM, blas.own_kernel, computes every product itself)
+        own = blas.own_kernel(dt)
+        kind = "gemv" if (M == 1 or N == 1) and not own else "gemm"
         if B == 1:
             # NumPy picks the routine and its arguments from the operands' strides (and data
             # pointers): promised only for C arrays of their own in the executor (loops._c_step)
@@ -610,7 +612,7 @@ class DataLowerings(LayoutLowerings):
                 return "an operand the executor may hold as a strided view or share"
             a, ta = self._executor_layout(lhs, lf, lc, env, lines, ind)
             c, tc = self._executor_layout(rhs, rc, rf, env, lines, ind)
-            if a == c and ta != tc:
+            if a == c and ta != tc and not own:
                 # x @ x.T: NumPy's matmul sees one data pointer read both ways and calls syrk.
                 # Promised only for one Var: one buffer reached through two Vars (an alias,
                 # a reshape) may be a copy in the executor, or not
@@ -622,7 +624,7 @@ class DataLowerings(LayoutLowerings):
             # the loop's own operands among them: their layouts are checked at run time
             self.blas_operands(kind, ((lhs, tuple(lf) + tuple(lc), M, K, ta),
                                       (rhs, tuple(rc) + tuple(rf), K, N, tc)),
-                               kind == "gemm" and M == N and ta != tc)
+                               kind == "gemm" and M == N and ta != tc and not own)
         plan = blas.plan_for(M, K, N, ta, tc, dt) if B == 1 else None
         if type(plan) is blas.Blocks:
             if len(plan.bounds) > 2:
@@ -642,8 +644,10 @@ class DataLowerings(LayoutLowerings):
         o = self.m.alloc(out.aval)
         env[out] = o
         if B > 1:
-            # the executor runs each element whole on one OpenBLAS thread (blas.batched_matmul)
-            self.m.needs_one_thread = True
+            # the executor runs each element whole on one OpenBLAS thread (blas.batched_matmul;
+            # the own GEMM's bits do not depend on threads)
+            if not own:
+                self.m.needs_one_thread = True
             a = self._as_matrices(lhs, tuple(lb) + tuple(lf) + tuple(lc), env, lines, ind)
             c = self._as_matrices(rhs, tuple(rb) + tuple(rc) + tuple(rf), env, lines, ind)
             p = self.m.fresh("p")
