@@ -5,10 +5,12 @@ it, so a benchmark that imports NumPy before corejax would otherwise measure the
 value set in the environment is kept. The JAX and PyTorch sides get it too and ignore it (XLA
 and PyTorch do not run their GEMMs on OpenBLAS).
 
-`kernels()` names the kernels NumPy's OpenBLAS runs and the OPENBLAS_* settings of the
-environment, which the benchmarks print: corejax's products run on OpenBLAS, XLA's and
-PyTorch's do not, so a pin such as OPENBLAS_CORETYPE=Haswell (AVX2 kernels on a CPU with
-AVX-512) changes corejax's side alone."""
+`kernels()` names what runs corejax's products, which the benchmarks print: its own float32
+GEMM (corejax/compiler/sgemm.py, with the vector width it uses here) unless
+COREJAX_SGEMM=openblas, and for the other dtypes the kernels NumPy's OpenBLAS runs and the
+OPENBLAS_* settings of the environment (XLA's and PyTorch's products do not run on OpenBLAS:
+a pin such as OPENBLAS_CORETYPE=Haswell, AVX2 kernels on a CPU with AVX-512, changes
+corejax's float64 products alone now, and its float32 ones under COREJAX_SGEMM=openblas)."""
 import ctypes
 import os
 
@@ -40,5 +42,13 @@ def kernels() -> str:
                     break
     except (OSError, IndexError, AttributeError):
         pass
-    return (f"NumPy's OpenBLAS {version}: {core} kernels (environment: "
-            f"{settings or 'no OPENBLAS_*'})")
+    openblas = (f"NumPy's OpenBLAS {version}: {core} kernels (environment: "
+                f"{settings or 'no OPENBLAS_*'})")
+    if os.environ.get("COREJAX_SGEMM", "own") == "openblas":
+        return f"float32 and others: {openblas}"
+    try:
+        from corejax.compiler import sgemm
+        own = f"corejax's own GEMM ({sgemm.VW}-lane vectors, {sgemm.MR}x{sgemm.NR} tiles)"
+    except ImportError:
+        own = "corejax's own GEMM"
+    return f"float32: {own}; others: {openblas}"

@@ -206,3 +206,39 @@ def test_an_output_sharing_memory_with_an_operand():
     xs, ys = np.stack([x, y]), np.stack([y, x])
     wants = np.stack([want, sgemm.product(y, x, np.empty((64, 64), np.float32))])
     np.testing.assert_array_equal(blas.batched_matmul(xs, ys, xs), wants)
+
+
+def test_the_bits_do_not_depend_on_the_vector_width(tmp_path):
+    """A host without AVX-512 (8-lane vectors: 6 x 16 tiles, forced here) computes the bits
+    this one does, through every path of the driver (edges, scratch tiles, the transposed
+    product, alpha and beta)."""
+    import os
+    import subprocess
+    import sys
+    shapes = [(13, 300, 33), (128, 784, 40), (96, 512, 10), (70, 600, 1), (40, 257, 64),
+              (130, 70, 100), (7, 513, 17)]
+    script = "\n".join([
+        "import numpy as np, sys",
+        "from corejax.compiler import sgemm",
+        f"shapes = {shapes!r}",
+        "assert sgemm.VW == int(sys.argv[2]), sgemm.VW",
+        "outs = {}",
+        "for i, (m, k, n) in enumerate(shapes):",
+        "    rng = np.random.default_rng(i)",
+        "    a = rng.standard_normal((m, k)).astype(np.float32)",
+        "    b = rng.standard_normal((k, n)).astype(np.float32)",
+        "    c = rng.standard_normal((m, n)).astype(np.float32)",
+        "    outs[f'p{i}'] = sgemm.product(a, b, np.empty((m, n), np.float32))",
+        "    outs[f't{i}'] = sgemm.product(np.asfortranarray(a), b, c.copy(), -0.5, 2.0)",
+        "np.savez(sys.argv[1], **outs)"])
+    results = []
+    for lanes in ("16", "8"):
+        path = tmp_path / f"lanes{lanes}.npz"
+        env = dict(os.environ, COREJAX_SGEMM_LANES=lanes)
+        done = subprocess.run([sys.executable, "-c", script, str(path), lanes], env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        results.append(np.load(path))
+    assert sorted(results[0].files) == sorted(results[1].files)
+    for name in results[0].files:
+        np.testing.assert_array_equal(results[0][name], results[1][name], err_msg=name)

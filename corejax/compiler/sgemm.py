@@ -34,6 +34,8 @@ compiled code to call by address as it calls a BLAS.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from llvmlite import binding as _llvm
 from llvmlite import ir
@@ -47,7 +49,14 @@ __all__ = ["gemm", "cblas_sgemm", "address", "KC"]
 # changing it changes results.
 KC = 256
 
-_WIDE = bool(_llvm.get_host_cpu_features().get("avx512f", False))
+# The vector width follows the host (COREJAX_SGEMM_LANES=8 or 16 forces one, for tests of
+# the bits' independence from it; such a process compiles the kernels afresh instead of
+# sharing Numba's disk cache, whose entries do not record the width)
+_LANES = os.environ.get("COREJAX_SGEMM_LANES")
+if _LANES not in (None, "8", "16"):
+    raise ValueError(f"COREJAX_SGEMM_LANES={_LANES!r}: use 8 or 16 (or unset it)")
+_WIDE = bool(_llvm.get_host_cpu_features().get("avx512f", False)) if _LANES is None \
+    else _LANES == "16"
 VW = 16 if _WIDE else 8          # lanes of a vector
 NV = 2                           # vectors per tile row
 NR = VW * NV                     # columns of a tile
@@ -207,7 +216,7 @@ def _strided(typingctx, src, src_off, src_step, dst, dst_off, dst_step, count):
     return sig, codegen
 
 
-_jit = njit(cache=True, nogil=True, error_model="numpy")
+_jit = njit(cache=_LANES is None, nogil=True, error_model="numpy")
 
 
 @_jit
@@ -339,7 +348,7 @@ _F32P = types.CPointer(types.float32)
 
 @cfunc(types.void(types.int32, types.int32, types.int32, types.int64, types.int64, types.int64,
                   types.float32, _F32P, types.int64, _F32P, types.int64, types.float32, _F32P,
-                  types.int64), cache=True, error_model="numpy")
+                  types.int64), cache=_LANES is None, error_model="numpy")
 def cblas_sgemm(order, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
     """`gemm` behind cblas_sgemm's arguments (CblasRowMajor 101 / ColMajor 102, NoTrans 111 /
     Trans 112), with 64-bit integers."""
