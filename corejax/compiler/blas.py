@@ -825,12 +825,12 @@ def _own_blocks(a, b, out, blocks: Blocks, alpha, beta) -> bool:
         return False
     a, b = _readable(a), _readable(b)
     ta, tb = _transposed(a), _transposed(b)
-    (fa, lda), (fb, ldb), (fc, ldc) = _flat(a, ta), _flat(b, tb), _flat(out, False)
     m, n = out.shape
     k = a.shape[1]
+    # (the data pointers of the first elements, as _flat's views would give them)
     operands = (gemm_symbol(out.dtype)[0], int(blocks.axis == 0), int(ta), int(tb), m, n, k,
-                fa.ctypes.data, lda, fb.ctypes.data, ldb, fc.ctypes.data, ldc,
-                np.array([alpha, beta], out.dtype))
+                a.ctypes.data, _leading(a, ta), b.ctypes.data, _leading(b, tb),
+                out.ctypes.data, _leading(out, False), np.array([alpha, beta], out.dtype))
     from corejax.compiler import eager_kernels
     return eager_kernels.run_native(native, _bounds(blocks.bounds), operands,
                                     2.0 * m * n * k / OWN_FLOPS_PER_SECOND)

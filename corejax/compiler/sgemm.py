@@ -61,7 +61,7 @@ VW = 16 if _WIDE else 8          # lanes of a vector
 NV = 2                           # vectors per tile row
 NR = VW * NV                     # columns of a tile
 MR = 12 if _WIDE else 6          # rows of a tile: MR * NV accumulators (of 32 / 16 registers)
-MC = 8 * MR                      # rows of A packed at a time (about half of L2 with KC)
+MC = 8 * MR                      # rows of A run against one packed B panel
 NC = 64 * NR                     # columns of B packed at a time
 
 _F32 = ir.FloatType()
@@ -213,6 +213,28 @@ def _strided(typingctx, src, src_off, src_step, dst, dst_off, dst_step, count):
         builder.cbranch(builder.icmp_signed("<", t1, count_), loop, done)
         builder.position_at_end(done)
         return context.get_dummy_value()
+    return sig, codegen
+
+
+@intrinsic
+def _flat1d(typingctx, x, extent):
+    """A 1-D float32 C array of `extent` elements over x's memory from its first element
+    (x any float32 array; a view sharing x's memory and keeping it alive)."""
+    if not isinstance(x, types.Array) or x.dtype != types.float32:
+        return None
+    retty = types.Array(types.float32, 1, "C")
+    sig = retty(x, extent)
+
+    def codegen(context, builder, sig, args):
+        from numba.core.imputils import impl_ret_borrowed
+        from numba.np.arrayobj import populate_array
+        src = context.make_array(sig.args[0])(context, builder, args[0])
+        out = context.make_array(retty)(context, builder)
+        extent_ = context.cast(builder, args[1], sig.args[1], types.intp)
+        populate_array(out, data=src.data, shape=[extent_],
+                       strides=[context.get_constant(types.intp, 4)], itemsize=src.itemsize,
+                       meminfo=src.meminfo, parent=src.parent)
+        return impl_ret_borrowed(context, builder, retty, out._getvalue())
     return sig, codegen
 
 
@@ -374,24 +396,37 @@ def address():
     return cblas_sgemm.address, True
 
 
-def _flat(x):
-    """(a 1-D view of the 2-D array x's memory from its first element, row stride, column
-    stride), strides in elements; None where they are negative or not whole elements."""
-    rs, cs = x.strides
-    if rs < 0 or cs < 0 or rs % 4 or cs % 4:
-        return None
+@_jit
+def _flat_of(x):
+    """(1-D float32 array over the 2-D x's memory from its first element, row stride, column
+    stride), strides in elements; over a C copy of x where its strides are negative or not
+    whole elements."""
     rows, cols = x.shape
-    extent = (rows - 1) * (rs // 4) + (cols - 1) * (cs // 4) + 1 if rows and cols else 0
-    return np.lib.stride_tricks.as_strided(x, (extent,), (4,)), rs // 4, cs // 4
+    rs, cs = x.strides
+    if rs >= 0 and cs >= 0 and rs % 4 == 0 and cs % 4 == 0:
+        rs, cs = rs // 4, cs // 4
+        return _flat1d(x, (rows - 1) * rs + (cols - 1) * cs + 1 if rows and cols else 0), rs, cs
+    y = np.ascontiguousarray(x)
+    return _flat1d(y, rows * cols), cols, 1
+
+
+@_jit
+def _product(a, b, c, alpha, beta):
+    """`product`, compiled (one call from Python: its overhead is that of a small product)."""
+    m, k = a.shape
+    n = b.shape[1]
+    rs, cs = c.strides
+    if rs < 0 or cs < 0 or rs % 4 or cs % 4:
+        raise ValueError("an output sgemm cannot write in place (negative or partial strides)")
+    fa, sai, sak = _flat_of(a)
+    fb, sbk, sbj = _flat_of(b)
+    rs, cs = rs // 4, cs // 4
+    fc = _flat1d(c, (m - 1) * rs + (n - 1) * cs + 1 if m and n else 0)
+    gemm(m, n, k, alpha, fa, sai, sak, fb, sbk, sbj, beta, fc, rs, cs)
 
 
 def product(a, b, out, alpha=1.0, beta=0.0):
     """out = alpha a @ b + beta out for 2-D float32 NumPy arrays of any strides (out
-    writeable, not overlapping a or b); returns out."""
-    fa, fb, fc = _flat(a) or _flat(a.copy()), _flat(b) or _flat(b.copy()), _flat(out)
-    if fc is None:
-        raise ValueError(f"an output of strides {out.strides} sgemm cannot write in place")
-    m, k = a.shape
-    gemm(m, out.shape[1], k, np.float32(alpha), fa[0], fa[1], fa[2], fb[0], fb[1], fb[2],
-         np.float32(beta), fc[0], fc[1], fc[2])
+    writeable, its elements distinct and apart from a's and b's); returns out."""
+    _product(a, b, out, np.float32(alpha), np.float32(beta))
     return out
