@@ -1,5 +1,5 @@
 """corejax's own float32 GEMM (compiler/sgemm.py): the bits its docstring defines (an FMA
-chain over each KC-deep panel of the reduction, the panels added in order), whatever the
+chain over each panel of the reduction, at most KC deep, the panels added in order), whatever the
 operands' layouts, the cut of the output into blocks, the threads or the path (eager, jit,
 compiled loops, convolutions) that runs it."""
 import ctypes
@@ -27,9 +27,10 @@ def _spec(a, b, c=None, alpha=1.0, beta=0.0):
     if k == 0:
         return beta * out if beta != 0 else np.zeros((m, n), np.float32)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    for p, lo in enumerate(range(0, k, sgemm.KC)):
+    parts = -(-k // sgemm.KC)
+    for p in range(parts):
         s = np.zeros((m, n), np.float32)
-        for kk in range(lo, min(k, lo + sgemm.KC)):
+        for kk in range(k * p // parts, k * (p + 1) // parts):
             with np.errstate(invalid="ignore"):         # (inf * 0 is meant where it is)
                 s = (a64[:, kk, None] * b64[None, kk, :] + s).astype(np.float32)
         if p:

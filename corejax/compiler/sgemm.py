@@ -10,10 +10,12 @@ fixed blocks.
 The bits are a function of the operands and k alone: each element of C is
 
     s_p = fma(a[i, k], b[k, j], ... fma(a[i, k0], b[k0, j], +0))   over each panel p of the
-                                                                   reduction, KC deep, in order
+                                                                   reduction, k ascending
     c = alpha * s_0 (+ beta * c)   then   c = c + alpha * s_p      for the panels after it
 
-(c = beta * c, or zeros where beta is 0, for k = 0). No split of the rows or columns over
+where the reduction's P = ceil(k / KC) panels are [k p / P, k (p + 1) / P) (integer division:
+as deep as can be, at most KC = 256, and no shallow last one); c = beta * c, or zeros where
+beta is 0, for k = 0. No split of the rows or columns over
 threads or tiles, no transposition of the problem, no vector width changes that: blocks of
 the output run on any thread in any order with the bits of the whole product, and a host
 without AVX-512 (narrower vectors, smaller tiles) computes the same bits as one with it.
@@ -45,8 +47,8 @@ from numba.extending import intrinsic
 
 __all__ = ["gemm", "cblas_sgemm", "address", "KC"]
 
-# The depth of a reduction panel: part of the definition of the bits (see the docstring);
-# changing it changes results.
+# The deepest reduction panel (`panels`): part of the definition of the bits (see the
+# docstring); changing it changes results.
 KC = 256
 
 # The vector width follows the host (COREJAX_SGEMM_LANES=8 or 16 forces one, for tests of
@@ -338,9 +340,11 @@ def gemm(m, n, k, alpha, a, sai, sak, b, sbk, sbj, beta, c, csr, csc):
     tile = np.empty(MR * NR, np.float32)
     for jc in range(0, n, NC):
         nc = min(NC, n - jc)
-        for pc in range(0, k, KC):
-            kc = min(KC, k - pc)
-            mode = ADD if pc > 0 else (SET if beta == 0 else SET_BETA)
+        parts = (k + KC - 1) // KC
+        for p in range(parts):
+            pc = k * p // parts
+            kc = k * (p + 1) // parts - pc
+            mode = ADD if p > 0 else (SET if beta == 0 else SET_BETA)
             _pack_b(b, sbk, sbj, pc, kc, jc, nc, bp)
             for ic in range(0, m, MC):
                 mc = min(MC, m - ic)
