@@ -212,7 +212,7 @@ def test_an_output_sharing_memory_with_an_operand():
 def test_the_bits_do_not_depend_on_the_vector_width(tmp_path):
     """A host without AVX-512 (8-lane vectors: 6 x 16 tiles, forced here) computes the bits
     this one does, through every path of the driver (edges, scratch tiles, the transposed
-    product, alpha and beta)."""
+    product, a transposed B, alpha and beta)."""
     import os
     import subprocess
     import sys
@@ -231,6 +231,7 @@ def test_the_bits_do_not_depend_on_the_vector_width(tmp_path):
         "    c = rng.standard_normal((m, n)).astype(np.float32)",
         "    outs[f'p{i}'] = sgemm.product(a, b, np.empty((m, n), np.float32))",
         "    outs[f't{i}'] = sgemm.product(np.asfortranarray(a), b, c.copy(), -0.5, 2.0)",
+        "    outs[f'b{i}'] = sgemm.product(a, np.asfortranarray(b), np.empty((m, n), np.float32))",
         "np.savez(sys.argv[1], **outs)"])
     results = []
     for lanes in ("16", "8"):

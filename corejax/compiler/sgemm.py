@@ -219,6 +219,40 @@ def _strided(typingctx, src, src_off, src_step, dst, dst_off, dst_step, count):
 
 
 @intrinsic
+def _transpose_block(typingctx, src, src_off, ld, dst, dst_off):
+    """dst[dst_off + t*NR + j] = src[src_off + j*ld + t] for j, t < VW: a VW x VW block of a
+    matrix stored with its reduction contiguous (a transposed B) turned into VW rows of packed
+    B, with VW vector loads, log2(VW) rounds of interleaving (after them vector t holds
+    element t of every loaded vector) and VW vector stores."""
+    sig = types.void(src, src_off, ld, dst, dst_off)
+
+    def codegen(context, builder, sig, args):
+        sty, _, _, dty, _ = sig.args
+        src_, src_off_, ld_, dst_, dst_off_ = args
+        ps = builder.gep(_data(context, builder, sty, src_), [src_off_])
+        pd = builder.gep(_data(context, builder, dty, dst_), [dst_off_])
+        rows = [builder.load(builder.bitcast(
+            builder.gep(ps, [builder.mul(ir.Constant(_I64, j), ld_)]), _V.as_pointer()),
+            align=4) for j in range(VW)]
+        half = VW // 2
+        lo = ir.Constant(ir.VectorType(_I32, VW),
+                         [i // 2 + (VW if i % 2 else 0) for i in range(VW)])
+        hi = ir.Constant(ir.VectorType(_I32, VW),
+                         [half + i // 2 + (VW if i % 2 else 0) for i in range(VW)])
+        for _ in range(VW.bit_length() - 1):
+            new = [None] * VW
+            for i in range(half):
+                new[2 * i] = builder.shuffle_vector(rows[i], rows[i + half], lo)
+                new[2 * i + 1] = builder.shuffle_vector(rows[i], rows[i + half], hi)
+            rows = new
+        for t in range(VW):
+            ptr = builder.gep(pd, [ir.Constant(_I64, t * NR)])
+            builder.store(rows[t], builder.bitcast(ptr, _V.as_pointer()), align=4)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@intrinsic
 def _flat1d(typingctx, x, extent):
     """A 1-D float32 C array of `extent` elements over x's memory from its first element
     (x any float32 array; a view sharing x's memory and keeping it alive)."""
@@ -268,6 +302,19 @@ def _pack_b(b, sbk, sbj, pc, kc, jc, nc, bp):
         j0 = jc + s * NR
         w = min(NR, jc + nc - j0)
         base = s * kc * NR
+        if sbk == 1 and w == NR:
+            # b stored transposed (its rows contiguous in k): VW x VW blocks turned in
+            # registers, the last kc % VW rows element by element
+            whole = kc - kc % VW
+            for h in range(NV):
+                row = (j0 + h * VW) * sbj + pc
+                for kk in range(0, whole, VW):
+                    _transpose_block(b, row + kk, sbj, bp, base + kk * NR + h * VW)
+            if whole < kc:
+                for j in range(NR):
+                    _strided(b, (j0 + j) * sbj + pc + whole, 1, bp, base + whole * NR + j, NR,
+                             kc - whole)
+            continue
         for j in range(w):
             _strided(b, (j0 + j) * sbj + pc * sbk, sbk, bp, base + j, NR, kc)
         for j in range(w, NR):
