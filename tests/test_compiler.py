@@ -696,21 +696,21 @@ def test_gemm_gives_the_same_bits_on_one_thread_and_on_all(m, k, n, lhs_t, rhs_t
 @pytest.mark.parametrize("m,k,n", [(128, 784, 512), (784, 128, 512), (300, 200, 100),
                                    (8, 600, 64), (2048, 64, 40), (25088, 288, 64)])
 def test_blocks_are_a_function_of_the_shape(m, k, n):
-    """blas.blocks_for: the longer side of the output (columns on a tie) in blocks of about
-    BLOCK, MIN_BLOCKS to MAX_BLOCKS of them, cut at multiples of BLOCK_ALIGN; a product of
-    fewer flops than BLOCK_MIN_FLOPS is one block."""
-    from corejax.compiler import blas
-    blocks = blas.blocks_for(m, k, n)
+    """gemm_blocks.blocks_for: the longer side of the output (columns on a tie) in blocks of
+    about BLOCK, MIN_BLOCKS to MAX_BLOCKS of them, cut at multiples of BLOCK_ALIGN; a product
+    of fewer flops than BLOCK_MIN_FLOPS is one block."""
+    from corejax.compiler import gemm_blocks
+    blocks = gemm_blocks.blocks_for(m, k, n)
     side = (m, n)[blocks.axis]
     assert side == max(m, n) and (blocks.axis == 1) == (n >= m)
     bounds = blocks.bounds
     assert bounds[0] == 0 and bounds[-1] == side and list(bounds) == sorted(set(bounds))
-    if 2 * m * k * n < blas.BLOCK_MIN_FLOPS:
+    if 2 * m * k * n < gemm_blocks.BLOCK_MIN_FLOPS:
         assert bounds == (0, side)
     else:
-        assert len(bounds) - 1 == max(blas.MIN_BLOCKS, min(blas.MAX_BLOCKS,
-                                                           -(-side // blas.BLOCK)))
-        assert all(b % blas.BLOCK_ALIGN == 0 for b in bounds[1:-1])
+        assert len(bounds) - 1 == max(gemm_blocks.MIN_BLOCKS,
+                                      min(gemm_blocks.MAX_BLOCKS, -(-side // gemm_blocks.BLOCK)))
+        assert all(b % gemm_blocks.BLOCK_ALIGN == 0 for b in bounds[1:-1])
 
 
 @pytest.mark.parametrize("lhs_t,rhs_t", [(False, False), (True, False), (False, True)])

@@ -1,5 +1,6 @@
-"""GEMMs of the CPU backend: OpenBLAS's own threads or one thread, chosen per call site, with
-the same bits either way.
+"""GEMMs of the CPU backend: float32 ones in corejax's own GEMM (compiler/sgemm.py, last
+paragraph), the others in OpenBLAS, on its own threads or one thread, chosen per call site,
+with the same bits either way.
 
 OpenBLAS parallelizes a GEMM well (on the 2-core test machine its two threads beat two
 single-threaded calls over halves of the output by 10-15%: they share the packed panels), but
@@ -54,6 +55,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from corejax.compiler.gemm_blocks import BLOCK, Blocks, blocks_for
+from corejax.compiler.gemm_blocks import bounds_array as _bounds
+from corejax.compiler.gemm_blocks import flat as _flat
+from corejax.compiler.gemm_blocks import leading as _leading
+from corejax.compiler.gemm_blocks import readable as _readable
+from corejax.compiler.gemm_blocks import transposed as _transposed
 from corejax.compiler.gemm_sites import GemmSite
 
 __all__ = ["matmul", "batched_matmul", "accumulate", "Plan", "Blocks",
@@ -155,48 +162,6 @@ class Plan(NamedTuple):
     def whole(cls, k):
         """The whole reduction in one call, on the threads as on one thread."""
         return cls((0, k), (0, k))
-
-
-class Blocks(NamedTuple):
-    """A product made of fixed blocks of its output (`axis` 0: rows, 1: columns, cut at
-    `bounds`), each block one BLAS call on one OpenBLAS thread: its bits depend on the shape
-    alone, not on how many threads run the blocks or how busy the machine is. The product
-    of a shape no `Plan` passes for (see the module docstring)."""
-    axis: int
-    bounds: tuple
-
-
-# A product's blocks hold about this many rows or columns (a multiple of BLOCK_ALIGN); a
-# product of fewer flops than BLOCK_MIN_FLOPS is one block (some 150 us on one thread here:
-# a shorter job does not wake sleeping helpers, and two blocks in turn on one thread cost
-# half as much again as the whole: 54 against 37 us for 128^3)
-BLOCK = 256
-BLOCK_ALIGN = 16
-BLOCK_MIN_FLOPS = 1 << 24
-# at most this many blocks (longer ones on a longer side: a convolution's 25088 rows in 32
-# blocks of 784), well within what one job of the helper threads holds (64 parts)
-MAX_BLOCKS = 32
-# and at least this many where the side has MIN_BLOCKS * BLOCK_ALIGN: a helper woken from
-# sleep for a product does not start on its last part (eager_threads.claim_part), so of two
-# blocks the caller would make both
-MIN_BLOCKS = 4
-
-
-@functools.lru_cache(maxsize=4096)
-def blocks_for(m, k, n) -> Blocks:
-    """The `Blocks` of an (m, k) @ (k, n) matrix product: the longer side of the output
-    (columns on a tie) cut into ceil(side / BLOCK) blocks, MIN_BLOCKS to MAX_BLOCKS of them,
-    at multiples of BLOCK_ALIGN; one block (the whole product on one thread) below
-    BLOCK_MIN_FLOPS or MIN_BLOCKS * BLOCK_ALIGN rows or columns. A function of the shape
-    only: eager and compiled code, on any load and any number of cores, cut the same
-    blocks."""
-    axis, side = (1, n) if n >= m else (0, m)
-    if 2 * m * n * k < BLOCK_MIN_FLOPS or side < MIN_BLOCKS * BLOCK_ALIGN:
-        return Blocks(axis, (0, side))
-    parts = max(MIN_BLOCKS, min(MAX_BLOCKS, -(-side // BLOCK)))
-    cuts = sorted({min(side, -(-side * i // parts) // BLOCK_ALIGN * BLOCK_ALIGN)
-                   for i in range(1, parts)} - {0, side})
-    return Blocks(axis, (0, *cuts, side))
 
 
 def _rest_helpers():
@@ -565,33 +530,6 @@ def _accumulate(a, b, out, chunks, alpha):
                 _bounds(chunks))
 
 
-def _leading(x, transposed):
-    """The leading dimension with which BLAS reads the 2-D matrix x in place (with its
-    transpose flag where `transposed`: its columns contiguous), or None where it cannot."""
-    step = x.itemsize
-    inner, outer = (x.strides[0], x.strides[1]) if transposed else (x.strides[1], x.strides[0])
-    rows, cols = (x.shape[1], x.shape[0]) if transposed else x.shape
-    if (inner != step and cols > 1) or outer % step or (rows > 1 and outer < cols * step):
-        return None
-    return max(outer // step, cols, 1)
-
-
-def _readable(x):
-    """x, or a C copy of it where BLAS cannot read it in place (a broadcast operand, say)."""
-    return x if _leading(x, _transposed(x)) is not None else np.ascontiguousarray(x)
-
-
-def _flat(x, transposed):
-    """(a 1-D view of x's memory from its first element, its leading dimension) for BLAS,
-    which reads x in place (`_readable`)."""
-    ld = _leading(x, transposed)
-    if ld is None:
-        raise ValueError(f"a {x.shape} matrix of strides {x.strides} BLAS cannot read in place")
-    rows, cols = (x.shape[1], x.shape[0]) if transposed else x.shape
-    size = (rows - 1) * ld + cols if rows and cols else 0
-    return np.lib.stride_tricks.as_strided(x, (size,), (x.itemsize,)), ld
-
-
 # A rough single-thread GEMM rate, to tell the helper threads whether a job of blocks is
 # worth waking them for (eager_threads.run_native).
 FLOPS_PER_SECOND = 1e11
@@ -641,14 +579,6 @@ def _gemm_chunks(dtype):
     return (gemm_chunks,) + gemm_symbol(dtype) + (dtype.type(1),)
 
 
-@functools.lru_cache(maxsize=1024)
-def _bounds(chunks):
-    """The chunk bounds as the int64 array kernel_lib.gemm_chunks takes (read-only, shared)."""
-    bounds = np.array(chunks, np.int64)
-    bounds.flags.writeable = False
-    return bounds
-
-
 def gemm_accumulates(m, n, dtype) -> bool:
     """Whether the reduction chunks of an (m, k) @ (k, n) product of distinct operands after
     the first are accumulated by gemm calls with beta = 1 (see `_AdaptiveBlas._product`):
@@ -661,16 +591,6 @@ def _syrk(a, b) -> bool:
     transposed and once not."""
     return a.shape[0] == b.shape[1] and _transposed(a) != _transposed(b) and \
         a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
-
-
-def _transposed(x) -> bool:
-    """Whether BLAS reads the 2-D matrix x with its transpose flag: its columns contiguous,
-    not its rows (a transposed C array, or a block of one's rows)."""
-    if x.flags.c_contiguous:
-        return False
-    if x.flags.f_contiguous:
-        return True
-    return x.strides[1] != x.itemsize and x.strides[0] == x.itemsize
 
 
 def _make():

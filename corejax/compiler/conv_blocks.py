@@ -10,6 +10,7 @@ import threading
 import numpy as np
 
 from corejax.compiler import blas
+from corejax.compiler.gemm_blocks import transposed
 
 __all__ = ["image_blocks"]
 
@@ -56,7 +57,7 @@ def image_blocks(form, product_buffer):
     if blas._small(m, k, n):
         return None
     with ad.lock:
-        way = ad.plan(m, k, n, blas._transposed(a), blas._transposed(b), dt)
+        way = ad.plan(m, k, n, transposed(a), transposed(b), dt)
     if type(way) is blas.Blocks:
         # the product's own blocks, where they hold whole images (cnn.yaml's 25088 rows: 32
         # blocks of 4 images): each block's gather, product and finish in turn
@@ -82,7 +83,7 @@ def image_blocks(form, product_buffer):
     from corejax.compiler import eager_kernels
     with ad.lock:
         if type(way) is not blas.Blocks and not ad.blocks_agree(
-                m, k, n, per * rows, blas._transposed(a), blas._transposed(b), dt):
+                m, k, n, per * rows, transposed(a), transposed(b), dt):
             return None
         ad.on_threads(1, lambda: eager_kernels.run_parts(task, bounds))
     return blocks.result() if finish_block is not None else form.finish(out)
