@@ -22,14 +22,14 @@ without AVX-512 (narrower vectors, smaller tiles) computes the same bits as one 
 
 The micro-kernel keeps an MR x NR tile of C in registers (AVX-512: 12 x 32 in 24 16-lane
 accumulators; otherwise 6 x 16 in 12 8-lane ones), written as explicit LLVM vector IR through
-a Numba intrinsic (`_micro`): per k, NR / VW vector loads of packed B, one broadcast of packed A
-per row, MR * NR / VW fused multiply-adds. The driver (`gemm`) packs B in KC x NR slivers
-(zero-padded edges) and reads A in place (its last rows packed and zero-padded; operands
-read with any row and column strides, so transposed operands need no copy), and runs the micro-kernel over the tiles; edge
-columns and outputs whose columns are not contiguous go through a scratch tile. A product
-with fewer than NR columns, more rows than columns and A stored transposed is computed as its
-transpose (C^T = B^T A^T: the same multiply-adds in the same order). One thread per call; compiler/blas.py
-shares the blocks of big products out over the cores.
+a Numba intrinsic (`_micro`): per k, NR / VW vector loads of packed B, one broadcast of A per
+row, MR * NR / VW fused multiply-adds. The driver (`gemm`) packs B in slivers of NR columns
+(zero-padded; a B stored transposed in VW x VW blocks turned in registers) and reads A in
+place with any strides (its last rows packed and zero-padded), and runs the micro-kernel over
+the tiles; edge columns and outputs whose columns are not contiguous go through a scratch
+tile. A product with fewer than NR columns and more rows than columns is computed as its
+transpose (C^T = B^T A^T: the same multiply-adds in the same order). One thread per call;
+compiler/blas.py shares the blocks of big products out over the cores.
 
 `cblas_sgemm` is the same product behind cblas_sgemm's C signature (64-bit integers), for
 compiled code to call by address as it calls a BLAS.
@@ -377,9 +377,10 @@ def gemm(m, n, k, alpha, a, sai, sak, b, sbk, sbj, beta, c, csr, csc):
                 at = i * csr + j * csc
                 c[at] = beta * c[at] if beta != 0 else np.float32(0.0)
         return
-    if n < NR and m > n and sai == 1:
-        # few columns and A stored transposed: the transposed product, C^T = B^T A^T (the
-        # same FMAs in the same order), whose B (A^T) packs without a gather
+    if n < NR and m > n:
+        # few columns: the transposed product, C^T = B^T A^T (the same FMAs in the same
+        # order), its rows the few columns (a row-major A, as A^T, packs in register-turned
+        # blocks: 128x512 @ 512x10 took 18 us, 29 untransposed)
         m, n, a, sai, sak, b, sbk, sbj, csr, csc = n, m, b, sbj, sbk, a, sak, sai, csc, csr
     ncap = min(NC, (n + NR - 1) // NR * NR)
     bp = np.empty(KC * ncap, np.float32)
