@@ -93,7 +93,10 @@ def matmul(a, c, dt: np.dtype):
     if dtypes.kind_of(dt) in "iu":
         return to_narrow(np.matmul(a.astype(np.int32), c.astype(np.int32)), dt)
     if dt in _IN_F32:
-        return to_narrow(np.matmul(_flush(a.astype(_F32)), _flush(c.astype(_F32))), dt, True)
+        # (the float32 product as the backend makes every one: compiler/blas.py)
+        from corejax.compiler import blas
+        return to_narrow(blas.batched_matmul(_flush(a.astype(_F32)), _flush(c.astype(_F32))),
+                         dt, True)
     a16, c16 = a.astype(_F16), c.astype(_F16)
     acc = np.zeros(a.shape[:-1] + c.shape[-1:], _F16)
     with np.errstate(all="ignore"):

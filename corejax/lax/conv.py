@@ -259,10 +259,12 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     else:
         a = cols.reshape(1, n * p, kk * c)
         rows = lambda gi: a[gi]
-    # One 2-D GEMM per group, which np.dot hands to BLAS.
+    # One 2-D GEMM per group, made as every product of the backend is (compiler/blas.py:
+    # corejax's own GEMM for float32)
+    from corejax.compiler import blas
     out = np.empty((groups, (n // b) * p, o // groups), out_dtype)
     for gi in range(groups):
-        np.dot(rows(gi), wm[gi].T, out=out[gi])
+        blas.matmul(rows(gi), wm[gi].T, out[gi])
     out = out.transpose(1, 0, 2).reshape((n // b,) + out_sp + (o,))
     out = np.moveaxis(out, -1, 1)
     return np.ascontiguousarray(np.transpose(out, np.argsort(out_spec)))
