@@ -45,10 +45,10 @@ from numba import carray, cfunc, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["gemm", "cblas_sgemm", "address", "KC"]
+__all__ = ["product", "gemm", "cblas_sgemm", "address", "KC"]
 
-# The deepest reduction panel (`panels`): part of the definition of the bits (see the
-# docstring); changing it changes results.
+# The deepest reduction panel: part of the definition of the bits (see the docstring);
+# changing it changes results.
 KC = 256
 
 # The vector width follows the host (COREJAX_SGEMM_LANES=8 or 16 forces one, for tests of
