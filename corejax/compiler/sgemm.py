@@ -462,7 +462,15 @@ def _flat_of(x):
     return _flat1d(y, rows * cols), cols, 1
 
 
-@_jit
+# `_product`'s one signature: operands of any layout, read-only or not (a C or Fortran array,
+# or a writeable one, converts to it as it is passed), so one compilation serves every call
+# (each layout of its own cost about a second to compile)
+_IN = types.Array(types.float32, 2, "A", readonly=True)
+_OUT = types.Array(types.float32, 2, "A")
+
+
+@njit(types.void(_IN, _IN, _OUT, types.float32, types.float32), cache=_LANES is None,
+      nogil=True, error_model="numpy")
 def _product(a, b, c, alpha, beta):
     """`product`, compiled (one call from Python: its overhead is that of a small product)."""
     m, k = a.shape
