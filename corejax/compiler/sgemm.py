@@ -277,6 +277,24 @@ def _flat1d(typingctx, x, extent):
 _jit = njit(cache=_LANES is None, nogil=True, error_model="numpy")
 
 
+@njit(cache=_LANES is None, nogil=True, error_model="numpy", inline="always")
+def _extent(rows, cols, rs, cs):
+    """How many elements from the first a rows x cols matrix of strides rs, cs spans."""
+    return (rows - 1) * rs + (cols - 1) * cs + 1 if rows > 0 and cols > 0 else 0
+
+
+@_jit
+def _pack_lines(src, first, line_step, step, lines, count, dst, base, width):
+    """dst[base + t*width + l] = src[first + l*line_step + t*step] for l < lines, t < count:
+    `lines` strided lines of `count` elements into a packed sliver `width` wide (k-major);
+    its lines past `lines` are zeros."""
+    for l in range(lines):
+        _strided(src, first + l * line_step, step, dst, base + l, width, count)
+    for l in range(lines, width):
+        for t in range(count):
+            dst[base + t * width + l] = 0.0
+
+
 @_jit
 def _pack_b(b, sbk, sbj, pc, kc, jc, nc, bp):
     """b's rows pc:pc+kc, columns jc:jc+nc (element (k, j) at b[k*sbk + j*sbj]) into bp as
@@ -310,40 +328,10 @@ def _pack_b(b, sbk, sbj, pc, kc, jc, nc, bp):
                 row = (j0 + h * VW) * sbj + pc
                 for kk in range(0, whole, VW):
                     _transpose_block(b, row + kk, sbj, bp, base + kk * NR + h * VW)
-            if whole < kc:
-                for j in range(NR):
-                    _strided(b, (j0 + j) * sbj + pc + whole, 1, bp, base + whole * NR + j, NR,
-                             kc - whole)
+            _pack_lines(b, j0 * sbj + pc + whole, sbj, 1, NR, kc - whole, bp,
+                        base + whole * NR, NR)
             continue
-        for j in range(w):
-            _strided(b, (j0 + j) * sbj + pc * sbk, sbk, bp, base + j, NR, kc)
-        for j in range(w, NR):
-            for kk in range(kc):
-                bp[base + kk * NR + j] = 0.0
-
-
-@_jit
-def _pack_a(a, sai, sak, pc, kc, ic, mc, ap):
-    """a's rows ic:ic+mc, columns pc:pc+kc (element (i, k) at a[i*sai + k*sak]) into ap as
-    slivers of MR rows, each kc columns of MR, k-major; rows past mc are zeros."""
-    for s in range((mc + MR - 1) // MR):
-        i0 = ic + s * MR
-        h = min(MR, ic + mc - i0)
-        base = s * kc * MR
-        if sai == 1:
-            for kk in range(kc):
-                src = (pc + kk) * sak + i0
-                dst = base + kk * MR
-                for i in range(h):
-                    ap[dst + i] = a[src + i]
-                for i in range(h, MR):
-                    ap[dst + i] = 0.0
-        else:
-            for i in range(h):
-                _strided(a, (i0 + i) * sai + pc * sak, sak, ap, base + i, MR, kc)
-            for i in range(h, MR):
-                for kk in range(kc):
-                    ap[base + kk * MR + i] = 0.0
+        _pack_lines(b, j0 * sbj + pc * sbk, sbj, sbk, w, kc, bp, base, NR)
 
 
 @_jit
@@ -384,7 +372,7 @@ def gemm(m, n, k, alpha, a, sai, sak, b, sbk, sbj, beta, c, csr, csc):
         m, n, a, sai, sak, b, sbk, sbj, csr, csc = n, m, b, sbj, sbk, a, sak, sai, csc, csr
     ncap = min(NC, (n + NR - 1) // NR * NR)
     bp = np.empty(KC * ncap, np.float32)
-    ap = np.empty(KC * MR, np.float32)        # the last rows of A, zero-padded
+    ap = np.empty(KC * MR, np.float32)        # the last rows of A, zero-padded (`_pack_lines`)
     tile = np.empty(MR * NR, np.float32)
     for jc in range(0, n, NC):
         nc = min(NC, n - jc)
@@ -406,7 +394,7 @@ def gemm(m, n, k, alpha, a, sai, sak, b, sbk, sbj, beta, c, csr, csc):
                             aa, a_off, a_rs, a_ks = a, i0 * sai + pc * sak, sai, sak
                         else:           # the last rows, zero-padded to MR
                             if sj == 0:
-                                _pack_a(a, sai, sak, pc, kc, i0, h, ap)
+                                _pack_lines(a, i0 * sai + pc * sak, sai, sak, h, kc, ap, 0, MR)
                             aa, a_off, a_rs, a_ks = ap, 0, 1, MR
                         if csc == 1 and w == NR:
                             _micro(aa, a_off, a_rs, a_ks, bp, sj * kc * NR, c, i0 * csr + j0,
@@ -436,11 +424,9 @@ def cblas_sgemm(order, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, 
     else:
         sbk, sbj = 1, ldb
     csr, csc = (ldc, 1) if row else (1, ldc)
-    ea = (m - 1) * sai + (k - 1) * sak + 1 if m > 0 and k > 0 else 0
-    eb = (k - 1) * sbk + (n - 1) * sbj + 1 if k > 0 and n > 0 else 0
-    ec = (m - 1) * csr + (n - 1) * csc + 1 if m > 0 and n > 0 else 0
-    gemm(m, n, k, alpha, carray(a, (ea,)), sai, sak, carray(b, (eb,)), sbk, sbj, beta,
-         carray(c, (ec,)), csr, csc)
+    gemm(m, n, k, alpha, carray(a, (_extent(m, k, sai, sak),)), sai, sak,
+         carray(b, (_extent(k, n, sbk, sbj),)), sbk, sbj, beta,
+         carray(c, (_extent(m, n, csr, csc),)), csr, csc)
 
 
 def address():
@@ -457,7 +443,7 @@ def _flat_of(x):
     rs, cs = x.strides
     if rs >= 0 and cs >= 0 and rs % 4 == 0 and cs % 4 == 0:
         rs, cs = rs // 4, cs // 4
-        return _flat1d(x, (rows - 1) * rs + (cols - 1) * cs + 1 if rows and cols else 0), rs, cs
+        return _flat1d(x, _extent(rows, cols, rs, cs)), rs, cs
     y = np.ascontiguousarray(x)
     return _flat1d(y, rows * cols), cols, 1
 
@@ -481,7 +467,7 @@ def _product(a, b, c, alpha, beta):
     fa, sai, sak = _flat_of(a)
     fb, sbk, sbj = _flat_of(b)
     rs, cs = rs // 4, cs // 4
-    fc = _flat1d(c, (m - 1) * rs + (n - 1) * cs + 1 if m and n else 0)
+    fc = _flat1d(c, _extent(m, n, rs, cs))
     gemm(m, n, k, alpha, fa, sai, sak, fb, sbk, sbj, beta, fc, rs, cs)
 
 
