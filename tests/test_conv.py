@@ -693,8 +693,7 @@ def test_convolutions_run_in_image_blocks_under_jit(rng, monkeypatch):
     def in_blocks(m, k, n_out, images, more_than):
         """Whether image blocks run: a product with no plan in its own blocks where they
         hold whole images (196 rows each); else in L2-sized blocks where they agree."""
-        with blas._adaptive.lock:
-            way = blas._adaptive.plan(m, k, n_out, False, False, np.dtype(np.float32))
+        way = blas.plan_for(m, k, n_out, False, False, np.float32)
         if isinstance(way, blas.Blocks):
             return way.axis == 0 and len(way.bounds) > 2 and \
                 all(b % 196 == 0 for b in way.bounds)

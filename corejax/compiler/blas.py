@@ -254,8 +254,6 @@ class _AdaptiveBlas:
         shape, layout, dtype and kind (`accumulate`: c += alpha a @ b, one beta=1 call per
         chunk; see the module docstring); the caller holds `lock`."""
         dt = np.dtype(dtype)
-        if own_kernel(dt):
-            return blocks_for(m, k, n) if m > 1 and n > 1 else Plan.whole(k)
         key = (m, k, n, a_transposed, b_transposed, dt, accumulate)
         found = self._plans.get(key)
         if found is not None:
@@ -323,8 +321,6 @@ class _AdaptiveBlas:
         layout and dtype (a bigger product than MAX_TEST_FLOPS is not tested: False). The
         caller holds `lock`."""
         dt = np.dtype(dtype)
-        if own_kernel(dt):
-            return True         # (its bits are each element's own)
         key = (m, k, n, block, a_transposed, b_transposed, dt)
         same = self._blocks.get(key)
         if same is None:
@@ -414,21 +410,11 @@ class _AdaptiveBlas:
         a, b = _readable(a), _readable(b)
         k = a.shape[1]
         bounds = blocks.bounds
-        native = _blocks_native(out.dtype) if parallel else None
-        if native is not None:
-            ta, tb = _transposed(a), _transposed(b)
-            (fa, lda), (fb, ldb), (fc, ldc) = _flat(a, ta), _flat(b, tb), _flat(out, False)
-            m, n = out.shape
-            scalars = np.array([1 if alpha is None else alpha, 0 if alpha is None else 1],
-                               out.dtype)
-            operands = (gemm_symbol(out.dtype)[0], int(blocks.axis == 0), int(ta), int(tb),
-                        m, n, k, fa.ctypes.data, lda, fb.ctypes.data, ldb, fc.ctypes.data,
-                        ldc, scalars)
-            from corejax.compiler import eager_kernels
+        if parallel:
             self._set(1)
             try:
-                if eager_kernels.run_native(native, _bounds(bounds), operands,
-                                            2.0 * m * n * k / FLOPS_PER_SECOND):
+                if _native_blocks(a, b, out, blocks, 1.0 if alpha is None else alpha,
+                                  0.0 if alpha is None else 1.0, FLOPS_PER_SECOND):
                     return
             finally:
                 self._set(self.threads)
@@ -485,9 +471,7 @@ class _AdaptiveBlas:
             np.matmul(a[lo:hi], b[lo:hi], out=out[lo:hi])
 
         from corejax.compiler import eager_kernels
-        # parts of about BLOCK^3 multiply-adds (at least one element each)
-        per = max(1, BLOCK ** 3 // max(1, m * k * n))
-        bounds = list(range(0, batch, per)) + [batch]
+        bounds = _batch_parts(batch, m, k, n)
         with self.lock:
             self._set(1)
             try:
@@ -737,23 +721,39 @@ def _own_run(a, b, out, alpha=None):
 
 
 def _own_blocks(a, b, out, blocks: Blocks, alpha, beta) -> bool:
-    """The product's blocks as one compiled job over this thread and the helper threads
-    (`_blocks_native` calling the own GEMM); False, running nothing, where the helpers are
-    taken or asleep for a short job."""
+    """The product's blocks as one compiled job over this thread and the helper threads,
+    calling the own GEMM (`_native_blocks`)."""
+    return _native_blocks(_readable(a), _readable(b), out, blocks, alpha, beta,
+                          OWN_FLOPS_PER_SECOND)
+
+
+def _native_blocks(a, b, out, blocks: Blocks, alpha, beta, rate) -> bool:
+    """out = alpha a @ b + beta out in `blocks` as one compiled job (`_blocks_native`: each
+    block one call of `gemm_symbol`'s gemm on one thread, with NumPy's matmul's arguments
+    for that block) over this thread and the helper threads (a, b readable in place, out a
+    C-ordered matrix); False, running nothing, where there is no such job or the helpers
+    are taken or asleep for a job shorter than waking them (`rate`: the gemm's flops a
+    second on one thread)."""
     native = _blocks_native(out.dtype)
     if native is None:
         return False
-    a, b = _readable(a), _readable(b)
     ta, tb = _transposed(a), _transposed(b)
     m, n = out.shape
     k = a.shape[1]
-    # (the data pointers of the first elements, as _flat's views would give them)
+    # (the data pointers of the first elements: what BLAS reads from)
     operands = (gemm_symbol(out.dtype)[0], int(blocks.axis == 0), int(ta), int(tb), m, n, k,
                 a.ctypes.data, _leading(a, ta), b.ctypes.data, _leading(b, tb),
                 out.ctypes.data, _leading(out, False), np.array([alpha, beta], out.dtype))
     from corejax.compiler import eager_kernels
     return eager_kernels.run_native(native, _bounds(blocks.bounds), operands,
-                                    2.0 * m * n * k / OWN_FLOPS_PER_SECOND)
+                                    2.0 * m * n * k / rate)
+
+
+def _batch_parts(batch, m, k, n) -> list:
+    """The bounds a batch of (m, k) @ (k, n) products is shared out in: parts of about
+    BLOCK^3 multiply-adds, at least one element each."""
+    per = max(1, BLOCK ** 3 // max(1, m * k * n))
+    return list(range(0, batch, per)) + [batch]
 
 
 # the own GEMM's rough single-thread rate (FLOPS_PER_SECOND's for it)
@@ -774,12 +774,12 @@ def _own_batched(a, b, out):
         for i in range(lo, hi):
             sgemm.product(a[i], b[i], target[i])
 
-    per = max(1, BLOCK ** 3 // max(1, m * k * n))
-    if _sharing() or batch <= per:
+    bounds = _batch_parts(batch, m, k, n)
+    if _sharing() or len(bounds) == 2:
         task(0, batch)
     else:
         from corejax.compiler import eager_kernels
-        eager_kernels.run_parts(task, list(range(0, batch, per)) + [batch])
+        eager_kernels.run_parts(task, bounds)
     if target is not out:
         out[...] = target
 

@@ -56,8 +56,7 @@ def image_blocks(form, product_buffer):
     rows, prepare, finish_block = blocks.rows, blocks.prepare, blocks.finish_block
     if blas._small(m, k, n):
         return None
-    with ad.lock:
-        way = ad.plan(m, k, n, transposed(a), transposed(b), dt)
+    way = blas.plan_for(m, k, n, transposed(a), transposed(b), dt)
     if type(way) is blas.Blocks:
         # the product's own blocks, where they hold whole images (cnn.yaml's 25088 rows: 32
         # blocks of 4 images): each block's gather, product and finish in turn
