@@ -245,3 +245,41 @@ def test_the_bits_do_not_depend_on_the_vector_width(tmp_path):
     assert sorted(results[0].files) == sorted(results[1].files)
     for name in results[0].files:
         np.testing.assert_array_equal(results[0][name], results[1][name], err_msg=name)
+
+
+def test_negative_strides_are_read_through_a_copy():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((40, 300)).astype(np.float32)
+    b = rng.standard_normal((300, 50)).astype(np.float32)
+    for x, y in ((a[::-1], b), (a, b[:, ::-1]), (a[:, ::-1], b[::-1])):
+        want = sgemm.product(np.ascontiguousarray(x), np.ascontiguousarray(y),
+                             np.empty((40, 50), np.float32))
+        np.testing.assert_array_equal(sgemm.product(x, y, np.empty((40, 50), np.float32)),
+                                      want)
+    with pytest.raises(ValueError, match="cannot write in place"):
+        sgemm.product(a, b, np.empty((40, 50), np.float32)[::-1])
+
+
+def test_openblas_can_be_asked_for():
+    """COREJAX_SGEMM=openblas: float32 products go back to OpenBLAS (its plans and blocks),
+    eagerly and under jit with one set of bits, and compiled code calls OpenBLAS's gemm."""
+    import os
+    import subprocess
+    import sys
+    script = "\n".join([
+        "import numpy as np, corejax as jax, corejax.numpy as jnp",
+        "from corejax.compiler import blas",
+        "assert not blas.own_kernel(np.float32)",
+        "assert blas.gemm_symbol(np.float32) in (None, blas._cblas_address(np.dtype('f'), 'gemm'))",
+        "rng = np.random.default_rng(0)",
+        "a = rng.standard_normal((128, 784)).astype(np.float32)",
+        "b = rng.standard_normal((784, 512)).astype(np.float32)",
+        "eager = np.asarray(jnp.asarray(a) @ jnp.asarray(b))",
+        "assert np.array_equal(eager, np.asarray(jax.jit(jnp.matmul)(a, b)))",
+        "exact = a.astype(np.float64) @ b",
+        "assert np.abs(eager - exact).max() < 1e-4 * np.abs(exact).max()",
+        "print('ok')"])
+    env = dict(os.environ, COREJAX_SGEMM="openblas")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
