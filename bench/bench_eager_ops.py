@@ -44,6 +44,18 @@ REDUCTIONS = ["sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argm
 # g: (0.5, 5.5), n: standard normal)
 SPECIAL = ["erf", "erfc", "erfinv", "ndtr", "ndtri", "log_ndtr", "gammaln", "digamma", "i0e",
            "i1e", "expit", "logit", "xlogy", "sigmoid", "gelu", "softplus", "log_sigmoid"]
+# the rest of jax.scipy.special's elementwise functions: name -> its operands (letters as in
+# `cases`; a number is a Python scalar operand), on 1M float32 (wofz: complex64)
+SPECIAL_ARGS = {
+    "beta": "gh", "betaln": "gh", "betainc": "ghu", "gamma": "g", "gammasgn": "z",
+    "loggamma": "g", "gammainc": "gh", "gammaincc": "gh", "poch": "gh", "factorial": "g",
+    "comb": "kg", "multigammaln": ("k", 3), "polygamma": (1, "g"), "zeta": "sg",
+    "dawsn": "z", "erfcx": "z", "fresnel": "z", "owens_t": "zu", "entr": "u",
+    "kl_div": "uv", "rel_entr": "uv", "xlog1py": "gu", "boxcox": "gu", "boxcox1p": "uu",
+    "i0": "z", "i1": "z", "exp1": "g", "expi": "g", "expn": (2, "g"), "spence": "g",
+    "sici": "z", "hyp1f1": "uhz", "hyp2f1": "ugsu", "wofz": "c",
+}
+SPECIAL += list(SPECIAL_ARGS)
 OTHER = ["int_add", "int_floor_divide", "int_mod", "where", "clip", "astype_f16", "x*2+1",
          "add1_16", "div2_16", "mul_16", "sub_row_16", "mean_16", "softmax_16", "relu_16"]
 ALL = UNARY + BINARY + REDUCTIONS + SPECIAL + OTHER
@@ -62,14 +74,24 @@ def cases(jax, jnp, special):
     z = jnp.asarray(rng.standard_normal(n, dtype=np.float32))
     domain = {"erfinv": u, "ndtri": u, "logit": u, "gammaln": g, "digamma": g, "i0e": g,
               "i1e": g}
+    h = jnp.asarray(rng.random(n, dtype=np.float32) * np.float32(5) + np.float32(0.5))
+    operands = {"z": z, "u": u, "g": g, "h": h, "v": jnp.asarray(
+        rng.random(n, dtype=np.float32) * np.float32(0.9) + np.float32(0.05)),
+        "s": g + 1.0, "k": g + 2.0,
+        "c": jnp.asarray((rng.standard_normal(n) + 1j * rng.standard_normal(n))
+                         .astype(np.complex64))}
     out = {}
     for name in SPECIAL:
         f = getattr(jax.nn if name in ("sigmoid", "gelu", "softplus", "log_sigmoid")
                     else special, name)
         if name == "xlogy":
-            out[name] = (lambda f, a, b: lambda: f(a, b))(f, g, u)
+            args = (g, u)
+        elif name in SPECIAL_ARGS:
+            args = tuple(operands[a] if isinstance(a, str) else a
+                         for a in SPECIAL_ARGS[name])
         else:
-            out[name] = (lambda f, a: lambda: f(a))(f, domain.get(name, z))
+            args = (domain.get(name, z),)
+        out[name] = (lambda f, args: lambda: f(*args))(f, args)
     for u in UNARY:
         out[u] = (lambda f: lambda: f(x))(getattr(jnp, u))
     for b in BINARY:
@@ -111,19 +133,20 @@ def worker(which):
     the process's own stdout goes to stderr, so that nothing a library prints mixes in."""
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
-    thunks = cases(*_frameworks(which))
+    jax, jnp, special = _frameworks(which)
+    thunks = cases(jax, jnp, special)
     warm = set()
     proto.write("ready\n")
     for line in sys.stdin:
         name, k = line.split()
         f = thunks[name]
         if name not in warm:
-            f().block_until_ready()
+            jax.block_until_ready(f())
             warm.add(name)
         times = []
         for _ in range(int(k)):
             t = time.perf_counter()
-            f().block_until_ready()
+            jax.block_until_ready(f())   # fresnel and sici return pairs
             times.append(time.perf_counter() - t)
         proto.write(json.dumps(times) + "\n")
 

@@ -335,7 +335,119 @@ def test_ndtri_next_to_one_half_below_one_and_at_denormals():
 def test_every_table_entry_has_a_reference_and_bound():
     for fn in list(fm.FAST_UNARY.values()) + list(fm.FAST_BINARY.values()):
         assert fn in fm.ULP_BOUNDS
-        assert fn in REFERENCES_F32 or fn in REFERENCES_F64 or fn in (fm.pow_f32, fm.atan2_f32)
+        assert fn in REFERENCES_F32 or fn in REFERENCES_F64 or fn in (
+            fm.pow_f32, fm.atan2_f32, fm.zeta_f32, fm.polygamma_f32)
+
+
+@njit(error_model="numpy")
+def _zeta_loop(s, q, out):
+    for i in range(s.size):
+        out[i] = fm.zeta_f32(s[i], q[i])
+
+
+@njit(error_model="numpy")
+def _polygamma_loop(n, x, out):
+    for i in range(n.size):
+        out[i] = fm.polygamma_f32(n[i], x[i])
+
+
+def _binary(loop, a, b):
+    out = np.empty(a.shape, np.float32)
+    loop(a, b, out)
+    return out
+
+
+def _zeta_negative_ref(s, q):
+    """zeta(s, q) for integral s and negative non-integral q (|q| < 60): the negative terms
+    summed exactly (math.fsum of their float64 values), plus SciPy's zeta at q's fractional
+    part."""
+    import scipy.special
+    f = q - math.floor(q)
+    terms = [(q + k) ** -s for k in range(int(round(f - q)))]
+    return math.fsum(terms + [float(scipy.special.zeta(s, f))])
+
+
+def test_zeta_f32_ulp_bound_and_special_values():
+    import scipy.special
+    rng = np.random.default_rng(3)
+    # s from just above 1 (s - 1 down to 2^-23) to 1e4, q from 2^-40 to 2^40
+    s = np.concatenate([1 + np.float32(2.0) ** -np.arange(1, 24), np.linspace(1.01, 200, 300),
+                        rng.uniform(1, 30, 200), [2, 3, 4, 10, 60, 100, 1e3, 1e4]])
+    q = np.concatenate([np.float32(2.0) ** np.arange(-40, 40, 0.5), np.linspace(0.01, 20, 300),
+                        rng.uniform(0, 10, 200)])
+    S, Q = (v.astype(np.float32).ravel() for v in np.meshgrid(s, q))
+    got = _binary(_zeta_loop, S, Q)
+    with np.errstate(all="ignore"):
+        ref = scipy.special.zeta(S.astype(np.float64), Q.astype(np.float64))
+    ref = np.where(ref > 3.5e38, np.inf, ref)
+    keep = ref > 0          # (SciPy's zero where float64 underflows: float32's too)
+    err = ulp_errors(got[keep], ref[keep])
+    assert err.max() <= fm.ULP_BOUNDS[fm.zeta_f32], (S[keep][err.argmax()], Q[keep][err.argmax()])
+    assert np.array_equal(got[~keep], np.zeros(int((~keep).sum()), np.float32))
+    # q < 0 (integral s): against the exactly summed negative terms
+    s = np.float32([2, 3, 4, 5, 6, 7, 10, 21])
+    q = -rng.uniform(0, 50, 120).astype(np.float32)
+    q = q[q != np.floor(q)]
+    S, Q = (v.ravel() for v in np.meshgrid(s, q))
+    got = _binary(_zeta_loop, S, Q)
+    ref = np.array([_zeta_negative_ref(float(a), float(b)) for a, b in zip(S, Q)])
+    ref = np.where(np.abs(ref) > 3.5e38, np.copysign(np.inf, ref), ref)
+    assert ulp_errors(got, ref).max() <= fm.ULP_BOUNDS[fm.zeta_f32]
+    # odd s at f = 1/2: the two sums at 1/2 cancel exactly, the value is the small third
+    assert _binary(_zeta_loop, np.float32([5.0]), np.float32([-3.5]))[0] == np.float32(
+        math.fsum([(-3.5 + k) ** -5 for k in range(4)] + [float(scipy.special.zeta(5, 0.5))]))
+    # special values, as lax.zeta's scalar kernel (and JAX): s = 1 -> inf; s < 1, nan, inf ->
+    # nan; a pole (q = 0, -1, ...) -> inf for even integral s, else nan; q < 0 -> nan unless s
+    # is integral
+    cases = [(1.0, 0.5, np.inf), (1.0, -2.0, np.inf), (0.5, 1.0, np.nan), (np.nan, 1.0, np.nan),
+             (2.0, np.nan, np.nan), (np.inf, 1.0, np.nan), (2.0, np.inf, np.nan),
+             (2.0, -np.inf, np.inf), (2.0, 0.0, np.inf), (2.0, -0.0, np.inf),
+             (4.0, -3.0, np.inf), (3.0, 0.0, np.nan), (2.5, -1.0, np.nan), (2.5, -0.5, np.nan),
+             (2.0, 1e-30, np.inf), (3.0, 3e38, 0.0), (1e30, 1.0, 1.0), (1e30, 0.5, np.inf),
+             (1e30, 2.0, 0.0)]
+    s, q, want = (np.array(c, np.float32) for c in zip(*cases))
+    got = _binary(_zeta_loop, s, q)
+    assert np.array_equal(got, want, equal_nan=True), list(zip(s, q, got, want))
+
+
+def test_polygamma_f32_ulp_bound_and_special_values():
+    import scipy.special
+    n = np.float32([1, 2, 3, 4, 5, 8, 12, 20])
+    x = np.concatenate([np.float32(2.0) ** np.arange(-20, 30, 0.25),
+                        np.linspace(0.01, 30, 500)]).astype(np.float32)
+    N, X = (v.ravel() for v in np.meshgrid(n, x))
+    got = _binary(_polygamma_loop, N, X)
+    with np.errstate(all="ignore"):
+        ref = scipy.special.polygamma(N.astype(int), X.astype(np.float64))
+    ref = np.where(np.abs(ref) > 3.5e38, np.copysign(np.inf, ref), ref)
+    keep = ref != 0
+    assert ulp_errors(got[keep], ref[keep]).max() <= fm.ULP_BOUNDS[fm.polygamma_f32]
+    assert np.array_equal(got[~keep], ref[~keep].astype(np.float32))
+    # negative x: (-1)^(n+1) n! zeta(n + 1, x), the zeta summed exactly as above
+    x = -np.random.default_rng(4).uniform(0, 20, 60).astype(np.float32)
+    N, X = (v.ravel() for v in np.meshgrid(n[:5], x))
+    got = _binary(_polygamma_loop, N, X)
+    ref = np.array([(-1.0) ** (k + 1) * math.factorial(int(k)) *
+                    _zeta_negative_ref(float(k) + 1, float(v)) for k, v in zip(N, X)])
+    assert ulp_errors(got, ref).max() <= fm.ULP_BOUNDS[fm.polygamma_f32]
+    # n = 0 is digamma; n not a non-negative integer, nan; the poles as zeta's
+    x = np.float32([0.3, -2.5, 7.0])
+    assert np.array_equal(_binary(_polygamma_loop, np.zeros(3, np.float32), x),
+                          evaluate(fm.digamma_f32, x))
+    cases = [(1.5, 2.0, np.nan), (-1.0, 2.0, np.nan), (np.nan, 2.0, np.nan), (1.0, np.nan, np.nan),
+             (1.0, 0.0, np.inf), (1.0, -3.0, np.inf), (2.0, 0.0, np.nan), (3.0, -1.0, np.inf),
+             (1.0, np.inf, np.nan), (200.0, 0.5, -np.inf)]
+    n, x, want = (np.array(c, np.float32) for c in zip(*cases))
+    got = _binary(_polygamma_loop, n, x)
+    assert np.array_equal(got, want, equal_nan=True), list(zip(n, x, got, want))
+
+
+@pytest.mark.parametrize("loop", [_zeta_loop, _polygamma_loop], ids=["zeta", "polygamma"])
+def test_loops_calling_zeta_vectorize(loop):
+    x = np.linspace(1.5, 3, 64).astype(np.float32)
+    _binary(loop, x, x)
+    llvm = "\n".join(loop.inspect_llvm().values())
+    assert re.search(r"<\d+ x double>", llvm)
 
 
 @njit(error_model="numpy")

@@ -13,8 +13,9 @@ constant folding under jit (compiler/passes.py) evaluates them the same way.
 impl. A lowering rule may also ask for it itself (`rule.eager_kernel = True`): the special
 functions of lax/special.py do, whose impl runs the lowering's own scalar code but on one
 thread (here their long loops split over the cores, and on float32 digamma, bessel_i0e/i1e,
-erfcx and ndtri run fastmath's kernels, as jit does). Arithmetic, comparisons, sqrt, floor/ceil/round, rem, nextafter, max/min stay on NumPy
-(IEEE-exact on both sides, and NumPy runs them on broadcast views without copying).
+erfcx, ndtri, zeta and polygamma run fastmath's kernels, as jit does). Arithmetic,
+comparisons, sqrt, floor/ceil/round, rem, nextafter, max/min stay on NumPy (IEEE-exact on both
+sides, and NumPy runs them on broadcast views without copying).
 (`FAST`, further down, lists primitives whose NumPy impl is slow on large operands: those run
 compiled loops with the NumPy impl's own bits above FAST_MIN_SIZE; `REDUCTIONS`, at the end,
 the float sums that run NumPy's pairwise order compiled, compiler/eager_sums.py.) Long loops

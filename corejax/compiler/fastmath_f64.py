@@ -456,3 +456,90 @@ def ndtri_f32(p):
     x = -_INF64 if d == _ZERO64 else x
     x = _INF64 if d == _ONE64 else x
     return f32(x if (d >= _ZERO64) & (d <= _ONE64) else _NAN64)
+
+
+# float32 Hurwitz zeta, zeta(s, q) = sum_k (q + k)^-s, through float64 (the lax.zeta primitive;
+# special values as its scalar kernel: inf at s = 1; nan for s < 1, at nan and infinities; at
+# a pole, q a non-positive integer, inf for even integral s, else nan; nan for q < 0 unless s is
+# integral). `_hurwitz_f64` is the sum for q >= 0: four direct terms (q + k)^-s = exp(-s log(q +
+# k)), then Euler-Maclaurin at w = q + 4, w^(1-s) / (s - 1) + w^-s / 2 + sum_j B_2j / (2j)!
+# (s)_(2j-1) w^(1-s-2j), thirteen terms of it; relative error below 2e-12 against the scalar
+# float64 kernel over s in (1, 1e4], q in [0, 2^40] (where the terms would diverge, at large s
+# and small w, they are below 1e-20 of the first direct term). For q < 0 (integral s), with
+# f = q - floor(q) and sigma = (-1)^s, the negative terms sum_j (f - j)^-s = sigma (zeta(s, 1 -
+# f) - zeta(s, 1 - q)), so zeta(s, q) = zeta(s, f) + sigma zeta(s, 1 - f) - sigma zeta(s, 1 -
+# q), three sums at non-negative arguments, the first two added first (for odd s they cancel
+# exactly at f = 1/2, where the value is the small third). No branch depends on the value: every
+# lane evaluates the three sums, so LLVM vectorizes the loop (a direct sum from a negative q
+# would run 2^24 terms).
+_ZETA_DIRECT = 4
+_ZETA_EM = (0.08333333333333333, -0.001388888888888889, 3.306878306878307e-05,
+            -8.267195767195768e-07, 2.08767569878681e-08, -5.284190138687493e-10,
+            1.3382536530684679e-11, -3.3896802963225827e-13, 8.586062056277845e-15,
+            -2.174868698558062e-16, 5.5090028283602295e-18, -1.3954464685812522e-19,
+            3.534707039629467e-21)        # B_2j / (2j)!, j = 1 .. 13
+
+
+@_jit
+def _hurwitz_f64(s, q):
+    """sum_k (q + k)^-s for s > 1 and q >= 0 (inf at q = 0), in float64 (see above)."""
+    w = q + f64(_ZETA_DIRECT)
+    wp = exp_f64(-s * log_f64(w))
+    iw = _ONE64 / w
+    iw2 = iw * iw
+    fac = s * wp * iw
+    tail = _ZERO64
+    for j in range(len(_ZETA_EM)):
+        tail += fac * _ZETA_EM[j]
+        fac *= (s + f64(2 * j + 1)) * (s + f64(2 * j + 2)) * iw2
+    total = tail + (w * wp / (s - _ONE64) + _HALF64 * wp)
+    for k in range(_ZETA_DIRECT - 1, -1, -1):            # the smallest terms first
+        total += exp_f64(-s * log_f64(q + f64(k)))
+    return total
+
+
+@_jit
+def _zeta_f64(s, q):
+    """zeta(s, q) in float64 for the float64 values s, q of float32s (see above)."""
+    r = _rint(q)
+    floor_q = r - _ONE64 if r > q else r
+    integral_s = _rint(s) == s
+    even_s = _rint(s * _HALF64) == s * _HALF64
+    negative = q < _ZERO64
+    f = q - floor_q                                      # exact: |q| < 2^24 when not integral
+    one = _ONE64
+    za = _hurwitz_f64(s, f if negative else q)
+    zb = _hurwitz_f64(s, one - f if negative else one)
+    zc = _hurwitz_f64(s, one - q if negative else one)
+    pair = za + zb if even_s else za - zb
+    v = (pair - zc if even_s else pair + zc) if negative else za
+    v = _NAN64 if negative and not integral_s else v
+    v = _NAN64 if (s < _ONE64) | (abs(q) == _INF64) | (abs(s) == _INF64) else v
+    pole = (q <= _ZERO64) & (q == floor_q)
+    v = (_INF64 if integral_s and even_s else _NAN64) if pole else v
+    v = _NAN64 if (s != s) | (q != q) else v
+    return _INF64 if s == _ONE64 else v
+
+
+@_jit
+def zeta_f32(s, q):
+    """The Hurwitz zeta function zeta(s, q) for float32 (<= 1 ulp where q >= 0)."""
+    return f32(_zeta_f64(f64(f32(s)), f64(f32(q))))
+
+
+# n! for n = 0 .. 170, then inf (a table load vectorizes)
+_FACTORIALS = np.array([float(math.factorial(k)) for k in range(171)] + [math.inf], np.float64)
+
+
+@_jit
+def polygamma_f32(n, x):
+    """The polygamma function psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x) for float32 (digamma at
+    n = 0); nan unless n is a non-negative integer."""
+    d = f64(f32(n))
+    xd = f64(f32(x))
+    valid = (d >= _ZERO64) & (_rint(d) == d)
+    index = np.int64(min(max(d, _ZERO64), f64(171.0))) if valid else np.int64(0)
+    sign = _ONE64 if _rint(d * _HALF64) != d * _HALF64 else -_ONE64
+    v = sign * _FACTORIALS[index] * _zeta_f64(d + _ONE64, xd)
+    v = f32(v if valid else _NAN64)
+    return digamma_f32(x) if d == _ZERO64 else v

@@ -53,7 +53,8 @@ def _kernels_digest() -> str:
 
 def _kernel_rule(name):
     """The elementwise lowering: the compiler's vectorizable function for the dtype where it
-    has one (float32 digamma), else a call of the scalar kernel in float64, rounded once."""
+    has one (float32 digamma, zeta, polygamma, ...), else a call of the scalar kernel in
+    float64, rounded once."""
     def rule(ctx, *operands):
         if ctx.backend != "cpu":
             raise NotImplementedError(f"{name} has no {ctx.backend} device kernel")
