@@ -60,7 +60,8 @@ CASES = {
     # Not entr and kl_div: compiled, -(x log x) at x = NaN keeps the NaN's sign, where op by
     # op the negation flips it (jit and eager already differ there: a fused negation).
     "sp.ndtr": (1, FLOATS, [{}]), "sp.logit": (1, FLOATS, [{}]),
-    "sp.rel_entr": (2, FLOATS, [{}]),
+    "sp.rel_entr": (2, FLOATS, [{}]), "sp.gammasgn": (1, FLOATS, [{}]),
+    "sp.gamma": (1, FLOATS, [{}]), "sp.loggamma": (1, FLOATS, [{}]),
 }
 
 
@@ -219,6 +220,19 @@ def test_fused_results_are_the_op_by_op_bits(fusing, name, dt, kwargs):
     [np.dtype(np.int64), np.dtype(np.uint64)] * (INTS[0] in dts)))
 def test_fused_results_are_the_op_by_op_bits_in_64_bits(fusing, x64, name, dt, kwargs):
     check_bits(fusing, name, dt, kwargs)
+
+
+def test_wofz_runs_fused_with_the_op_by_op_bits(fusing):
+    # wofz's decorated body is private (its custom_jvp wraps it): every half-plane, the axes,
+    # large and tiny arguments, infinities and nan
+    rng = np.random.default_rng(5)
+    parts = np.concatenate([rng.standard_normal(200) * 3, [0.0, -0.0, 1e-30, 40.0, -40.0, 1e20,
+                                                           -1e20, np.inf, -np.inf, np.nan]])
+    re, im = np.meshgrid(parts[::7], parts[::5])
+    z = jnp.asarray((re + 1j * im).ravel().astype(np.complex64))
+    assert_same(fused(fusing, jax.scipy.special.wofz, z),
+                op_by_op(jax.scipy.special.wofz, z))
+    assert fusing[-1] == "_wofz_value"
 
 
 def test_every_decorated_function_is_compared():

@@ -349,6 +349,21 @@ def call_split(kernel: FlatKernel, n, flat, scalar, outs) -> None:
     timed(kernel, n, cores, lambda: run_parts(task, bounds))
 
 
+def call_host_split(key, fn, flat, out) -> None:
+    """out[lo:hi] = fn(*[a[lo:hi] for a in flat]) over the parts of a flat output, split over
+    the cores as `call_split` splits a compiled loop (timed per `key`): for host functions of
+    arrays, such as SciPy's special functions, whose loops release the GIL."""
+    n = out.size
+    cores = split_cores(key, n)
+    if cores > 1 and _short_while_asleep(key, n):
+        cores = 1
+
+    def task(lo, hi):
+        out[lo:hi] = fn(*[a[lo:hi] for a in flat])
+
+    timed(key, n, cores, lambda: run_parts(task, parts(n, cores)))
+
+
 def evaluate(primitive, values, params):
     """`primitive` on NumPy operands as jit's kernels compute it, or None where the NumPy impl
     gives those bits (or the operands are not float32/float64 arrays of one shape)."""

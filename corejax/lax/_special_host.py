@@ -26,13 +26,30 @@ _FLOAT = ("floating",)
 
 
 def _scipy(fn):
-    """An eager implementation from a float64 function of float64 arrays, rounded once."""
-    def impl(*args, **params):
+    """An eager implementation from a float64 function of float64 arrays, rounded once. SciPy's
+    loops release the GIL: on operands of one shape a large call is cut into parts that run on
+    the free cores (compiler/eager_kernels.call_host_split), each part computed as the whole
+    would compute it."""
+    def rounded(*args, **params):
         wide = [np.asarray(a, np.float64) for a in args]
         with np.errstate(all="ignore"):
             out = fn(*wide, **params)
         return np.asarray(out, np.float64).astype(args[0].dtype)
+
+    def impl(*args, **params):
+        shape = np.shape(args[0])
+        if math.prod(shape) < _SPLIT_MIN or any(np.shape(a) != shape for a in args):
+            return rounded(*args, **params)
+        from corejax.compiler import eager_kernels
+        out = np.empty(shape, args[0].dtype)
+        key = (fn, tuple(sorted(params.items())), out.dtype)
+        eager_kernels.call_host_split(key, lambda *part: rounded(*part, **params),
+                                      [np.ravel(a) for a in args], out.reshape(-1))
+        return out
     return impl
+
+
+_SPLIT_MIN = 1 << 16    # elements (compiler/eager_kernels.SPLIT_MIN: below, never split)
 
 
 def _special():

@@ -10,6 +10,7 @@ import numpy as np
 from corejax import core, dtypes, lax
 from corejax.custom_derivatives import custom_jvp
 from corejax.numpy._core import asarray, check_arraylike, promote_dtypes_inexact
+from corejax.numpy._eager_fusion import fuse_eagerly
 from corejax.scipy._special_gamma import strong
 import corejax.numpy as jnp
 
@@ -37,23 +38,45 @@ _WEIDEMAN_L, _WEIDEMAN_COEFFICIENTS = _weideman_coefficients(32)
 _INV_SQRT_PI = 1 / math.sqrt(math.pi)
 
 
-def _wofz_upper(z):
-    """w(z) for Im z >= 0 (relative error about 1e-13 with 32 terms)."""
-    iz = z * 1j
-    denominator = _WEIDEMAN_L - iz
-    ratio = (_WEIDEMAN_L + iz) / denominator
-    poly = jnp.zeros_like(z)
+def _wofz_upper(x, y):
+    """w(x + iy) for y >= 0 as its real and imaginary parts (arrays of one real dtype), with
+    real arithmetic only, so that a compiled loop over it vectorizes (relative error about
+    1e-13 with 32 terms, before rounding). With D = L - iz, w = (1/D) (2 p(N/D) (1/D) +
+    1/sqrt(pi)), N = L + iz; 1/D is formed from D scaled by its larger part (>= L, as y >= 0),
+    so that |D|^2 cannot overflow."""
+    length = _WEIDEMAN_L
+    dr, di = length + y, -x                     # D = L - iz, iz = -y + ix
+    scale = jnp.maximum(dr, jnp.abs(di))
+    ar, ai = dr / scale, di / scale
+    norm = scale * (ar * ar + ai * ai)
+    inv_r, inv_i = ar / norm, -ai / norm        # 1/D
+    nr, ni = length - y, x                      # N = L + iz
+    rr, ri = nr * inv_r - ni * inv_i, nr * inv_i + ni * inv_r
+    pr = pi = jnp.zeros_like(x)
     for c in _WEIDEMAN_COEFFICIENTS:
-        poly = poly * ratio + float(c)
-    return 2 * poly / (denominator * denominator) + _INV_SQRT_PI / denominator
+        pr, pi = pr * rr - pi * ri + float(c), pr * ri + pi * rr
+    qr = 2 * (pr * inv_r - pi * inv_i) + _INV_SQRT_PI
+    qi = 2 * (pr * inv_i + pi * inv_r)
+    return qr * inv_r - qi * inv_i, qr * inv_i + qi * inv_r
+
+
+@fuse_eagerly(1)
+def _wofz_value(z):
+    # the lower half-plane by reflection: w(z) = 2 exp(-z^2) - w(-z), exp(-z^2) =
+    # exp(y^2 - x^2) (cos 2xy - i sin 2xy)
+    x, y = jnp.real(z), jnp.imag(z)
+    lower = y < 0
+    ur, ui = _wofz_upper(jnp.where(lower, -x, x), jnp.where(lower, -y, y))
+    e = jnp.exp(y * y - x * x)
+    two_xy = 2 * x * y
+    wr = jnp.where(lower, 2 * e * jnp.cos(two_xy) - ur, ur)
+    wi = jnp.where(lower, -2 * e * jnp.sin(two_xy) - ui, ui)
+    return lax.complex(wr, wi)
 
 
 @custom_jvp
 def _wofz(z):
-    # the lower half-plane by reflection: w(z) = 2 exp(-z^2) - w(-z)
-    lower = jnp.imag(z) < 0
-    upper = _wofz_upper(jnp.where(lower, -z, z))
-    return jnp.where(lower, 2 * jnp.exp(-(z * z)) - upper, upper)
+    return _wofz_value(z)
 
 
 @_wofz.defjvp

@@ -13,6 +13,7 @@ from corejax import dtypes, lax
 from corejax.core import get_aval
 from corejax.lax import special as lax_special
 from corejax.numpy._core import promote_dtypes_inexact
+from corejax.numpy._eager_fusion import fuse_eagerly
 import corejax.numpy as jnp
 
 __all__ = ["digamma", "polygamma", "gammainc", "gammaincc", "gamma", "gammasgn", "loggamma",
@@ -61,13 +62,15 @@ def gammaincc(a, x):
     return lax.igammac(*promote_inexact_broadcast(a, x))
 
 
+@fuse_eagerly(1)
 def gammasgn(x):
     """The sign of the gamma function: -1 or 1, -1 at -0, nan at the poles (0 excepted)."""
     (x,) = promote_dtypes_inexact(x)
     x = strong(x)
     one = jnp.ones_like(x)
     floor = jnp.floor(x)
-    odd = jnp.remainder(floor, 2) == 1
+    half = floor * 0.5                  # exact; its floor differs where floor(x) is odd (a
+    odd = jnp.floor(half) != half       # remainder would be a libm fmod call: no vector loop)
     negative = jnp.where(odd, -one, one)
     out = jnp.where(x > 0, one,
                     jnp.where(x == 0, jnp.copysign(one, x),
@@ -75,6 +78,7 @@ def gammasgn(x):
     return jnp.where(jnp.isnan(x), x, out)
 
 
+@fuse_eagerly(1)
 def gamma(x):
     """The gamma function, as gammasgn(x) * exp(gammaln(x))."""
     (x,) = promote_dtypes_inexact(x)
@@ -82,6 +86,7 @@ def gamma(x):
     return gammasgn(x) * jnp.exp(lax.lgamma(x))
 
 
+@fuse_eagerly(1)
 def loggamma(x):
     """log Gamma(x) for real x > 0; nan elsewhere (the real branch of the complex log-gamma)."""
     (x,) = promote_dtypes_inexact(x)
