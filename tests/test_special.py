@@ -408,8 +408,8 @@ def test_composites_against_scipy(x64):
 
 @pytest.mark.parametrize("name", ["expi", "exp1", "sici", "dawsn", "fresnel"])
 def test_host_special_functions_on_large_float32_arrays(name):
-    """On float32, Ei, E1, Si and Ci run corejax's compiled kernels (compiler/host_special.py)
-    and Dawson's and Fresnel's integrals SciPy; a large array runs in parts on the free cores:
+    """On float32, Ei, E1, Si, Ci and Dawson's integral run corejax's compiled kernels
+    (compiler/host_special.py) and Fresnel's integrals SciPy; a large array runs in parts on the free cores:
     eager, jit and the parts give SciPy's float64 value rounded to float32 (to within half an
     ulp plus the kernels' 0.01), special values included."""
     n = 140_000                              # above the parts' minimum (2^16), twice

@@ -12,8 +12,9 @@ What there is (``FAST_UNARY``, ``FAST_BINARY``; accuracy in ``ULP_BOUNDS``):
   twelve computed in float64); pow and atan2, the Hurwitz zeta and polygamma (binary, in
   float64).
 - float64: exp, expm1, log, log1p, tanh, logistic, softplus.
-- Beside these tables, float32 Ei and E1 (fastmath_expint) and Si and Ci (fastmath_sici), which
-  compiler/host_special.py's loops run for the host-evaluated special functions.
+- Beside these tables, float32 Ei and E1 (fastmath_expint), Si and Ci (fastmath_sici) and
+  Dawson's integral (fastmath_dawsn), which compiler/host_special.py's loops run for the
+  host-evaluated special functions.
 - Everything else (float64 erf/erfc/sin/cos/log2/log10/pow/tan/atan/lgamma/...) has no entry:
   the code generator falls back to ``math.*`` (scalar, correct, slow).
 

@@ -1,5 +1,6 @@
 """Compiled float32 loops of the special functions that lax/_special_host.py otherwise
-evaluates with SciPy on the host: Ei and E1 (fastmath_expint), Si and Ci (fastmath_sici).
+evaluates with SciPy on the host: Ei and E1 (fastmath_expint), Si and Ci (fastmath_sici),
+Dawson's integral (fastmath_dawsn).
 
 A host primitive's eager impl (which a jit program also runs, as a host step) calls `LOOPS[name]`
 on float32 operands: one vectorized pass, computed in float64 and rounded once, as accurate as
@@ -9,6 +10,7 @@ array on the free cores (eager_kernels.call_host_split); a part's elements are c
 whole array's are."""
 from numba import njit
 
+from corejax.compiler.fastmath_dawsn import dawsn_f32
 from corejax.compiler.fastmath_expint import exp1_f32, expi_f32
 from corejax.compiler.fastmath_sici import ci_f32, si_f32
 
@@ -39,5 +41,11 @@ def _ci(x, out):
         out[i] = ci_f32(x[i])
 
 
+@_loop
+def _dawsn(x, out):
+    for i in range(x.size):
+        out[i] = dawsn_f32(x[i])
+
+
 # host primitive name -> its float32 loop(x, out) over flat float32 arrays
-LOOPS = {"expi": _expi, "exp1": _exp1, "sici_si": _si, "sici_ci": _ci}
+LOOPS = {"expi": _expi, "exp1": _exp1, "sici_si": _si, "sici_ci": _ci, "dawsn": _dawsn}

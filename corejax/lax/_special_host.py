@@ -4,7 +4,7 @@ integrals, the confluent and Gauss hypergeometric functions, Bessel functions of
 of integer order).
 
 They evaluate through SciPy's special functions in float64, rounded once, with JAX's
-conventions at special points applied on top (on float32, Ei, E1, Si and Ci run compiled loops
+conventions at special points applied on top (on float32, Ei, E1, Si, Ci and Dawson's integral run compiled loops
 of corejax's own with the same conventions: compiler/host_special.py), and have no compiled
 lowering: under jit each runs as a host step between fused kernels
 (corejax/compiler/registry.py).
@@ -94,7 +94,7 @@ def _dawsn(x):
     return _special().dawsn(x)
 
 
-dawsn_p = _host_unop("dawsn", _dawsn)
+dawsn_p = _host_unop("dawsn", _dawsn, "dawsn")
 defjvp(dawsn_p, lambda t, ans, x: mul(t, sub(_one(x), mul(mul(_const(x, 2), x), ans))))
 
 
