@@ -16,83 +16,10 @@ import numpy as np
 import pytest
 from numba import njit
 
+from _fastmath_check import (X32, X64, check_against, evaluate, fn_dtype, loop_llvm,
+                             ulp_errors)
 from corejax.compiler import fastmath as fm
 from corejax.lax.elementwise import _erf_inv_np
-
-def _inputs(bits, stride_log2, n_random):
-    """Every 2**stride_log2-th bit pattern, the same shifted by an odd offset, random patterns."""
-    grid = np.arange(0, 2 ** bits, 2 ** stride_log2, dtype=np.uint64)
-    rng = np.random.default_rng(0)
-    random = rng.integers(0, 2 ** bits - 1, size=n_random, dtype=np.uint64, endpoint=True)
-    pattern = np.concatenate([grid, grid + np.uint64(0x2A5), random])
-    if bits == 32:
-        return pattern.astype(np.uint32).view(np.float32)
-    return pattern.view(np.float64)
-
-
-X32 = _inputs(32, 12, 300_000)
-X64 = _inputs(64, 45, 300_000)
-
-
-def _elementwise(fn):
-    @njit(error_model="numpy")
-    def apply(x, out):
-        for i in range(x.size):
-            out[i] = fn(x[i])
-    return apply
-
-
-_applied = {}
-
-
-def evaluate(fn, x):
-    if fn not in _applied:
-        _applied[fn] = _elementwise(fn)
-    out = np.empty(x.shape, fn_dtype(fn))
-    _applied[fn](x, out)
-    return out
-
-
-def fn_dtype(fn):
-    return np.float64 if fn.__name__.endswith("_f64") else np.float32
-
-
-def ulp_errors(y, ref, dtype=np.float32):
-    """|y - ref| in ulps of the result format at ref. Overflow to inf counts as 2**emax*2, so a
-    result of inf where ref is just below the overflow threshold costs a fraction of an ulp."""
-    info = np.finfo(dtype)
-    mant = info.nmant + 1
-    top = np.ldexp(np.longdouble(1), info.maxexp)
-    wide = np.float64 if dtype == np.float32 else np.longdouble    # exact enough, and faster
-    top = top.astype(wide)
-    yv = np.asarray(y, wide)
-    yv = np.where(np.isinf(yv), np.sign(yv) * top, yv)
-    # A reference past the format's range is inf once rounded: measure from 2**emax*2 too.
-    refv = np.clip(np.asarray(ref, wide), -top, top)
-    _, e = np.frexp(np.abs(refv))
-    e = np.minimum(e, info.maxexp)
-    ulp = np.ldexp(wide(1), np.maximum(e - mant, info.minexp - info.nmant))
-    return np.abs(yv - refv) / ulp
-
-
-def check_against(fn, x, ref, bound):
-    """Asserts nan/inf/signed-zero agreement exactly and the ulp bound elsewhere; returns the max."""
-    y = evaluate(fn, x)
-    ref = np.asarray(ref)
-    nan_ref = np.isnan(ref)
-    bad_nan = nan_ref != np.isnan(y)
-    assert not bad_nan.any(), f"{fn.__name__}: nan mismatch at {x[bad_nan][:5]} -> {y[bad_nan][:5]}"
-    exact = np.isinf(ref) | (ref == 0)
-    bad = exact & ~nan_ref & ((y != ref) | (np.signbit(y) != np.signbit(ref)))
-    assert not bad.any(), f"{fn.__name__}: at {x[bad][:5]} got {y[bad][:5]}, want {ref[bad][:5]}"
-    approx = ~nan_ref & ~exact
-    err = ulp_errors(y[approx], ref[approx], fn_dtype(fn))
-    worst = int(np.argmax(err))
-    max_err = float(err[worst])
-    assert max_err <= bound, (f"{fn.__name__}: {max_err:.3f} ulp > {bound} at x="
-                              f"{x[approx][worst]!r}: got {y[approx][worst]!r}, "
-                              f"want {ref[approx][worst]!r}")
-    return max_err
 
 
 def _logistic_ref(x):
@@ -582,9 +509,7 @@ def test_special_values(fn, cases):
 def test_loops_calling_it_vectorize(fn):
     """The LLVM IR of an elementwise loop over the function has vector float operations, i.e.
     no scalar call blocks the loop vectorizer."""
-    x = np.linspace(-3, 3, 64).astype(fn_dtype(fn))
-    evaluate(fn, x)
-    llvm = "\n".join(_applied[fn].inspect_llvm().values())
+    llvm = loop_llvm(fn)
     scalar = "double" if fn_dtype(fn) == np.float64 else "float"
     widths = {int(w) for w in re.findall(rf"<(\d+) x {scalar}>", llvm)}
     assert widths and max(widths) >= 2, f"{fn.__name__}: no <N x {scalar}> in the loop's IR"

@@ -8,68 +8,9 @@ import re
 import numpy as np
 import pytest
 import scipy.special
-from numba import njit
 
+from _fastmath_check import X32, check_against, evaluate, loop_llvm, ulp_errors
 from corejax.compiler.fastmath_expint import ULP_BOUNDS, exp1_f32, expi_f32
-
-
-def _inputs(stride_log2=12, n_random=300_000):
-    grid = np.arange(0, 2 ** 32, 2 ** stride_log2, dtype=np.uint64)
-    random = np.random.default_rng(0).integers(0, 2 ** 32 - 1, size=n_random, dtype=np.uint64,
-                                               endpoint=True)
-    return np.concatenate([grid, grid + np.uint64(0x2A5), random]).astype(np.uint32).view(
-        np.float32)
-
-
-X32 = _inputs()
-
-
-def _elementwise(fn):
-    @njit(error_model="numpy")
-    def apply(x, out):
-        for i in range(x.size):
-            out[i] = fn(x[i])
-    return apply
-
-
-_LOOPS = {expi_f32: _elementwise(expi_f32), exp1_f32: _elementwise(exp1_f32)}
-
-
-def evaluate(fn, x):
-    out = np.empty(x.shape, np.float32)
-    _LOOPS[fn](np.asarray(x, np.float32), out)
-    return out
-
-
-def ulp_errors(y, ref):
-    """|y - ref| in float32 ulps at ref (float64 arithmetic); inf counts as 2**128, so an
-    overflow next to the threshold costs a fraction of an ulp."""
-    top = 2.0 ** 128
-    yv = np.asarray(y, np.float64)
-    yv = np.where(np.isinf(yv), np.sign(yv) * top, yv)
-    refv = np.clip(np.asarray(ref, np.float64), -top, top)
-    _, e = np.frexp(np.abs(refv))
-    ulp = np.ldexp(1.0, np.maximum(np.minimum(e, 128) - 24, -149))
-    return np.abs(yv - refv) / ulp
-
-
-def check_against(fn, x, ref, bound):
-    """nan / inf / signed-zero agreement exactly, the ulp bound elsewhere; returns the max."""
-    y = evaluate(fn, x)
-    ref = np.asarray(ref, np.float64)
-    nan_ref = np.isnan(ref)
-    bad = nan_ref != np.isnan(y)
-    assert not bad.any(), f"{fn.__name__}: nan mismatch at {x[bad][:5]} -> {y[bad][:5]}"
-    exact = ~nan_ref & (np.isinf(ref) | (ref == 0))
-    bad = exact & ((y != ref) | (np.signbit(y) != np.signbit(ref)))
-    assert not bad.any(), f"{fn.__name__}: at {x[bad][:5]} got {y[bad][:5]}, want {ref[bad][:5]}"
-    approx = ~nan_ref & ~exact
-    err = ulp_errors(y[approx], ref[approx])
-    worst = int(np.argmax(err))
-    assert err[worst] <= bound, (f"{fn.__name__}: {err[worst]:.4f} ulp > {bound} at "
-                                 f"x={x[approx][worst]!r}: got {y[approx][worst]!r}, "
-                                 f"want {ref[approx][worst]!r}")
-    return float(err[worst])
 
 
 def expi_ref(x):
@@ -186,9 +127,7 @@ def test_overflow_and_underflow_thresholds():
 
 @pytest.mark.parametrize("fn", [expi_f32, exp1_f32], ids=lambda f: f.__name__)
 def test_loops_calling_it_vectorize(fn):
-    x = np.linspace(-3, 3, 64).astype(np.float32)
-    evaluate(fn, x)
-    llvm = "\n".join(_LOOPS[fn].inspect_llvm().values())
+    llvm = loop_llvm(fn)
     widths = {int(w) for w in re.findall(r"<(\d+) x double>", llvm)}
     assert widths and max(widths) >= 2, f"{fn.__name__}: no <N x double> in the loop's IR"
 

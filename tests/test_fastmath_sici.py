@@ -10,6 +10,8 @@ import pytest
 import scipy.special
 from numba import njit
 
+from _fastmath_check import (X32, check_exact_values, check_ulps, evaluate, loop_llvm,
+                             ulp_errors)
 from corejax.compiler.fastmath_sici import ULP_BOUNDS, _sici_abs_f64, ci_f32, si_f32
 
 # Ci is checked in ulps except where x (|x| >= 1) is within CI_ZERO_DISTANCE of one of Ci's
@@ -21,70 +23,12 @@ CI_ZERO_DISTANCE = 1e-6
 CI_ZERO_ABS_ERROR = 2e-15
 
 
-def _inputs(stride_log2=12, n_random=300_000):
-    grid = np.arange(0, 2 ** 32, 2 ** stride_log2, dtype=np.uint64)
-    rng = np.random.default_rng(0)
-    random = rng.integers(0, 2 ** 32 - 1, size=n_random, dtype=np.uint64, endpoint=True)
-    pattern = np.concatenate([grid, grid + np.uint64(0x2A5), random])
-    return pattern.astype(np.uint32).view(np.float32)
-
-
-X32 = _inputs()
-
-
-def _loop(fn):
-    @njit(error_model="numpy")
-    def apply(x, out):
-        for i in range(x.size):
-            out[i] = fn(x[i])
-    return apply
-
-
-_LOOPS = {si_f32: _loop(si_f32), ci_f32: _loop(ci_f32)}
-
-
-def evaluate(fn, x):
-    x = np.asarray(x, np.float32)
-    out = np.empty(x.shape, np.float32)
-    _LOOPS[fn](x, out)
-    return out
-
-
-def ulp_errors(y, ref):
-    """|y - ref| in float32 ulps at ref (ref in float64)."""
-    y = np.asarray(y, np.float64)
-    ref = np.asarray(ref, np.float64)
-    _, e = np.frexp(np.abs(ref))
-    ulp = np.ldexp(1.0, np.maximum(e - 24, -149))
-    return np.abs(y - ref) / ulp
-
-
 def reference(x):
     """scipy.special.sici in float64 with JAX's Ci(-inf) = nan."""
     with np.errstate(all="ignore"):                  # (signalling nan patterns)
         d = np.asarray(x, np.float32).astype(np.float64)
         si, ci = scipy.special.sici(d)
     return si, np.where(d == -np.inf, np.nan, ci)
-
-
-def check_exact_values(fn, x, y, ref):
-    """nan where ref is nan, and exactly ref (with the sign of zero) where ref is inf or 0."""
-    nan_ref = np.isnan(ref)
-    bad = nan_ref != np.isnan(y)
-    assert not bad.any(), f"{fn.__name__}: nan mismatch at {x[bad][:5]} -> {y[bad][:5]}"
-    exact = ~nan_ref & (np.isinf(ref) | (ref == 0))
-    bad = exact & ((y != ref) | (np.signbit(y) != np.signbit(ref)))
-    assert not bad.any(), f"{fn.__name__}: at {x[bad][:5]} got {y[bad][:5]}, want {ref[bad][:5]}"
-    return ~nan_ref & ~exact
-
-
-def check_ulps(fn, x, y, ref, mask, bound):
-    err = ulp_errors(y[mask], ref[mask])
-    worst = int(np.argmax(err))
-    assert err[worst] <= bound, (f"{fn.__name__}: {err[worst]:.3f} ulp > {bound} at "
-                                 f"x={x[mask][worst]!r}: got {y[mask][worst]!r}, "
-                                 f"want {ref[mask][worst]!r}")
-    return float(err[worst])
 
 
 def test_si_ulp_bound_whole_range():
@@ -228,7 +172,6 @@ def test_scalar_call_equals_loop(fn):
 
 @pytest.mark.parametrize("fn", [si_f32, ci_f32], ids=lambda f: f.__name__)
 def test_loops_calling_it_vectorize(fn):
-    evaluate(fn, np.linspace(-3, 3, 64))
-    llvm = "\n".join(_LOOPS[fn].inspect_llvm().values())
+    llvm = loop_llvm(fn)
     widths = {int(w) for w in re.findall(r"<(\d+) x double>", llvm)}
     assert widths and max(widths) >= 2, f"{fn.__name__}: no <N x double> in the loop's IR"
