@@ -406,12 +406,27 @@ def test_composites_against_scipy(x64):
                                sc.beta(q + 1, p + 1), rtol=1e-13)
 
 
+@pytest.mark.parametrize("split", [False, True], ids=["whole", "parts"])
 @pytest.mark.parametrize("name", ["expi", "exp1", "sici", "dawsn", "fresnel"])
-def test_host_special_functions_on_large_float32_arrays(name):
+def test_host_special_functions_on_large_float32_arrays(name, split, monkeypatch):
     """On float32, Ei, E1, Si, Ci and Dawson's integral run corejax's compiled kernels
-    (compiler/host_special.py) and Fresnel's integrals SciPy; a large array runs in parts on the free cores:
-    eager, jit and the parts give SciPy's float64 value rounded to float32 (to within half an
-    ulp plus the kernels' 0.01), special values included."""
+    (compiler/host_special.py) and Fresnel's integrals SciPy; a large array runs whole or in
+    parts on the free cores (eager_kernels.call_host_split; `parts` forces the split, as if
+    splitting had paid): eager, jit and the parts give SciPy's float64 value rounded to float32
+    (to within half an ulp plus the kernels' 0.01), special values included."""
+    from corejax.compiler import eager_kernels, eager_threads
+    cuts = []
+    run_parts = eager_kernels.run_parts
+
+    def spy(task, bounds):
+        cuts.append(len(bounds) - 1)
+        return run_parts(task, bounds)
+
+    monkeypatch.setattr(eager_kernels, "run_parts", spy)
+    if split:
+        monkeypatch.setattr(eager_kernels, "_helpers", lambda: 1)
+        monkeypatch.setattr(eager_kernels, "split_cores", lambda key, n: 2)
+        monkeypatch.setattr(eager_threads, "WAKE_SECONDS", 0.0)    # (short jobs wake them too)
     n = 140_000                              # above the parts' minimum (2^16), twice
     x = np.concatenate([RNG.standard_normal(n - 9) * 20,
                         [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, 90.0, -100.0, 3e38]])
@@ -419,6 +434,7 @@ def test_host_special_functions_on_large_float32_arrays(name):
     f = getattr(jsp, name)
     eager = f(jnp.asarray(x))
     jitted = jax.jit(f)(jnp.asarray(x))
+    assert cuts and (min(cuts) > 1 if split else max(cuts) == 1), cuts
     conventions = {"expi": lambda v, x: np.where((x == 0) | np.isinf(x), np.nan, v),
                    "exp1": lambda v, x: np.where(np.isinf(x), np.nan, v),
                    "fresnel": lambda v, x: np.where(np.isinf(x), np.copysign(0.5, x), v)}
