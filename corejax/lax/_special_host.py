@@ -4,9 +4,9 @@ integrals, the confluent and Gauss hypergeometric functions, Bessel functions of
 of integer order).
 
 They evaluate through SciPy's special functions in float64, rounded once, with JAX's
-conventions at special points applied on top (on float32, Ei, E1, Si, Ci and Dawson's integral run compiled loops
-of corejax's own with the same conventions: compiler/host_special.py), and have no compiled
-lowering: under jit each runs as a host step between fused kernels
+conventions at special points applied on top (on float32, Ei, E1, Si, Ci and Dawson's integral
+run compiled kernels of corejax's own with the same conventions: compiler/host_special.py),
+and have no compiled lowering: under jit each runs as a host step between fused kernels
 (corejax/compiler/registry.py).
 """
 from __future__ import annotations
@@ -27,29 +27,29 @@ __all__ = []
 _FLOAT = ("floating",)
 
 
-def _scipy(fn, float32_loop=None):
+def _scipy(fn, float32_kernel=None):
     """An eager implementation from a float64 function of float64 arrays, rounded once; with
-    `float32_loop` (a name in compiler/host_special.LOOPS), float32 operands run that compiled
-    loop instead (the same value to within its ulp bound, 30x faster). SciPy's loops and these
-    release the GIL: on operands of one shape a large call is cut into parts that run on the
-    free cores (compiler/eager_kernels.call_host_split), each part computed as the whole would
-    compute it. A jit program runs this impl as a host step: eager and jit give one value."""
+    `float32_kernel` (a name in compiler/host_special.FUNCTIONS), float32 operands run that
+    compiled kernel instead (the same value to within its ulp bound, 30x faster), split over
+    the free cores as eager elementwise kernels are. SciPy's loops release the GIL too: on
+    operands of one shape a large call is cut into parts that run on the free cores
+    (compiler/eager_kernels.call_host_split), each part computed as the whole would compute
+    it. A jit program runs this impl as a host step: eager and jit give one value."""
     def rounded(*args, **params):
-        if float32_loop is not None and args[0].dtype == np.float32:
-            from corejax.compiler.host_special import LOOPS
-            out = np.empty(np.shape(args[0]), np.float32)
-            LOOPS[float32_loop](np.ascontiguousarray(args[0]).reshape(-1), out.reshape(-1))
-            return out
         wide = [np.asarray(a, np.float64) for a in args]
         with np.errstate(all="ignore"):
             out = fn(*wide, **params)
         return np.asarray(out, np.float64).astype(args[0].dtype)
 
     def impl(*args, **params):
-        shape = np.shape(args[0])
-        if math.prod(shape) < _SPLIT_MIN or any(np.shape(a) != shape for a in args):
-            return rounded(*args, **params)
+        if float32_kernel is not None and args[0].dtype == np.float32:
+            from corejax.compiler import host_special
+            return host_special.evaluate(float32_kernel, args[0])
         from corejax.compiler import eager_kernels
+        shape = np.shape(args[0])
+        if math.prod(shape) < eager_kernels.SPLIT_MIN or any(np.shape(a) != shape
+                                                            for a in args):
+            return rounded(*args, **params)      # (never split: no parts to time or cut)
         out = np.empty(shape, args[0].dtype)
         key = (fn, tuple(sorted(params.items())), out.dtype)
         eager_kernels.call_host_split(key, lambda *part: rounded(*part, **params),
@@ -57,8 +57,6 @@ def _scipy(fn, float32_loop=None):
         return out
     return impl
 
-
-_SPLIT_MIN = 1 << 16    # elements (compiler/eager_kernels.SPLIT_MIN: below, never split)
 
 
 def _special():
@@ -71,8 +69,8 @@ def _filled(x, value):
     return full(aval.shape, value, aval.dtype, aval.weak_type)
 
 
-def _host_unop(name, fn, float32_loop=None):
-    return unop(name, _scipy(fn, float32_loop), _FLOAT)
+def _host_unop(name, fn, float32_kernel=None):
+    return unop(name, _scipy(fn, float32_kernel), _FLOAT)
 
 
 def _host_naryop(name, arity, fn):
