@@ -43,10 +43,39 @@ def evaluate(fn, x):
     return out
 
 
-def loop_llvm(fn):
-    """The LLVM IR of `evaluate`'s loop over fn (after one call)."""
-    evaluate(fn, np.linspace(-3, 3, 64))
+def _elementwise2(fn):
+    @njit(error_model="numpy")
+    def apply(x, y, out):
+        for i in range(x.size):
+            out[i] = fn(x[i], y[i])
+    return apply
+
+
+def evaluate2(fn, x, y):
+    """The binary fn over the float32 arrays x and y (one shape) in a compiled loop."""
+    if fn not in _applied:
+        _applied[fn] = _elementwise2(fn)
+    out = np.empty(np.shape(x), np.float32)
+    _applied[fn](np.asarray(x, np.float32), np.asarray(y, np.float32), out)
+    return out
+
+
+def loop_llvm(fn, arity=1):
+    """The LLVM IR of `evaluate`'s (arity 2: `evaluate2`'s) loop over fn, after one call."""
+    x = np.linspace(1.5, 3, 64)
+    evaluate(fn, x) if arity == 1 else evaluate2(fn, x, x)
     return "\n".join(_applied[fn].inspect_llvm().values())
+
+
+def check_special_values(fn, x, want):
+    """fn's loop gives exactly `want` at x (the sign of zero too; any nan where want is nan)."""
+    got = evaluate(fn, x)
+    for xi, gi, wi in zip(x, got, want):
+        if np.isnan(wi):
+            assert np.isnan(gi), (fn.__name__, xi, gi)
+        else:
+            assert gi == wi and np.signbit(gi) == np.signbit(wi), (fn.__name__, xi, gi, wi)
+    return got
 
 
 def fn_dtype(fn):

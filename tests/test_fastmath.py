@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from numba import njit
 
-from _fastmath_check import (X32, X64, check_against, evaluate, fn_dtype, loop_llvm,
-                             ulp_errors)
+from _fastmath_check import (X32, X64, check_against, check_special_values, evaluate,
+                             evaluate2, fn_dtype, loop_llvm, ulp_errors)
 from corejax.compiler import fastmath as fm
 from corejax.lax.elementwise import _erf_inv_np
 
@@ -153,18 +153,11 @@ def _pow_inputs():
     return np.concatenate([bases, sx.ravel()]), np.concatenate([exponents, sy.ravel()])
 
 
-@njit(error_model="numpy")
-def _pow_loop(x, y, out):
-    for i in range(x.size):
-        out[i] = fm.pow_f32(x[i], y[i])
-
-
 def test_pow_f32_ulp_bound_and_special_cases():
     x, y = _pow_inputs()
     with np.errstate(all="ignore"):
         ref = np.power(x.astype(np.float64), y.astype(np.float64))
-    got = np.empty_like(x)
-    _pow_loop(x, y, got)
+    got = evaluate2(fm.pow_f32, x, y)
     nan_ref = np.isnan(ref)
     assert np.array_equal(nan_ref, np.isnan(got)), (x[nan_ref != np.isnan(got)][:5],
                                                     y[nan_ref != np.isnan(got)][:5])
@@ -266,24 +259,6 @@ def test_every_table_entry_has_a_reference_and_bound():
             fm.pow_f32, fm.atan2_f32, fm.zeta_f32, fm.polygamma_f32)
 
 
-@njit(error_model="numpy")
-def _zeta_loop(s, q, out):
-    for i in range(s.size):
-        out[i] = fm.zeta_f32(s[i], q[i])
-
-
-@njit(error_model="numpy")
-def _polygamma_loop(n, x, out):
-    for i in range(n.size):
-        out[i] = fm.polygamma_f32(n[i], x[i])
-
-
-def _binary(loop, a, b):
-    out = np.empty(a.shape, np.float32)
-    loop(a, b, out)
-    return out
-
-
 def _zeta_negative_ref(s, q):
     """zeta(s, q) for integral s and negative non-integral q (|q| < 60): the negative terms
     summed exactly (math.fsum of their float64 values), plus SciPy's zeta at q's fractional
@@ -303,7 +278,7 @@ def test_zeta_f32_ulp_bound_and_special_values():
     q = np.concatenate([np.float32(2.0) ** np.arange(-40, 40, 0.5), np.linspace(0.01, 20, 300),
                         rng.uniform(0, 10, 200)])
     S, Q = (v.astype(np.float32).ravel() for v in np.meshgrid(s, q))
-    got = _binary(_zeta_loop, S, Q)
+    got = evaluate2(fm.zeta_f32, S, Q)
     with np.errstate(all="ignore"):
         ref = scipy.special.zeta(S.astype(np.float64), Q.astype(np.float64))
     ref = np.where(ref > 3.5e38, np.inf, ref)
@@ -316,12 +291,12 @@ def test_zeta_f32_ulp_bound_and_special_values():
     q = -rng.uniform(0, 50, 120).astype(np.float32)
     q = q[q != np.floor(q)]
     S, Q = (v.ravel() for v in np.meshgrid(s, q))
-    got = _binary(_zeta_loop, S, Q)
+    got = evaluate2(fm.zeta_f32, S, Q)
     ref = np.array([_zeta_negative_ref(float(a), float(b)) for a, b in zip(S, Q)])
     ref = np.where(np.abs(ref) > 3.5e38, np.copysign(np.inf, ref), ref)
     assert ulp_errors(got, ref).max() <= fm.ULP_BOUNDS[fm.zeta_f32]
     # odd s at f = 1/2: the two sums at 1/2 cancel exactly, the value is the small third
-    assert _binary(_zeta_loop, np.float32([5.0]), np.float32([-3.5]))[0] == np.float32(
+    assert evaluate2(fm.zeta_f32, np.float32([5.0]), np.float32([-3.5]))[0] == np.float32(
         math.fsum([(-3.5 + k) ** -5 for k in range(4)] + [float(scipy.special.zeta(5, 0.5))]))
     # special values, as lax.zeta's scalar kernel (and JAX): s = 1 -> inf; s < 1, nan, inf ->
     # nan; a pole (q = 0, -1, ...) -> inf for even integral s, else nan; q < 0 -> nan unless s
@@ -333,7 +308,7 @@ def test_zeta_f32_ulp_bound_and_special_values():
              (2.0, 1e-30, np.inf), (3.0, 3e38, 0.0), (1e30, 1.0, 1.0), (1e30, 0.5, np.inf),
              (1e30, 2.0, 0.0)]
     s, q, want = (np.array(c, np.float32) for c in zip(*cases))
-    got = _binary(_zeta_loop, s, q)
+    got = evaluate2(fm.zeta_f32, s, q)
     assert np.array_equal(got, want, equal_nan=True), list(zip(s, q, got, want))
 
 
@@ -343,7 +318,7 @@ def test_polygamma_f32_ulp_bound_and_special_values():
     x = np.concatenate([np.float32(2.0) ** np.arange(-20, 30, 0.25),
                         np.linspace(0.01, 30, 500)]).astype(np.float32)
     N, X = (v.ravel() for v in np.meshgrid(n, x))
-    got = _binary(_polygamma_loop, N, X)
+    got = evaluate2(fm.polygamma_f32, N, X)
     with np.errstate(all="ignore"):
         ref = scipy.special.polygamma(N.astype(int), X.astype(np.float64))
     ref = np.where(np.abs(ref) > 3.5e38, np.copysign(np.inf, ref), ref)
@@ -353,34 +328,26 @@ def test_polygamma_f32_ulp_bound_and_special_values():
     # negative x: (-1)^(n+1) n! zeta(n + 1, x), the zeta summed exactly as above
     x = -np.random.default_rng(4).uniform(0, 20, 60).astype(np.float32)
     N, X = (v.ravel() for v in np.meshgrid(n[:5], x))
-    got = _binary(_polygamma_loop, N, X)
+    got = evaluate2(fm.polygamma_f32, N, X)
     ref = np.array([(-1.0) ** (k + 1) * math.factorial(int(k)) *
                     _zeta_negative_ref(float(k) + 1, float(v)) for k, v in zip(N, X)])
     assert ulp_errors(got, ref).max() <= fm.ULP_BOUNDS[fm.polygamma_f32]
     # n = 0 is digamma; n not a non-negative integer, nan; the poles as zeta's
     x = np.float32([0.3, -2.5, 7.0])
-    assert np.array_equal(_binary(_polygamma_loop, np.zeros(3, np.float32), x),
+    assert np.array_equal(evaluate2(fm.polygamma_f32, np.zeros(3, np.float32), x),
                           evaluate(fm.digamma_f32, x))
     cases = [(1.5, 2.0, np.nan), (-1.0, 2.0, np.nan), (np.nan, 2.0, np.nan), (1.0, np.nan, np.nan),
              (1.0, 0.0, np.inf), (1.0, -3.0, np.inf), (2.0, 0.0, np.nan), (3.0, -1.0, np.inf),
              (1.0, np.inf, np.nan), (200.0, 0.5, -np.inf)]
     n, x, want = (np.array(c, np.float32) for c in zip(*cases))
-    got = _binary(_polygamma_loop, n, x)
+    got = evaluate2(fm.polygamma_f32, n, x)
     assert np.array_equal(got, want, equal_nan=True), list(zip(n, x, got, want))
 
 
-@pytest.mark.parametrize("loop", [_zeta_loop, _polygamma_loop], ids=["zeta", "polygamma"])
-def test_loops_calling_zeta_vectorize(loop):
-    x = np.linspace(1.5, 3, 64).astype(np.float32)
-    _binary(loop, x, x)
-    llvm = "\n".join(loop.inspect_llvm().values())
+@pytest.mark.parametrize("fn", [fm.zeta_f32, fm.polygamma_f32], ids=["zeta", "polygamma"])
+def test_loops_calling_zeta_vectorize(fn):
+    llvm = loop_llvm(fn, arity=2)
     assert re.search(r"<\d+ x double>", llvm)
-
-
-@njit(error_model="numpy")
-def _atan2_loop(y, x, out):
-    for i in range(x.size):
-        out[i] = fm.atan2_f32(y[i], x[i])
 
 
 def test_atan2_f32_ulp_bound_and_special_cases():
@@ -396,8 +363,7 @@ def test_atan2_f32_ulp_bound_and_special_cases():
     y, x = np.concatenate([y, sy.ravel()]), np.concatenate([x, sx.ravel()])
     with np.errstate(invalid="ignore"):
         ref = np.arctan2(y.astype(np.float64), x.astype(np.float64))
-    got = np.empty_like(x)
-    _atan2_loop(y, x, got)
+    got = evaluate2(fm.atan2_f32, y, x)
     nan_ref = np.isnan(ref)
     assert np.array_equal(nan_ref, np.isnan(got))
     exact = np.zeros(y.size, bool)     # C99's table: the float32 of the exact result
@@ -408,7 +374,7 @@ def test_atan2_f32_ulp_bound_and_special_cases():
     err = ulp_errors(got[~nan_ref], ref[~nan_ref])
     print(f"atan2_f32: max {err.max():.3f} ulp (bound {fm.ULP_BOUNDS[fm.atan2_f32]})")
     assert err.max() <= fm.ULP_BOUNDS[fm.atan2_f32]
-    llvm = "\n".join(_atan2_loop.inspect_llvm().values())
+    llvm = loop_llvm(fm.atan2_f32, arity=2)
     assert re.search(r"<\d+ x (float|double)>", llvm)
 
 
@@ -493,12 +459,7 @@ def test_special_values(fn, cases):
     dtype = fn_dtype(fn)
     x = np.array([c[0] for c in cases], dtype)
     want = np.array([c[1] for c in cases], dtype)
-    got = evaluate(fn, x)
-    for xi, gi, wi in zip(x, got, want):
-        if np.isnan(wi):
-            assert np.isnan(gi), (fn.__name__, xi, gi)
-        else:
-            assert gi == wi and np.signbit(gi) == np.signbit(wi), (fn.__name__, xi, gi, wi)
+    got = check_special_values(fn, x, want)
     # The scalar dispatcher agrees with the loop.
     for xi, gi in zip(x, got):
         scalar = fn(xi)
@@ -516,9 +477,7 @@ def test_loops_calling_it_vectorize(fn):
 
 
 def test_loops_calling_pow_vectorize():
-    x = np.linspace(0.5, 3, 64).astype(np.float32)
-    _pow_loop(x, x, np.empty_like(x))
-    llvm = "\n".join(_pow_loop.inspect_llvm().values())
+    llvm = loop_llvm(fm.pow_f32, arity=2)
     assert re.search(r"<\d+ x (float|double)>", llvm)
 
 
