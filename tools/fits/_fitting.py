@@ -1,5 +1,5 @@
-"""What the fitting scripts share: Chebyshev nodes, Horner's rule on NumPy arrays, and printing
-a coefficient tuple as fastmath's modules write it."""
+"""What the fitting scripts share: Chebyshev nodes, Horner's rule on NumPy arrays and at an
+mpmath point, and printing a coefficient tuple as fastmath's modules write it."""
 import numpy as np
 
 
@@ -14,6 +14,16 @@ def horner(x, coeffs):
     acc = np.full_like(x, coeffs[0])
     for c in coeffs[1:]:
         acc = acc * x + c
+    return acc
+
+
+def horner_mp(x, coeffs):
+    """The polynomial with `coeffs` (highest power first, floats taken exactly) at the mpmath
+    number x, in mpmath's precision."""
+    import mpmath
+    acc = mpmath.mpf(coeffs[0])
+    for c in coeffs[1:]:
+        acc = acc * x + mpmath.mpf(c)
     return acc
 
 

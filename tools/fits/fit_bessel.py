@@ -30,7 +30,7 @@ evaluated in mpmath.
 import mpmath as mp
 import numpy as np
 
-from _fitting import chebyshev_nodes, fmt, horner
+from _fitting import chebyshev_nodes, fmt, horner, horner_mp
 
 mp.mp.dps = 40
 
@@ -89,13 +89,6 @@ def lawson(t, f, g, length, pin, iterations=300):
     return best
 
 
-def mp_horner(x, coeffs):
-    acc = mp.mpf(coeffs[0])
-    for c in coeffs[1:]:
-        acc = acc * x + mp.mpf(c)
-    return acc
-
-
 def check(coeffs, lo, hi, ref, n=4000):
     """(max relative error of the float64 Horner value, of the float64 coefficients in mpmath)"""
     rng = np.random.default_rng(1)
@@ -104,7 +97,7 @@ def check(coeffs, lo, hi, ref, n=4000):
     f = [ref(v) for v in t]
     f64 = np.array([float(v) for v in f])
     err64 = float(np.abs(horner(t, coeffs) / f64 - 1).max())
-    errmp = max(abs(mp_horner(mp.mpf(v), coeffs) / fv - 1) for v, fv in zip(t, f))
+    errmp = max(abs(horner_mp(mp.mpf(v), coeffs) / fv - 1) for v, fv in zip(t, f))
     return err64, float(errmp)
 
 

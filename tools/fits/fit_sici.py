@@ -3,6 +3,8 @@ first kind, near-minimax) of mpmath references at 40 digits, converted exactly (
 monomial basis of the stated variable, rounded to float64. Errors measured on 2001 points per
 piece in mpmath with the float64 coefficients (Horner in mpmath)."""
 import mpmath as mp
+
+from _fitting import horner_mp
 mp.mp.dps = 40
 PI2 = mp.pi / 2
 
@@ -36,12 +38,6 @@ def cheb_fit(fun, n):
             mono[i] += c[j] * t
     return mono
 
-def horner_mp(coeffs_high_first, s):
-    acc = mp.mpf(coeffs_high_first[0])
-    for c in coeffs_high_first[1:]:
-        acc = acc * s + mp.mpf(c)
-    return acc
-
 def rescale(mono, a, b):
     """coefficients in variable v where s = a*v + b."""
     n = len(mono) - 1
@@ -58,7 +54,7 @@ def report(name, coeffs, fun, var_of_s, nchk=401, relative=True):
         s = -1 + 2 * mp.mpf(k) / (nchk - 1)
         v = var_of_s(s)
         ref = fun(s)
-        got = horner_mp(coeffs, v)
+        got = horner_mp(v, coeffs)
         e = abs(got - ref) / (abs(ref) if relative else 1)
         worst = max(worst, e)
     return worst
@@ -149,7 +145,7 @@ for k in range(-200, 201):
     if t == 0:
         continue
     ref = mp.ci(x0 + t)
-    got = t * horner_mp(out["CI_AT_ZERO"], t)
+    got = t * horner_mp(t, out["CI_AT_ZERO"])
     worst = max(worst, abs(got - ref) / abs(ref))
 print("CI_AT_ZERO |t|<=1/64 max rel err %.2e" % worst)
 
